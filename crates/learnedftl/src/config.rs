@@ -1,0 +1,540 @@
+//! Device configuration: geometry, timing and energy, with the presets of SPEC §3.1.
+
+use crate::addr::{Ppa, PpaParts, Vppn};
+use crate::error::ConfigError;
+use crate::params::Params;
+use serde::Serialize;
+
+/// NAND geometry and logical capacity.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Geometry {
+    /// Channels.
+    pub channels: u32,
+    /// LUNs (dies) per channel.
+    pub luns_per_channel: u32,
+    /// Planes per LUN.
+    pub planes_per_lun: u32,
+    /// Blocks per plane (= number of lines).
+    pub blocks_per_plane: u32,
+    /// Pages per block.
+    pub pages_per_block: u32,
+    /// Page size in bytes.
+    pub page_size: u32,
+    /// Out-of-band bytes per page.
+    pub oob_size: u32,
+    /// Logical pages exposed to the host.
+    pub logical_pages: u64,
+}
+
+impl Geometry {
+    /// LUNs in the device.
+    #[inline]
+    pub fn luns(&self) -> u32 {
+        self.channels * self.luns_per_channel
+    }
+    /// Blocks in the device.
+    #[inline]
+    pub fn blocks(&self) -> u32 {
+        self.luns() * self.planes_per_lun * self.blocks_per_plane
+    }
+    /// Pages in the device.
+    #[inline]
+    pub fn pages(&self) -> u64 {
+        self.blocks() as u64 * self.pages_per_block as u64
+    }
+    /// Lines (superblocks): one block index across every LUN and plane.
+    #[inline]
+    pub fn lines(&self) -> u32 {
+        self.blocks_per_plane
+    }
+    /// Blocks in one line.
+    #[inline]
+    pub fn blocks_per_line(&self) -> u32 {
+        self.luns() * self.planes_per_lun
+    }
+    /// Pages in one line.
+    #[inline]
+    pub fn pages_per_line(&self) -> u32 {
+        self.blocks_per_line() * self.pages_per_block
+    }
+    /// Mapping entries (8 B each) per translation page.
+    #[inline]
+    pub fn entries_per_tp(&self) -> u32 {
+        self.page_size / 8
+    }
+    /// Translation pages needed to map the logical space.
+    pub fn tps(&self) -> u32 {
+        self.logical_pages.div_ceil(self.entries_per_tp() as u64) as u32
+    }
+    /// Physical bytes.
+    pub fn physical_bytes(&self) -> u64 {
+        self.pages() * self.page_size as u64
+    }
+    /// Logical bytes.
+    pub fn logical_bytes(&self) -> u64 {
+        self.logical_pages * self.page_size as u64
+    }
+
+    /// Global block index of a page.
+    #[inline]
+    pub fn block_of(&self, ppa: Ppa) -> u32 {
+        ppa.0 / self.pages_per_block
+    }
+    /// Page index within its block.
+    #[inline]
+    pub fn page_in_block(&self, ppa: Ppa) -> u32 {
+        ppa.0 % self.pages_per_block
+    }
+    /// Global LUN index (`ch * luns_per_channel + lun`) of a page.
+    #[inline]
+    pub fn lun_of(&self, ppa: Ppa) -> u32 {
+        ppa.0 / (self.planes_per_lun * self.blocks_per_plane * self.pages_per_block)
+    }
+    /// Channel of a page.
+    #[inline]
+    pub fn channel_of(&self, ppa: Ppa) -> u32 {
+        self.lun_of(ppa) / self.luns_per_channel
+    }
+    /// Line of a global block index.
+    #[inline]
+    pub fn line_of_block(&self, block: u32) -> u32 {
+        block % self.blocks_per_plane
+    }
+    /// Line of a page.
+    #[inline]
+    pub fn line_of(&self, ppa: Ppa) -> u32 {
+        self.line_of_block(self.block_of(ppa))
+    }
+    /// The `i`-th block of line `line` (in LUN/plane order).
+    #[inline]
+    pub fn block_in_line(&self, line: u32, i: u32) -> u32 {
+        i * self.blocks_per_plane + line
+    }
+
+    /// Splits a PPA into its parts.
+    pub fn ppa_parts(&self, ppa: Ppa) -> PpaParts {
+        let mut x = ppa.0;
+        let pg = x % self.pages_per_block;
+        x /= self.pages_per_block;
+        let blk = x % self.blocks_per_plane;
+        x /= self.blocks_per_plane;
+        let pl = x % self.planes_per_lun;
+        x /= self.planes_per_lun;
+        let lun = x % self.luns_per_channel;
+        let ch = x / self.luns_per_channel;
+        PpaParts {
+            ch,
+            lun,
+            pl,
+            blk,
+            pg,
+        }
+    }
+
+    /// Joins parts into a PPA.
+    pub fn ppa_from_parts(&self, p: PpaParts) -> Ppa {
+        Ppa((((p.ch * self.luns_per_channel + p.lun) * self.planes_per_lun + p.pl)
+            * self.blocks_per_plane
+            + p.blk)
+            * self.pages_per_block
+            + p.pg)
+    }
+
+    /// VPPN of a PPA: `ch + C·(lun + W·(pl + P·(page + N·block)))`.
+    pub fn ppa_to_vppn(&self, ppa: Ppa) -> Vppn {
+        let p = self.ppa_parts(ppa);
+        Vppn(
+            p.ch + self.channels
+                * (p.lun
+                    + self.luns_per_channel
+                        * (p.pl + self.planes_per_lun * (p.pg + self.pages_per_block * p.blk))),
+        )
+    }
+
+    /// PPA of a VPPN (inverse of [`Geometry::ppa_to_vppn`]).
+    pub fn vppn_to_ppa(&self, v: Vppn) -> Ppa {
+        let mut x = v.0;
+        let ch = x % self.channels;
+        x /= self.channels;
+        let lun = x % self.luns_per_channel;
+        x /= self.luns_per_channel;
+        let pl = x % self.planes_per_lun;
+        x /= self.planes_per_lun;
+        let pg = x % self.pages_per_block;
+        let blk = x / self.pages_per_block;
+        self.ppa_from_parts(PpaParts {
+            ch,
+            lun,
+            pl,
+            blk,
+            pg,
+        })
+    }
+
+    /// The first VPPN of a line (a line's VPPNs are contiguous).
+    #[inline]
+    pub fn line_first_vppn(&self, line: u32) -> Vppn {
+        Vppn(line * self.pages_per_line())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (field, v) in [
+            ("channels", self.channels),
+            ("luns_per_channel", self.luns_per_channel),
+            ("planes_per_lun", self.planes_per_lun),
+            ("blocks_per_plane", self.blocks_per_plane),
+            ("pages_per_block", self.pages_per_block),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::invalid(field, "must be at least 1"));
+            }
+        }
+        if self.page_size == 0 || self.page_size % 512 != 0 {
+            return Err(ConfigError::invalid(
+                "page_size",
+                format!("{} is not a positive multiple of 512", self.page_size),
+            ));
+        }
+        if self.oob_size < 8 {
+            return Err(ConfigError::invalid(
+                "oob_size",
+                format!("{} B cannot hold an LPN and a write stamp (8 B)", self.oob_size),
+            ));
+        }
+        let pages = (self.channels as u64)
+            .checked_mul(self.luns_per_channel as u64)
+            .and_then(|x| x.checked_mul(self.planes_per_lun as u64))
+            .and_then(|x| x.checked_mul(self.blocks_per_plane as u64))
+            .and_then(|x| x.checked_mul(self.pages_per_block as u64));
+        match pages {
+            Some(p) if p < u32::MAX as u64 => {}
+            _ => {
+                return Err(ConfigError::invalid(
+                    "geometry",
+                    "more than 2^32-1 physical pages; page addresses are 32-bit",
+                ))
+            }
+        }
+        if self.logical_pages == 0 {
+            return Err(ConfigError::invalid("logical_pages", "must be at least 1"));
+        }
+        if self.logical_pages >= self.pages() {
+            return Err(ConfigError::invalid(
+                "logical_pages",
+                format!(
+                    "{} is not below the {} physical pages: no room for over-provisioning",
+                    self.logical_pages,
+                    self.pages()
+                ),
+            ));
+        }
+        if self.lines() < 8 {
+            return Err(ConfigError::invalid(
+                "blocks_per_plane",
+                format!(
+                    "{} lines are too few for garbage collection (need at least 8)",
+                    self.lines()
+                ),
+            ));
+        }
+        // GC needs the spare (over-provisioned) space to hold at least two whole lines, or a
+        // greedy victim could have no invalid page at all.
+        let spare = self.pages() - self.logical_pages;
+        if spare < 2 * self.pages_per_line() as u64 {
+            return Err(ConfigError::invalid(
+                "logical_pages",
+                format!(
+                    "over-provisioning of {spare} pages is less than two lines ({} pages each); \
+                     garbage collection could not make progress",
+                    self.pages_per_line()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Flash operation latencies and the optional channel model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Timing {
+    /// Page read (array to register), ns.
+    pub read_ns: u64,
+    /// Page program, ns.
+    pub program_ns: u64,
+    /// Block erase, ns.
+    pub erase_ns: u64,
+    /// Model per-channel transfers (off = FEMU's model: LUN time only).
+    pub channel_transfer: bool,
+    /// Channel bandwidth in MB/s (10^6 B/s) when `channel_transfer` is on.
+    pub channel_mb_s: u64,
+}
+
+impl Timing {
+    /// Transfer time of one page over its channel, ns (0 when the channel model is off).
+    pub fn transfer_ns(&self, page_size: u32) -> u64 {
+        if self.channel_transfer {
+            (page_size as u64 * 1000).div_ceil(self.channel_mb_s)
+        } else {
+            0
+        }
+    }
+}
+
+/// Energy per operation, µJ (defaults from the LearnedFTL paper's energy counters).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Energy {
+    /// Per page read.
+    pub read_uj: f64,
+    /// Per page program.
+    pub program_uj: f64,
+    /// Per block erase.
+    pub erase_uj: f64,
+}
+
+/// Everything the device model needs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeviceConfig {
+    /// Preset the configuration started from.
+    pub preset: String,
+    /// Geometry.
+    pub geometry: Geometry,
+    /// Timing.
+    pub timing: Timing,
+    /// Energy.
+    pub energy: Energy,
+    /// Keep page payloads (emulator mode).
+    pub payloads: bool,
+}
+
+/// Names of the built-in presets.
+pub const PRESETS: &[&str] = &["paper", "quick", "tiny"];
+
+impl DeviceConfig {
+    /// One of the presets of SPEC §3.1.
+    pub fn preset(name: &str) -> Result<Self, ConfigError> {
+        let (ch, luns, blocks, pages) = match name {
+            "paper" => (8, 8, 256, 512),
+            "quick" => (8, 8, 256, 64),
+            "tiny" => (4, 2, 64, 64),
+            _ => return Err(ConfigError::UnknownPreset(name.to_string())),
+        };
+        let mut geometry = Geometry {
+            channels: ch,
+            luns_per_channel: luns,
+            planes_per_lun: 1,
+            blocks_per_plane: blocks,
+            pages_per_block: pages,
+            page_size: 4096,
+            oob_size: 128,
+            logical_pages: 0,
+        };
+        geometry.logical_pages = geometry.pages() * 15 / 16;
+        Ok(DeviceConfig {
+            preset: name.to_string(),
+            geometry,
+            timing: Timing {
+                read_ns: 40_000,
+                program_ns: 200_000,
+                erase_ns: 2_000_000,
+                channel_transfer: false,
+                channel_mb_s: 800,
+            },
+            energy: Energy {
+                read_uj: 3.5,
+                program_uj: 16.7,
+                erase_uj: 132.0,
+            },
+            payloads: false,
+        })
+    }
+
+    /// A preset with the device keys of `params` applied (and removed from it), validated.
+    ///
+    /// Keys: the geometry fields, `logical_ratio` (logical / physical, replaces `logical_pages`),
+    /// the timing fields, the energy fields and `payloads`.
+    pub fn from_params(preset: &str, params: &mut Params) -> Result<Self, ConfigError> {
+        let mut c = Self::preset(preset)?;
+        let g = &mut c.geometry;
+        let mut geometry_changed = false;
+        for (key, field) in [
+            ("channels", &mut g.channels),
+            ("luns_per_channel", &mut g.luns_per_channel),
+            ("planes_per_lun", &mut g.planes_per_lun),
+            ("blocks_per_plane", &mut g.blocks_per_plane),
+            ("pages_per_block", &mut g.pages_per_block),
+            ("page_size", &mut g.page_size),
+            ("oob_size", &mut g.oob_size),
+        ] {
+            if let Some(v) = params.take::<u32>(key)? {
+                *field = v;
+                geometry_changed = true;
+            }
+        }
+        let ratio = params.take::<f64>("logical_ratio")?;
+        let pages = params.take::<u64>("logical_pages")?;
+        match (ratio, pages) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    "logical_ratio",
+                    "give logical_ratio or logical_pages, not both",
+                ))
+            }
+            (Some(r), None) => {
+                if !(r > 0.0 && r < 1.0) {
+                    return Err(ConfigError::invalid(
+                        "logical_ratio",
+                        format!("{r} is not strictly between 0 and 1"),
+                    ));
+                }
+                g.logical_pages = (g.pages() as f64 * r) as u64;
+            }
+            (None, Some(p)) => g.logical_pages = p,
+            (None, None) if geometry_changed => g.logical_pages = g.pages() * 15 / 16,
+            (None, None) => {}
+        }
+        let t = &mut c.timing;
+        for (key, field) in [
+            ("read_ns", &mut t.read_ns),
+            ("program_ns", &mut t.program_ns),
+            ("erase_ns", &mut t.erase_ns),
+            ("channel_mb_s", &mut t.channel_mb_s),
+        ] {
+            if let Some(v) = params.take::<u64>(key)? {
+                *field = v;
+            }
+        }
+        if let Some(v) = params.take_bool("channel_transfer")? {
+            t.channel_transfer = v;
+        }
+        let e = &mut c.energy;
+        for (key, field) in [
+            ("read_uj", &mut e.read_uj),
+            ("program_uj", &mut e.program_uj),
+            ("erase_uj", &mut e.erase_uj),
+        ] {
+            if let Some(v) = params.take::<f64>(key)? {
+                *field = v;
+            }
+        }
+        if let Some(v) = params.take_bool("payloads")? {
+            c.payloads = v;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.geometry.validate()?;
+        if self.timing.channel_transfer && self.timing.channel_mb_s == 0 {
+            return Err(ConfigError::invalid("channel_mb_s", "must be positive"));
+        }
+        for (f, v) in [
+            ("read_uj", self.energy.read_uj),
+            ("program_uj", self.energy.program_uj),
+            ("erase_uj", self.energy.erase_uj),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ConfigError::invalid(f, format!("{v} is not a finite non-negative number")));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paper() -> Geometry {
+        DeviceConfig::preset("paper").unwrap().geometry
+    }
+
+    #[test]
+    fn presets_have_paper_proportions() {
+        let g = paper();
+        assert_eq!(g.logical_pages, 7_864_320);
+        assert_eq!(g.physical_bytes(), 32 << 30);
+        assert_eq!(g.pages_per_line(), 32_768);
+        assert_eq!(g.pages_per_line() / g.entries_per_tp(), 64);
+        let q = DeviceConfig::preset("quick").unwrap().geometry;
+        assert_eq!(q.pages_per_line() / q.entries_per_tp(), 8);
+        assert_eq!(q.physical_bytes(), 4 << 30);
+        let t = DeviceConfig::preset("tiny").unwrap().geometry;
+        assert_eq!(t.pages_per_line() / t.entries_per_tp(), 1);
+        assert_eq!(t.physical_bytes(), 128 << 20);
+        for p in PRESETS {
+            DeviceConfig::preset(p).unwrap().validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn spec_vppn_test_vector() {
+        let g = paper();
+        let ppa = g.ppa_from_parts(PpaParts {
+            ch: 4,
+            lun: 6,
+            pl: 0,
+            blk: 64,
+            pg: 127,
+        });
+        assert_eq!(g.ppa_to_vppn(ppa), Vppn(2_105_332));
+        let next = g.vppn_to_ppa(Vppn(2_105_333));
+        assert_eq!(
+            g.ppa_parts(next),
+            PpaParts {
+                ch: 5,
+                lun: 6,
+                pl: 0,
+                blk: 64,
+                pg: 127
+            }
+        );
+    }
+
+    #[test]
+    fn conversions_round_trip_exhaustively_on_odd_geometry() {
+        let mut p = Params::new();
+        for kv in [
+            "channels=3",
+            "luns_per_channel=2",
+            "planes_per_lun=2",
+            "blocks_per_plane=9",
+            "pages_per_block=5",
+            "logical_ratio=0.5",
+        ] {
+            p.insert_assignment(kv, "test").unwrap();
+        }
+        let g = DeviceConfig::from_params("tiny", &mut p).unwrap().geometry;
+        let mut seen = vec![false; g.pages() as usize];
+        for i in 0..g.pages() as u32 {
+            let ppa = Ppa(i);
+            assert_eq!(g.ppa_from_parts(g.ppa_parts(ppa)), ppa);
+            let v = g.ppa_to_vppn(ppa);
+            assert_eq!(g.vppn_to_ppa(v), ppa);
+            assert!(!seen[v.idx()]);
+            seen[v.idx()] = true;
+            // A line's VPPNs are contiguous.
+            assert_eq!(v.0 / g.pages_per_line(), g.line_of(ppa));
+        }
+    }
+
+    #[test]
+    fn impossible_geometries_are_refused_by_field() {
+        let cases = [
+            ("channels=0", "channels"),
+            ("page_size=1000", "page_size"),
+            ("logical_ratio=1.5", "logical_ratio"),
+            ("logical_pages=999999999", "logical_pages"),
+            ("blocks_per_plane=4", "blocks_per_plane"),
+            ("oob_size=4", "oob_size"),
+        ];
+        for (kv, field) in cases {
+            let mut p = Params::new();
+            p.insert_assignment(kv, "--set").unwrap();
+            let e = DeviceConfig::from_params("tiny", &mut p).unwrap_err().to_string();
+            assert!(e.contains(field), "{kv}: {e}");
+        }
+        assert!(DeviceConfig::preset("huge").is_err());
+    }
+}

@@ -1,0 +1,551 @@
+//! The flash device: per-block and per-page state, per-LUN (and optionally per-channel) timing,
+//! operation and energy counters by cause, and an optional payload store (SPEC §3).
+//!
+//! The device knows nothing of mappings. Misuse (programming out of order, reading an erased page,
+//! erasing a block with valid data, invalidating a page that is not valid) is a [`DeviceError`]:
+//! each means an FTL bug.
+
+mod payload;
+
+pub use payload::{PayloadStore, Src};
+
+use crate::addr::{Lpn, Ppa, SimTime, Tpn};
+use crate::config::{DeviceConfig, Geometry};
+use crate::error::DeviceError;
+use serde::Serialize;
+
+/// Why a flash operation happened (SPEC §6).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Cause {
+    /// Host data.
+    User = 0,
+    /// Translation-page read on a mapping miss.
+    TransRead = 1,
+    /// Translation-page program (dirty write-back) and its read-modify-write read.
+    TransWrite = 2,
+    /// Extra translation reads made only to prefetch.
+    Prefetch = 3,
+    /// Garbage collection of data pages.
+    GcData = 4,
+    /// Garbage collection of translation pages (and translation updates GC forces).
+    GcTrans = 5,
+    /// A read of a wrongly predicted page (learned FTLs).
+    Mispredict = 6,
+}
+
+impl Cause {
+    /// Number of causes.
+    pub const COUNT: usize = 7;
+    /// Every cause, in report order.
+    pub const ALL: [Cause; Cause::COUNT] = [
+        Cause::User,
+        Cause::TransRead,
+        Cause::TransWrite,
+        Cause::Prefetch,
+        Cause::GcData,
+        Cause::GcTrans,
+        Cause::Mispredict,
+    ];
+    /// The key used in reports.
+    pub fn key(self) -> &'static str {
+        match self {
+            Cause::User => "user",
+            Cause::TransRead => "translation_read",
+            Cause::TransWrite => "translation_writeback",
+            Cause::Prefetch => "prefetch",
+            Cause::GcData => "gc_data",
+            Cause::GcTrans => "gc_translation",
+            Cause::Mispredict => "misprediction",
+        }
+    }
+}
+
+/// Out-of-band area of a page: what it holds and the write stamp of that version.
+///
+/// `tag` is an LPN, or a translation-page number with [`Oob::TP_FLAG`] set.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+#[repr(C)]
+pub struct Oob {
+    /// LPN, or `TP_FLAG | tpn`.
+    pub tag: u32,
+    /// Write stamp of this version (data pages); translation pages carry 0.
+    pub stamp: u32,
+}
+
+impl Oob {
+    /// Marks a translation page.
+    pub const TP_FLAG: u32 = 1 << 31;
+
+    /// OOB of a data page.
+    #[inline]
+    pub fn data(lpn: Lpn, stamp: u32) -> Oob {
+        Oob { tag: lpn.0, stamp }
+    }
+    /// OOB of a translation page.
+    #[inline]
+    pub fn tp(tpn: Tpn) -> Oob {
+        Oob {
+            tag: Self::TP_FLAG | tpn.0,
+            stamp: 0,
+        }
+    }
+    /// The LPN, if this is a data page.
+    #[inline]
+    pub fn lpn(self) -> Option<Lpn> {
+        (self.tag & Self::TP_FLAG == 0).then_some(Lpn(self.tag))
+    }
+    /// The TP number, if this is a translation page.
+    #[inline]
+    pub fn tpn(self) -> Option<Tpn> {
+        (self.tag & Self::TP_FLAG != 0).then_some(Tpn(self.tag & !Self::TP_FLAG))
+    }
+}
+
+/// Flash operation counts by cause.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlashCounters {
+    /// Page reads by cause.
+    pub reads: [u64; Cause::COUNT],
+    /// Page programs by cause.
+    pub programs: [u64; Cause::COUNT],
+    /// Block erases by cause.
+    pub erases: [u64; Cause::COUNT],
+}
+
+impl FlashCounters {
+    /// All page reads.
+    pub fn total_reads(&self) -> u64 {
+        self.reads.iter().sum()
+    }
+    /// All page programs.
+    pub fn total_programs(&self) -> u64 {
+        self.programs.iter().sum()
+    }
+    /// All erases.
+    pub fn total_erases(&self) -> u64 {
+        self.erases.iter().sum()
+    }
+    /// Page operations (reads + programs), the unit of simulator speed.
+    pub fn page_ops(&self) -> u64 {
+        self.total_reads() + self.total_programs()
+    }
+}
+
+/// Erase-count summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Wear {
+    /// Fewest erases of any block.
+    pub min: u32,
+    /// Mean erases per block.
+    pub mean: f64,
+    /// Most erases of any block.
+    pub max: u32,
+}
+
+/// The simulated SSD's flash.
+pub struct Device {
+    cfg: DeviceConfig,
+    geo: Geometry,
+    oob: Vec<Oob>,
+    valid: Vec<u64>,
+    blk_next: Vec<u32>,
+    blk_valid: Vec<u32>,
+    blk_erases: Vec<u32>,
+    line_valid: Vec<u32>,
+    lun_busy: Vec<u64>,
+    ch_busy: Vec<u64>,
+    xfer_ns: u64,
+    counters: FlashCounters,
+    payload: Option<PayloadStore>,
+}
+
+impl Device {
+    /// An erased device.
+    pub fn new(cfg: &DeviceConfig) -> Device {
+        let geo = cfg.geometry.clone();
+        let pages = geo.pages() as usize;
+        let blocks = geo.blocks() as usize;
+        Device {
+            xfer_ns: cfg.timing.transfer_ns(geo.page_size),
+            oob: vec![Oob::default(); pages],
+            valid: vec![0; pages.div_ceil(64)],
+            blk_next: vec![0; blocks],
+            blk_valid: vec![0; blocks],
+            blk_erases: vec![0; blocks],
+            line_valid: vec![0; geo.lines() as usize],
+            lun_busy: vec![0; geo.luns() as usize],
+            ch_busy: vec![0; geo.channels as usize],
+            counters: FlashCounters::default(),
+            payload: cfg.payloads.then(|| PayloadStore::new(geo.page_size as usize)),
+            geo,
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// The configuration.
+    #[inline]
+    pub fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+    /// The geometry.
+    #[inline]
+    pub fn geo(&self) -> &Geometry {
+        &self.geo
+    }
+    /// Operation counters since the last reset.
+    pub fn counters(&self) -> &FlashCounters {
+        &self.counters
+    }
+    /// Zeroes the operation counters (flash state and timing stay).
+    pub fn reset_counters(&mut self) {
+        self.counters = FlashCounters::default();
+    }
+    /// The payload store, if payloads are kept.
+    pub fn payloads(&self) -> Option<&PayloadStore> {
+        self.payload.as_ref()
+    }
+    /// The payload store, mutably (the engine stages host data here).
+    pub fn payloads_mut(&mut self) -> Option<&mut PayloadStore> {
+        self.payload.as_mut()
+    }
+
+    /// Energy of the counted operations, µJ, by cause.
+    pub fn energy_uj(&self) -> [f64; Cause::COUNT] {
+        let e = &self.cfg.energy;
+        let c = &self.counters;
+        std::array::from_fn(|i| {
+            c.reads[i] as f64 * e.read_uj
+                + c.programs[i] as f64 * e.program_uj
+                + c.erases[i] as f64 * e.erase_uj
+        })
+    }
+
+    #[inline]
+    fn check(&self, ppa: Ppa) -> Result<(), DeviceError> {
+        if ppa.idx() < self.oob.len() {
+            Ok(())
+        } else {
+            Err(DeviceError::OutOfRange(ppa))
+        }
+    }
+
+    /// Whether `ppa` holds programmed data (valid or stale).
+    #[inline]
+    pub fn is_programmed(&self, ppa: Ppa) -> bool {
+        ppa.idx() < self.oob.len()
+            && self.geo.page_in_block(ppa) < self.blk_next[self.geo.block_of(ppa) as usize]
+    }
+    /// Whether `ppa` holds valid data.
+    #[inline]
+    pub fn is_valid(&self, ppa: Ppa) -> bool {
+        let i = ppa.idx();
+        i < self.oob.len() && self.valid[i >> 6] >> (i & 63) & 1 == 1
+    }
+    /// The OOB of a programmed page, without a timed read (for invariant checks and recovery
+    /// scans in tests; FTLs must use [`Device::read`]).
+    pub fn peek_oob(&self, ppa: Ppa) -> Option<Oob> {
+        self.is_programmed(ppa).then(|| self.oob[ppa.idx()])
+    }
+    /// Valid pages in a global block.
+    #[inline]
+    pub fn block_valid(&self, block: u32) -> u32 {
+        self.blk_valid[block as usize]
+    }
+    /// Programmed pages in a global block (its write pointer).
+    #[inline]
+    pub fn block_written(&self, block: u32) -> u32 {
+        self.blk_next[block as usize]
+    }
+    /// Erase count of a global block.
+    #[inline]
+    pub fn block_erases(&self, block: u32) -> u32 {
+        self.blk_erases[block as usize]
+    }
+    /// Valid pages in a line.
+    #[inline]
+    pub fn line_valid(&self, line: u32) -> u32 {
+        self.line_valid[line as usize]
+    }
+    /// Valid pages of every line.
+    #[inline]
+    pub fn lines_valid(&self) -> &[u32] {
+        &self.line_valid
+    }
+    /// When the LUN holding `ppa` is next idle.
+    #[inline]
+    pub fn lun_free_at(&self, ppa: Ppa) -> SimTime {
+        SimTime(self.lun_busy[self.geo.lun_of(ppa) as usize])
+    }
+
+    /// Reserves the LUN (and channel) for an operation issued at `t`; returns its completion.
+    #[inline]
+    fn occupy(&mut self, ppa: Ppa, t: SimTime, array_ns: u64, data_out: bool) -> SimTime {
+        let lun = self.geo.lun_of(ppa) as usize;
+        if self.xfer_ns == 0 {
+            let start = t.0.max(self.lun_busy[lun]);
+            let end = start + array_ns;
+            self.lun_busy[lun] = end;
+            return SimTime(end);
+        }
+        let ch = lun / self.geo.luns_per_channel as usize;
+        let end = if data_out {
+            // Read: array to register, then the register over the channel; the LUN is held
+            // until its register is drained.
+            let array_end = t.0.max(self.lun_busy[lun]) + array_ns;
+            let xfer_end = array_end.max(self.ch_busy[ch]) + self.xfer_ns;
+            self.ch_busy[ch] = xfer_end;
+            xfer_end
+        } else {
+            // Program: data over the channel into the LUN's register, then the array program.
+            let xfer_end = t.0.max(self.lun_busy[lun]).max(self.ch_busy[ch]) + self.xfer_ns;
+            self.ch_busy[ch] = xfer_end;
+            xfer_end + array_ns
+        };
+        self.lun_busy[lun] = end;
+        SimTime(end)
+    }
+
+    /// Reads a programmed page at `t`; returns its OOB and completion time.
+    #[inline]
+    pub fn read(&mut self, ppa: Ppa, cause: Cause, t: SimTime) -> Result<(Oob, SimTime), DeviceError> {
+        self.check(ppa)?;
+        if !self.is_programmed(ppa) {
+            return Err(DeviceError::ReadErased(ppa));
+        }
+        self.counters.reads[cause as usize] += 1;
+        let done = self.occupy(ppa, t, self.cfg.timing.read_ns, true);
+        Ok((self.oob[ppa.idx()], done))
+    }
+
+    /// Programs the next free page of its block at `t`, marking it valid; returns completion.
+    ///
+    /// `src` says where the payload comes from when payloads are kept (ignored otherwise).
+    #[inline]
+    pub fn program(
+        &mut self,
+        ppa: Ppa,
+        oob: Oob,
+        src: Src,
+        cause: Cause,
+        t: SimTime,
+    ) -> Result<SimTime, DeviceError> {
+        self.check(ppa)?;
+        let blk = self.geo.block_of(ppa) as usize;
+        let pg = self.geo.page_in_block(ppa);
+        if pg != self.blk_next[blk] {
+            return Err(DeviceError::OutOfOrderProgram {
+                ppa,
+                expected: self.blk_next[blk],
+                got: pg,
+            });
+        }
+        self.blk_next[blk] = pg + 1;
+        self.blk_valid[blk] += 1;
+        self.line_valid[blk % self.geo.blocks_per_plane as usize] += 1;
+        let i = ppa.idx();
+        self.valid[i >> 6] |= 1 << (i & 63);
+        self.oob[i] = oob;
+        if let Some(p) = self.payload.as_mut() {
+            p.on_program(ppa, oob, src);
+        }
+        self.counters.programs[cause as usize] += 1;
+        Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, false))
+    }
+
+    /// Marks a valid page invalid (its data is superseded or trimmed). Costs no time.
+    #[inline]
+    pub fn invalidate(&mut self, ppa: Ppa) -> Result<(), DeviceError> {
+        self.check(ppa)?;
+        let i = ppa.idx();
+        let bit = 1u64 << (i & 63);
+        if self.valid[i >> 6] & bit == 0 {
+            return Err(DeviceError::InvalidateInvalid(ppa));
+        }
+        self.valid[i >> 6] &= !bit;
+        let blk = self.geo.block_of(ppa) as usize;
+        self.blk_valid[blk] -= 1;
+        self.line_valid[blk % self.geo.blocks_per_plane as usize] -= 1;
+        Ok(())
+    }
+
+    /// Erases a global block at `t`; returns completion. The block must hold no valid page.
+    pub fn erase(&mut self, block: u32, cause: Cause, t: SimTime) -> Result<SimTime, DeviceError> {
+        let b = block as usize;
+        if b >= self.blk_next.len() {
+            return Err(DeviceError::OutOfRange(Ppa(block.saturating_mul(self.geo.pages_per_block))));
+        }
+        if self.blk_valid[b] != 0 {
+            return Err(DeviceError::EraseValid {
+                block,
+                valid: self.blk_valid[b],
+            });
+        }
+        let first = Ppa(block * self.geo.pages_per_block);
+        if let Some(p) = self.payload.as_mut() {
+            for pg in 0..self.blk_next[b] {
+                p.on_erase(Ppa(first.0 + pg));
+            }
+        }
+        self.blk_next[b] = 0;
+        self.blk_erases[b] += 1;
+        self.counters.erases[cause as usize] += 1;
+        Ok(self.occupy(first, t, self.cfg.timing.erase_ns, false))
+    }
+
+    /// Erase counts over all blocks.
+    pub fn wear(&self) -> Wear {
+        let n = self.blk_erases.len().max(1);
+        Wear {
+            min: self.blk_erases.iter().copied().min().unwrap_or(0),
+            mean: self.blk_erases.iter().map(|&e| e as f64).sum::<f64>() / n as f64,
+            max: self.blk_erases.iter().copied().max().unwrap_or(0),
+        }
+    }
+
+    /// The latest time any LUN is busy until (when all issued work is done).
+    pub fn drained_at(&self) -> SimTime {
+        SimTime(self.lun_busy.iter().copied().max().unwrap_or(0))
+    }
+
+    /// Heap bytes of simulator state (the per-page cost the benchmarks report).
+    pub fn state_bytes(&self) -> usize {
+        self.oob.capacity() * std::mem::size_of::<Oob>()
+            + self.valid.capacity() * 8
+            + (self.blk_next.capacity() + self.blk_valid.capacity() + self.blk_erases.capacity()) * 4
+            + self.line_valid.capacity() * 4
+            + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
+    }
+
+    /// Checks that every block's and line's valid count matches the valid bitmap, and that no
+    /// page beyond a block's write pointer is valid.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let ppb = self.geo.pages_per_block;
+        let mut lines = vec![0u32; self.line_valid.len()];
+        for b in 0..self.blk_next.len() as u32 {
+            let mut n = 0;
+            for pg in 0..ppb {
+                let ppa = Ppa(b * ppb + pg);
+                if self.is_valid(ppa) {
+                    if pg >= self.blk_next[b as usize] {
+                        return Err(format!("{ppa:?} valid beyond its block's write pointer"));
+                    }
+                    n += 1;
+                }
+            }
+            if n != self.blk_valid[b as usize] {
+                return Err(format!(
+                    "block {b}: valid count {} but bitmap has {n}",
+                    self.blk_valid[b as usize]
+                ));
+            }
+            lines[self.geo.line_of_block(b) as usize] += n;
+        }
+        if lines != self.line_valid {
+            return Err("line valid counts differ from the bitmap".to_string());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Params;
+
+    fn tiny() -> Device {
+        Device::new(&DeviceConfig::preset("tiny").unwrap())
+    }
+
+    #[test]
+    fn misuse_fails_loudly() {
+        let mut d = tiny();
+        let g = d.geo().clone();
+        let p0 = Ppa(0);
+        assert_eq!(d.read(p0, Cause::User, SimTime(0)), Err(DeviceError::ReadErased(p0)));
+        assert!(matches!(
+            d.program(Ppa(1), Oob::data(Lpn(1), 1), Src::Host, Cause::User, SimTime(0)),
+            Err(DeviceError::OutOfOrderProgram { expected: 0, got: 1, .. })
+        ));
+        d.program(p0, Oob::data(Lpn(7), 3), Src::Host, Cause::User, SimTime(0)).unwrap();
+        assert_eq!(d.erase(0, Cause::GcData, SimTime(0)), Err(DeviceError::EraseValid { block: 0, valid: 1 }));
+        d.invalidate(p0).unwrap();
+        assert_eq!(d.invalidate(p0), Err(DeviceError::InvalidateInvalid(p0)));
+        // Stale data can still be read until the block is erased.
+        assert_eq!(d.read(p0, Cause::User, SimTime(0)).unwrap().0, Oob::data(Lpn(7), 3));
+        d.erase(0, Cause::GcData, SimTime(0)).unwrap();
+        assert!(!d.is_programmed(p0));
+        assert!(d.read(Ppa(g.pages() as u32), Cause::User, SimTime(0)).is_err());
+        d.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn one_lun_serialises() {
+        let mut d = tiny();
+        // Pages 0 and 1 of block 0 are on the same LUN.
+        let a = d.program(Ppa(0), Oob::data(Lpn(0), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        let b = d.program(Ppa(1), Oob::data(Lpn(1), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        assert_eq!(a, SimTime(200_000));
+        assert_eq!(b, SimTime(400_000));
+        let (_, r) = d.read(Ppa(0), Cause::User, SimTime(100_000)).unwrap();
+        assert_eq!(r, SimTime(440_000));
+        // Issued after the LUN is idle: no waiting.
+        let (_, r) = d.read(Ppa(1), Cause::User, SimTime(1_000_000)).unwrap();
+        assert_eq!(r, SimTime(1_040_000));
+        let e = d.erase(1, Cause::GcData, SimTime(0)).unwrap();
+        assert_eq!(e, SimTime(1_040_000 + 2_000_000));
+    }
+
+    #[test]
+    fn luns_run_in_parallel() {
+        let mut d = tiny();
+        let g = d.geo().clone();
+        let mut done = Vec::new();
+        for v in 0..g.luns() {
+            let ppa = g.vppn_to_ppa(crate::addr::Vppn(v));
+            done.push(d.program(ppa, Oob::data(Lpn(v), 1), Src::Host, Cause::User, SimTime(0)).unwrap());
+        }
+        assert!(done.iter().all(|&t| t == SimTime(200_000)), "{done:?}");
+        // The next stripe goes to the same LUNs again and waits.
+        let ppa = g.vppn_to_ppa(crate::addr::Vppn(g.luns()));
+        let t = d.program(ppa, Oob::data(Lpn(99), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        assert_eq!(t, SimTime(400_000));
+    }
+
+    #[test]
+    fn channel_transfer_mode_serialises_a_channel() {
+        let mut p = Params::new();
+        p.insert_assignment("channel_transfer=on", "t").unwrap();
+        p.insert_assignment("channel_mb_s=400", "t").unwrap();
+        let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+        let mut d = Device::new(&cfg);
+        let g = d.geo().clone();
+        // 4096 B at 400 MB/s = 10,240 ns.
+        assert_eq!(cfg.timing.transfer_ns(4096), 10_240);
+        // Two LUNs of channel 0: transfers serialise, programs overlap.
+        let a = g.ppa_from_parts(crate::addr::PpaParts { ch: 0, lun: 0, ..Default::default() });
+        let b = g.ppa_from_parts(crate::addr::PpaParts { ch: 0, lun: 1, ..Default::default() });
+        let ta = d.program(a, Oob::data(Lpn(0), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        let tb = d.program(b, Oob::data(Lpn(1), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        assert_eq!(ta, SimTime(10_240 + 200_000));
+        assert_eq!(tb, SimTime(2 * 10_240 + 200_000));
+        let (_, r) = d.read(a, Cause::User, SimTime(1_000_000)).unwrap();
+        assert_eq!(r, SimTime(1_000_000 + 40_000 + 10_240));
+    }
+
+    #[test]
+    fn counters_and_energy_by_cause() {
+        let mut d = tiny();
+        d.program(Ppa(0), Oob::tp(Tpn(3)), Src::None, Cause::TransWrite, SimTime(0)).unwrap();
+        let (oob, _) = d.read(Ppa(0), Cause::TransRead, SimTime(0)).unwrap();
+        assert_eq!(oob.tpn(), Some(Tpn(3)));
+        assert_eq!(oob.lpn(), None);
+        assert_eq!(d.counters().programs[Cause::TransWrite as usize], 1);
+        assert_eq!(d.counters().reads[Cause::TransRead as usize], 1);
+        let e = d.energy_uj();
+        assert!((e[Cause::TransWrite as usize] - 16.7).abs() < 1e-9);
+        assert!((e[Cause::TransRead as usize] - 3.5).abs() < 1e-9);
+        d.reset_counters();
+        assert_eq!(d.counters().page_ops(), 0);
+    }
+}

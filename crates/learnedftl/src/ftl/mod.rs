@@ -1,0 +1,218 @@
+//! The FTL interface and the registry of implemented schemes.
+//!
+//! An FTL receives whole host requests (so it can see their length), issues flash operations
+//! through the [`Device`], and returns the request's completion time. Each page a read request
+//! returns is reported to a [`ReadSink`] (the engine's oracle) with where it was served from.
+
+pub mod ideal;
+
+use crate::addr::{Lpn, Ppa, SimTime};
+use crate::config::DeviceConfig;
+use crate::device::{Device, Oob};
+use crate::error::{ConfigError, FtlError};
+use crate::params::Params;
+use serde::Serialize;
+
+/// A host operation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Read pages.
+    Read,
+    /// Write pages.
+    Write,
+    /// Discard pages (their data is gone; reads return unmapped).
+    Trim,
+    /// Make buffered writes durable.
+    Flush,
+}
+
+/// A host request over whole pages.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// What to do.
+    pub op: Op,
+    /// First page.
+    pub lpn: Lpn,
+    /// Number of pages (0 for flush).
+    pub pages: u32,
+    /// Arrival time.
+    pub arrival: SimTime,
+    /// Write stamp of this write (the oracle's version number of every page it writes).
+    pub stamp: u32,
+}
+
+impl Request {
+    /// The pages of the request.
+    #[inline]
+    pub fn lpns(&self) -> impl Iterator<Item = Lpn> {
+        let s = self.lpn.0;
+        (s..s + self.pages).map(Lpn)
+    }
+    /// The last page of the request.
+    #[inline]
+    pub fn last_lpn(&self) -> Lpn {
+        Lpn(self.lpn.0 + self.pages.max(1) - 1)
+    }
+}
+
+/// Where a page read was served from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// From flash: the page the FTL finally read and its OOB.
+    Flash {
+        /// Page read.
+        ppa: Ppa,
+        /// Its OOB.
+        oob: Oob,
+    },
+    /// From a DRAM write buffer, holding this write stamp.
+    Buffer {
+        /// Stamp of the buffered version.
+        stamp: u32,
+    },
+    /// The LPN maps nowhere (never written, or trimmed): zeroes are returned.
+    Unmapped,
+}
+
+/// Receives every page a read returns (the engine's oracle, the NBD server's data path).
+pub trait ReadSink {
+    /// `lpn` was served from `from`.
+    fn deliver(&mut self, lpn: Lpn, from: Served);
+}
+
+/// A sink that ignores what it is given.
+pub struct NullSink;
+
+impl ReadSink for NullSink {
+    fn deliver(&mut self, _: Lpn, _: Served) {}
+}
+
+/// Counters every FTL keeps (SPEC §6). Flash operations by cause are counted by the device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FtlStats {
+    /// Host page reads by the flash reads each needed: `[unmapped or DRAM, single, double, triple]`.
+    pub lookups: [u64; 4],
+    /// Host page reads whose mapping came from a cache entry.
+    pub cmt_hits: u64,
+    /// Host page reads served by a learned prediction with one flash read.
+    pub model_hits: u64,
+    /// Garbage-collection events (victims cleaned).
+    pub gc_events: u64,
+    /// Of which in the background (after a request, not blocking a write).
+    pub gc_background: u64,
+    /// Valid pages moved by GC (data and translation).
+    pub gc_pages_moved: u64,
+}
+
+impl FtlStats {
+    /// Counts one host page read that needed `flash_reads` reads (0 = unmapped or from DRAM).
+    #[inline]
+    pub fn lookup(&mut self, flash_reads: usize) {
+        self.lookups[flash_reads.min(3)] += 1;
+    }
+    /// Host page reads.
+    pub fn page_reads(&self) -> u64 {
+        self.lookups.iter().sum()
+    }
+}
+
+/// Mapping DRAM in use, by part.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DramUsage {
+    /// `(part, bytes)`, e.g. `("cmt", …)`, `("gtd", …)`.
+    pub parts: Vec<(&'static str, u64)>,
+    /// The mapping budget, if the FTL has one.
+    pub budget: Option<u64>,
+}
+
+impl DramUsage {
+    /// Sum over parts.
+    pub fn total(&self) -> u64 {
+        self.parts.iter().map(|p| p.1).sum()
+    }
+}
+
+/// A flash translation layer.
+pub trait Ftl: Send {
+    /// The registry name (`ideal`, `dftl`, …).
+    fn name(&self) -> &'static str;
+
+    /// Serves a request arriving at `req.arrival`; returns its completion time. Read pages are
+    /// reported to `sink`.
+    fn submit(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError>;
+
+    /// Background work after a request (background GC), issued at `now`.
+    fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError>;
+
+    /// Counters since the last reset.
+    fn stats(&self) -> &FtlStats;
+
+    /// Zeroes the counters (mapping state stays).
+    fn reset_stats(&mut self);
+
+    /// Mapping DRAM now.
+    fn dram(&self) -> DramUsage;
+
+    /// The FTL's effective parameters, for the report.
+    fn params(&self) -> serde_json::Value;
+
+    /// Scheme-specific counters for the report (`{}` if none).
+    fn extra_counters(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+
+    /// Checks the FTL's invariants against the device (tests call this after every request):
+    /// every mapped LPN points at a valid page holding it, every valid page is mapped once, DRAM
+    /// within budget, plus whatever the scheme promises.
+    fn check_invariants(&self, dev: &Device) -> Result<(), String>;
+}
+
+/// Names of the implemented FTLs, in `compare` order.
+pub const FTLS: &[&str] = &["ideal"];
+
+/// Builds the FTL `name` for a device, taking its parameters from `params`.
+pub fn build(name: &str, dev: &DeviceConfig, params: &mut Params) -> Result<Box<dyn Ftl>, ConfigError> {
+    match name {
+        "ideal" => Ok(Box::new(ideal::Ideal::new(dev, params)?)),
+        _ => Err(ConfigError::UnknownFtl {
+            name: name.to_string(),
+            known: FTLS.join(", "),
+        }),
+    }
+}
+
+/// Checks a full LPN → PPA table against the device: each mapped LPN points at a valid page
+/// whose OOB names it, and the device holds exactly as many valid data pages as there are mapped
+/// LPNs (so no valid page is orphaned or mapped twice). `extra_valid` counts valid pages that are
+/// not data (translation pages).
+pub fn check_page_map(
+    dev: &Device,
+    map: impl Iterator<Item = (Lpn, Option<Ppa>)>,
+    extra_valid: u64,
+) -> Result<(), String> {
+    let mut mapped = 0u64;
+    for (lpn, ppa) in map {
+        let Some(ppa) = ppa else { continue };
+        mapped += 1;
+        if !dev.is_valid(ppa) {
+            return Err(format!("{lpn:?} maps to {ppa:?}, which is not valid"));
+        }
+        match dev.peek_oob(ppa).and_then(|o| o.lpn()) {
+            Some(l) if l == lpn => {}
+            other => return Err(format!("{lpn:?} maps to {ppa:?} whose OOB holds {other:?}")),
+        }
+    }
+    let valid: u64 = dev.lines_valid().iter().map(|&v| v as u64).sum();
+    if valid != mapped + extra_valid {
+        return Err(format!(
+            "{valid} valid pages on flash but {mapped} mapped LPNs and {extra_valid} other valid pages"
+        ));
+    }
+    dev.check_consistency()
+}

@@ -1,0 +1,142 @@
+//! Garbage collection of one line, and the foreground/background drivers (SPEC §3.5).
+//!
+//! The mechanics are shared; what a move means for the mapping is the FTL's, through
+//! [`GcHooks`].
+
+use super::alloc::{Allocator, Stream};
+use crate::addr::{Ppa, SimTime};
+use crate::device::{Cause, Device, Oob, Src};
+use crate::error::FtlError;
+use crate::ftl::FtlStats;
+
+/// What an FTL does when GC moves its pages.
+pub trait GcHooks {
+    /// A valid page holding `oob` moved from `old` to `new` (already programmed; `old` already
+    /// invalidated). Update the mapping. `t` is when the move completed.
+    fn moved(
+        &mut self,
+        dev: &mut Device,
+        alloc: &mut Allocator,
+        oob: Oob,
+        old: Ppa,
+        new: Ppa,
+        t: SimTime,
+    ) -> Result<(), FtlError>;
+
+    /// Every valid page of the victim has moved, before its blocks are erased (DFTL and TPFTL
+    /// batch their translation-page updates here).
+    fn victim_moved(
+        &mut self,
+        _dev: &mut Device,
+        _alloc: &mut Allocator,
+        _t: SimTime,
+    ) -> Result<(), FtlError> {
+        Ok(())
+    }
+}
+
+/// What one GC did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcOutcome {
+    /// Data pages moved.
+    pub data_moved: u32,
+    /// Translation pages moved.
+    pub tp_moved: u32,
+    /// When the last operation of the GC completes.
+    pub done: SimTime,
+}
+
+/// Cleans `victim`: reads every valid page, programs it through the write pointer of its stream
+/// (data or translation), lets the FTL update its mapping, then erases every block of the line
+/// and returns it to the free list. Operations are issued at `t`; each program waits for its read.
+pub fn collect_line(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    victim: u32,
+    t: SimTime,
+    hooks: &mut impl GcHooks,
+) -> Result<GcOutcome, FtlError> {
+    let geo = dev.geo().clone();
+    let mut out = GcOutcome {
+        done: t,
+        ..Default::default()
+    };
+    let ppb = geo.pages_per_block;
+    for i in 0..geo.blocks_per_line() {
+        let block = geo.block_in_line(victim, i);
+        if dev.block_valid(block) == 0 {
+            continue;
+        }
+        for pg in 0..dev.block_written(block) {
+            let old = Ppa(block * ppb + pg);
+            if !dev.is_valid(old) {
+                continue;
+            }
+            let is_tp = dev.peek_oob(old).is_some_and(|o| o.tpn().is_some());
+            let (stream, cause) = if is_tp {
+                (Stream::TRANS, Cause::GcTrans)
+            } else {
+                (Stream::DATA, Cause::GcData)
+            };
+            let (oob, read_done) = dev.read(old, cause, t)?;
+            let new = alloc.next_page(&geo, stream)?;
+            let done = dev.program(new, oob, Src::Page(old), cause, read_done)?;
+            dev.invalidate(old)?;
+            hooks.moved(dev, alloc, oob, old, new, done)?;
+            out.done = out.done.max(done);
+            if is_tp {
+                out.tp_moved += 1;
+            } else {
+                out.data_moved += 1;
+            }
+        }
+    }
+    hooks.victim_moved(dev, alloc, t)?;
+    for i in 0..geo.blocks_per_line() {
+        let block = geo.block_in_line(victim, i);
+        if dev.block_written(block) > 0 {
+            out.done = out.done.max(dev.erase(block, Cause::GcData, t)?);
+        }
+    }
+    alloc.release(victim);
+    Ok(out)
+}
+
+fn record(stats: &mut FtlStats, out: &GcOutcome, background: bool) {
+    stats.gc_events += 1;
+    stats.gc_background += background as u64;
+    stats.gc_pages_moved += (out.data_moved + out.tp_moved) as u64;
+}
+
+/// The next page of `stream`, running foreground GC first while a new line is needed and free
+/// lines are at or below the foreground threshold.
+pub fn alloc_page(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    stream: Stream,
+    t: SimTime,
+    hooks: &mut impl GcHooks,
+    stats: &mut FtlStats,
+) -> Result<Ppa, FtlError> {
+    while alloc.must_collect(stream) {
+        let victim = alloc.victim(dev).ok_or(FtlError::NoSpace)?;
+        let out = collect_line(dev, alloc, victim, t, hooks)?;
+        record(stats, &out, false);
+    }
+    alloc.next_page(dev.geo(), stream)
+}
+
+/// Background GC after a request: cleans lines while the background condition holds.
+pub fn background(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    now: SimTime,
+    hooks: &mut impl GcHooks,
+    stats: &mut FtlStats,
+) -> Result<(), FtlError> {
+    while let Some(victim) = alloc.background_victim(dev) {
+        let out = collect_line(dev, alloc, victim, now, hooks)?;
+        record(stats, &out, true);
+    }
+    Ok(())
+}
