@@ -133,11 +133,13 @@ impl Geometry {
 
     /// Joins parts into a PPA.
     pub fn ppa_from_parts(&self, p: PpaParts) -> Ppa {
-        Ppa((((p.ch * self.luns_per_channel + p.lun) * self.planes_per_lun + p.pl)
-            * self.blocks_per_plane
-            + p.blk)
-            * self.pages_per_block
-            + p.pg)
+        Ppa(
+            (((p.ch * self.luns_per_channel + p.lun) * self.planes_per_lun + p.pl)
+                * self.blocks_per_plane
+                + p.blk)
+                * self.pages_per_block
+                + p.pg,
+        )
     }
 
     /// VPPN of a PPA: `ch + C·(lun + W·(pl + P·(page + N·block)))`.
@@ -198,7 +200,10 @@ impl Geometry {
         if self.oob_size < 8 {
             return Err(ConfigError::invalid(
                 "oob_size",
-                format!("{} B cannot hold an LPN and a write stamp (8 B)", self.oob_size),
+                format!(
+                    "{} B cannot hold an LPN and a write stamp (8 B)",
+                    self.oob_size
+                ),
             ));
         }
         let pages = (self.channels as u64)
@@ -435,7 +440,10 @@ impl DeviceConfig {
             ("erase_uj", self.energy.erase_uj),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(ConfigError::invalid(f, format!("{v} is not a finite non-negative number")));
+                return Err(ConfigError::invalid(
+                    f,
+                    format!("{v} is not a finite non-negative number"),
+                ));
             }
         }
         Ok(())
@@ -532,7 +540,9 @@ mod tests {
         for (kv, field) in cases {
             let mut p = Params::new();
             p.insert_assignment(kv, "--set").unwrap();
-            let e = DeviceConfig::from_params("tiny", &mut p).unwrap_err().to_string();
+            let e = DeviceConfig::from_params("tiny", &mut p)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(field), "{kv}: {e}");
         }
         assert!(DeviceConfig::preset("huge").is_err());

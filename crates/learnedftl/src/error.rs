@@ -66,7 +66,9 @@ impl ConfigError {
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DeviceError {
     /// A page programmed out of order within its block.
-    #[error("program of {ppa:?} out of order: block's next free page is {expected}, got page {got}")]
+    #[error(
+        "program of {ppa:?} out of order: block's next free page is {expected}, got page {got}"
+    )]
     OutOfOrderProgram {
         /// The page.
         ppa: Ppa,

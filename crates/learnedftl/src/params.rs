@@ -22,8 +22,10 @@ impl Params {
     /// Adds `key=value`; `origin` (e.g. `--set`) is quoted in errors. A later value replaces an
     /// earlier one, as with repeated command-line flags.
     pub fn insert(&mut self, key: &str, value: &str, origin: &str) {
-        self.entries
-            .insert(key.trim().to_string(), (value.trim().to_string(), origin.to_string()));
+        self.entries.insert(
+            key.trim().to_string(),
+            (value.trim().to_string(), origin.to_string()),
+        );
     }
 
     /// Parses `key=value` and adds it.

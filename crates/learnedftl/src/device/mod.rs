@@ -177,7 +177,9 @@ impl Device {
             lun_busy: vec![0; geo.luns() as usize],
             ch_busy: vec![0; geo.channels as usize],
             counters: FlashCounters::default(),
-            payload: cfg.payloads.then(|| PayloadStore::new(geo.page_size as usize)),
+            payload: cfg
+                .payloads
+                .then(|| PayloadStore::new(geo.page_size as usize)),
             geo,
             cfg: cfg.clone(),
         }
@@ -308,7 +310,12 @@ impl Device {
 
     /// Reads a programmed page at `t`; returns its OOB and completion time.
     #[inline]
-    pub fn read(&mut self, ppa: Ppa, cause: Cause, t: SimTime) -> Result<(Oob, SimTime), DeviceError> {
+    pub fn read(
+        &mut self,
+        ppa: Ppa,
+        cause: Cause,
+        t: SimTime,
+    ) -> Result<(Oob, SimTime), DeviceError> {
         self.check(ppa)?;
         if !self.is_programmed(ppa) {
             return Err(DeviceError::ReadErased(ppa));
@@ -373,7 +380,9 @@ impl Device {
     pub fn erase(&mut self, block: u32, cause: Cause, t: SimTime) -> Result<SimTime, DeviceError> {
         let b = block as usize;
         if b >= self.blk_next.len() {
-            return Err(DeviceError::OutOfRange(Ppa(block.saturating_mul(self.geo.pages_per_block))));
+            return Err(DeviceError::OutOfRange(Ppa(
+                block.saturating_mul(self.geo.pages_per_block)
+            )));
         }
         if self.blk_valid[b] != 0 {
             return Err(DeviceError::EraseValid {
@@ -412,7 +421,8 @@ impl Device {
     pub fn state_bytes(&self) -> usize {
         self.oob.capacity() * std::mem::size_of::<Oob>()
             + self.valid.capacity() * 8
-            + (self.blk_next.capacity() + self.blk_valid.capacity() + self.blk_erases.capacity()) * 4
+            + (self.blk_next.capacity() + self.blk_valid.capacity() + self.blk_erases.capacity())
+                * 4
             + self.line_valid.capacity() * 4
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
     }
@@ -462,20 +472,42 @@ mod tests {
         let mut d = tiny();
         let g = d.geo().clone();
         let p0 = Ppa(0);
-        assert_eq!(d.read(p0, Cause::User, SimTime(0)), Err(DeviceError::ReadErased(p0)));
+        assert_eq!(
+            d.read(p0, Cause::User, SimTime(0)),
+            Err(DeviceError::ReadErased(p0))
+        );
         assert!(matches!(
-            d.program(Ppa(1), Oob::data(Lpn(1), 1), Src::Host, Cause::User, SimTime(0)),
-            Err(DeviceError::OutOfOrderProgram { expected: 0, got: 1, .. })
+            d.program(
+                Ppa(1),
+                Oob::data(Lpn(1), 1),
+                Src::Host,
+                Cause::User,
+                SimTime(0)
+            ),
+            Err(DeviceError::OutOfOrderProgram {
+                expected: 0,
+                got: 1,
+                ..
+            })
         ));
-        d.program(p0, Oob::data(Lpn(7), 3), Src::Host, Cause::User, SimTime(0)).unwrap();
-        assert_eq!(d.erase(0, Cause::GcData, SimTime(0)), Err(DeviceError::EraseValid { block: 0, valid: 1 }));
+        d.program(p0, Oob::data(Lpn(7), 3), Src::Host, Cause::User, SimTime(0))
+            .unwrap();
+        assert_eq!(
+            d.erase(0, Cause::GcData, SimTime(0)),
+            Err(DeviceError::EraseValid { block: 0, valid: 1 })
+        );
         d.invalidate(p0).unwrap();
         assert_eq!(d.invalidate(p0), Err(DeviceError::InvalidateInvalid(p0)));
         // Stale data can still be read until the block is erased.
-        assert_eq!(d.read(p0, Cause::User, SimTime(0)).unwrap().0, Oob::data(Lpn(7), 3));
+        assert_eq!(
+            d.read(p0, Cause::User, SimTime(0)).unwrap().0,
+            Oob::data(Lpn(7), 3)
+        );
         d.erase(0, Cause::GcData, SimTime(0)).unwrap();
         assert!(!d.is_programmed(p0));
-        assert!(d.read(Ppa(g.pages() as u32), Cause::User, SimTime(0)).is_err());
+        assert!(d
+            .read(Ppa(g.pages() as u32), Cause::User, SimTime(0))
+            .is_err());
         d.check_consistency().unwrap();
     }
 
@@ -483,8 +515,24 @@ mod tests {
     fn one_lun_serialises() {
         let mut d = tiny();
         // Pages 0 and 1 of block 0 are on the same LUN.
-        let a = d.program(Ppa(0), Oob::data(Lpn(0), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
-        let b = d.program(Ppa(1), Oob::data(Lpn(1), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        let a = d
+            .program(
+                Ppa(0),
+                Oob::data(Lpn(0), 1),
+                Src::Host,
+                Cause::User,
+                SimTime(0),
+            )
+            .unwrap();
+        let b = d
+            .program(
+                Ppa(1),
+                Oob::data(Lpn(1), 1),
+                Src::Host,
+                Cause::User,
+                SimTime(0),
+            )
+            .unwrap();
         assert_eq!(a, SimTime(200_000));
         assert_eq!(b, SimTime(400_000));
         let (_, r) = d.read(Ppa(0), Cause::User, SimTime(100_000)).unwrap();
@@ -503,12 +551,29 @@ mod tests {
         let mut done = Vec::new();
         for v in 0..g.luns() {
             let ppa = g.vppn_to_ppa(crate::addr::Vppn(v));
-            done.push(d.program(ppa, Oob::data(Lpn(v), 1), Src::Host, Cause::User, SimTime(0)).unwrap());
+            done.push(
+                d.program(
+                    ppa,
+                    Oob::data(Lpn(v), 1),
+                    Src::Host,
+                    Cause::User,
+                    SimTime(0),
+                )
+                .unwrap(),
+            );
         }
         assert!(done.iter().all(|&t| t == SimTime(200_000)), "{done:?}");
         // The next stripe goes to the same LUNs again and waits.
         let ppa = g.vppn_to_ppa(crate::addr::Vppn(g.luns()));
-        let t = d.program(ppa, Oob::data(Lpn(99), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        let t = d
+            .program(
+                ppa,
+                Oob::data(Lpn(99), 1),
+                Src::Host,
+                Cause::User,
+                SimTime(0),
+            )
+            .unwrap();
         assert_eq!(t, SimTime(400_000));
     }
 
@@ -523,10 +588,22 @@ mod tests {
         // 4096 B at 400 MB/s = 10,240 ns.
         assert_eq!(cfg.timing.transfer_ns(4096), 10_240);
         // Two LUNs of channel 0: transfers serialise, programs overlap.
-        let a = g.ppa_from_parts(crate::addr::PpaParts { ch: 0, lun: 0, ..Default::default() });
-        let b = g.ppa_from_parts(crate::addr::PpaParts { ch: 0, lun: 1, ..Default::default() });
-        let ta = d.program(a, Oob::data(Lpn(0), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
-        let tb = d.program(b, Oob::data(Lpn(1), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        let a = g.ppa_from_parts(crate::addr::PpaParts {
+            ch: 0,
+            lun: 0,
+            ..Default::default()
+        });
+        let b = g.ppa_from_parts(crate::addr::PpaParts {
+            ch: 0,
+            lun: 1,
+            ..Default::default()
+        });
+        let ta = d
+            .program(a, Oob::data(Lpn(0), 1), Src::Host, Cause::User, SimTime(0))
+            .unwrap();
+        let tb = d
+            .program(b, Oob::data(Lpn(1), 1), Src::Host, Cause::User, SimTime(0))
+            .unwrap();
         assert_eq!(ta, SimTime(10_240 + 200_000));
         assert_eq!(tb, SimTime(2 * 10_240 + 200_000));
         let (_, r) = d.read(a, Cause::User, SimTime(1_000_000)).unwrap();
@@ -536,7 +613,14 @@ mod tests {
     #[test]
     fn counters_and_energy_by_cause() {
         let mut d = tiny();
-        d.program(Ppa(0), Oob::tp(Tpn(3)), Src::None, Cause::TransWrite, SimTime(0)).unwrap();
+        d.program(
+            Ppa(0),
+            Oob::tp(Tpn(3)),
+            Src::None,
+            Cause::TransWrite,
+            SimTime(0),
+        )
+        .unwrap();
         let (oob, _) = d.read(Ppa(0), Cause::TransRead, SimTime(0)).unwrap();
         assert_eq!(oob.tpn(), Some(Tpn(3)));
         assert_eq!(oob.lpn(), None);

@@ -99,11 +99,25 @@ mod tests {
         cfg.payloads = true;
         let mut d = Device::new(&cfg);
         d.payloads_mut().unwrap().stage(Lpn(5), b"hello");
-        d.program(Ppa(0), Oob::data(Lpn(5), 1), Src::Host, Cause::User, SimTime(0)).unwrap();
+        d.program(
+            Ppa(0),
+            Oob::data(Lpn(5), 1),
+            Src::Host,
+            Cause::User,
+            SimTime(0),
+        )
+        .unwrap();
         assert!(d.payloads().unwrap().staged(Lpn(5)).is_none());
         assert_eq!(&d.payloads().unwrap().page(Ppa(0)).unwrap()[..5], b"hello");
         let dst = Ppa(d.geo().pages_per_block);
-        d.program(dst, Oob::data(Lpn(5), 1), Src::Page(Ppa(0)), Cause::GcData, SimTime(0)).unwrap();
+        d.program(
+            dst,
+            Oob::data(Lpn(5), 1),
+            Src::Page(Ppa(0)),
+            Cause::GcData,
+            SimTime(0),
+        )
+        .unwrap();
         d.invalidate(Ppa(0)).unwrap();
         d.erase(0, Cause::GcData, SimTime(0)).unwrap();
         assert!(d.payloads().unwrap().page(Ppa(0)).is_none());

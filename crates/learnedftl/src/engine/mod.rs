@@ -1,1 +1,553 @@
-//! Engine.
+//! The engine: owns simulated time, turns workloads into host requests handed to the FTL in
+//! non-decreasing arrival order, checks reads against the oracle, and collects statistics per
+//! phase (SPEC §2, §4).
+
+mod oracle;
+
+pub use oracle::Oracle;
+
+use crate::addr::{Lpn, SimTime};
+use crate::config::DeviceConfig;
+use crate::device::Device;
+use crate::error::{ConfigError, FtlError};
+use crate::ftl::{self, Ftl, Op, Request};
+use crate::params::Params;
+use crate::stats::{Collector, Metrics, VerifySummary};
+use crate::workload::{HostIo, JobGen, JobSpec};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use thiserror::Error;
+
+/// An engine failure.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// The FTL failed (an FTL bug, or the device is full).
+    #[error("at simulated time {at} ns, {op:?} of LPN {lpn}+{pages}: {source}")]
+    Ftl {
+        /// The request's operation.
+        op: Op,
+        /// Its first page.
+        lpn: u32,
+        /// Its pages.
+        pages: u32,
+        /// Its arrival.
+        at: u64,
+        /// The failure.
+        source: FtlError,
+    },
+    /// A read returned the wrong version (fail-fast verification).
+    #[error("verification failed: {0}")]
+    Verify(String),
+    /// An FTL invariant check failed after a request.
+    #[error("after request {request} ({op:?} of LPN {lpn}+{pages}): invariant broken: {message}")]
+    Invariant {
+        /// Requests completed so far in the phase.
+        request: u64,
+        /// The request's operation.
+        op: Op,
+        /// Its first page.
+        lpn: u32,
+        /// Its pages.
+        pages: u32,
+        /// What broke.
+        message: String,
+    },
+    /// A request outside the logical space.
+    #[error(
+        "request at byte {offset} (+{len}) lies beyond the logical space of {logical_bytes} B"
+    )]
+    OutOfRange {
+        /// Byte offset.
+        offset: u64,
+        /// Length.
+        len: u64,
+        /// Logical bytes.
+        logical_bytes: u64,
+    },
+    /// Requests out of arrival order.
+    #[error("request arrives at {arrival} ns, before the previous one at {previous} ns")]
+    OutOfOrder {
+        /// This arrival.
+        arrival: u64,
+        /// The previous arrival.
+        previous: u64,
+    },
+    /// A job that cannot run on this device.
+    #[error("job '{job}': {message}")]
+    Job {
+        /// Job name.
+        job: String,
+        /// Why.
+        message: String,
+    },
+    /// The workload source failed (a bad trace line, say).
+    #[error("{0}")]
+    Input(String),
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// How reads are checked.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// Not at all (no oracle memory either).
+    Off,
+    /// Every read checked; failures counted and reported.
+    Count,
+    /// Every read checked; the first failure stops the run with an error.
+    FailFast,
+}
+
+/// Engine options.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Read verification.
+    pub verify: Verify,
+    /// Run the FTL's invariant check after every request (slow: for tests).
+    pub check_invariants: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            verify: Verify::Off,
+            check_invariants: false,
+        }
+    }
+}
+
+impl SimOptions {
+    /// What tests use: fail-fast oracle and invariant checks after every request.
+    pub fn checked() -> SimOptions {
+        SimOptions {
+            verify: Verify::FailFast,
+            check_invariants: true,
+        }
+    }
+}
+
+/// Progress of a phase, for a progress bar.
+pub trait Progress {
+    /// A phase starts; `total` requests if known.
+    fn start(&mut self, phase: &str, total: Option<u64>);
+    /// `n` more requests completed.
+    fn advance(&mut self, n: u64);
+    /// The phase ended.
+    fn finish(&mut self);
+}
+
+/// No progress display.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&mut self, _: &str, _: Option<u64>) {}
+    fn advance(&mut self, _: u64) {}
+    fn finish(&mut self) {}
+}
+
+/// How many requests between progress updates.
+const PROGRESS_EVERY: u64 = 4096;
+
+/// A device, an FTL on it, the oracle, and simulated time.
+pub struct Simulator {
+    dev: Device,
+    ftl: Box<dyn Ftl>,
+    oracle: Option<Oracle>,
+    opts: SimOptions,
+    stamp: u32,
+    clock: SimTime,
+    last_arrival: SimTime,
+    phase: Collector,
+    requests: u64,
+}
+
+impl Simulator {
+    /// Builds the FTL `ftl_name` on a fresh device. FTL parameters are taken from `params`;
+    /// keys nobody understood are an error.
+    pub fn new(
+        dev_cfg: &DeviceConfig,
+        ftl_name: &str,
+        mut params: Params,
+        opts: SimOptions,
+    ) -> Result<Simulator, ConfigError> {
+        let ftl = ftl::build(ftl_name, dev_cfg, &mut params)?;
+        params.finish()?;
+        Ok(Self::with_ftl(dev_cfg, ftl, opts))
+    }
+
+    /// Runs a given FTL on a fresh device.
+    pub fn with_ftl(dev_cfg: &DeviceConfig, ftl: Box<dyn Ftl>, opts: SimOptions) -> Simulator {
+        let lp = dev_cfg.geometry.logical_pages;
+        Simulator {
+            dev: Device::new(dev_cfg),
+            ftl,
+            oracle: (opts.verify != Verify::Off).then(|| Oracle::new(lp)),
+            opts,
+            stamp: 0,
+            clock: SimTime::ZERO,
+            last_arrival: SimTime::ZERO,
+            phase: Collector::new("initial", SimTime::ZERO),
+            requests: 0,
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+    /// The device, mutably (to stage payloads).
+    pub fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
+    /// The FTL.
+    pub fn ftl(&self) -> &dyn Ftl {
+        self.ftl.as_ref()
+    }
+    /// The oracle, if reads are verified.
+    pub fn oracle(&self) -> Option<&Oracle> {
+        self.oracle.as_ref()
+    }
+    /// Where the next phase starts: the latest completion so far.
+    pub fn clock(&self) -> SimTime {
+        self.clock.max(self.phase.end())
+    }
+
+    /// Starts a phase: counters reset, device and mapping state stay.
+    pub fn begin_phase(&mut self, name: &str) {
+        self.clock = self.clock();
+        self.last_arrival = self.clock;
+        self.dev.reset_counters();
+        self.ftl.reset_stats();
+        if let Some(o) = self.oracle.as_mut() {
+            o.reset_counts();
+        }
+        self.phase = Collector::new(name, self.clock);
+        self.requests = 0;
+    }
+
+    /// Ends the phase and returns its metrics.
+    pub fn end_phase(&mut self) -> Metrics {
+        let start = self.clock;
+        let phase = std::mem::replace(&mut self.phase, Collector::new("idle", start));
+        self.clock = self.clock.max(phase.end());
+        let verify = match &self.oracle {
+            Some(o) => VerifySummary {
+                enabled: true,
+                checked: o.checked(),
+                failures: o.failures(),
+            },
+            None => VerifySummary::default(),
+        };
+        let m = phase.finish(&self.dev, self.ftl.as_ref(), verify);
+        self.phase = Collector::new("idle", self.clock);
+        m
+    }
+
+    fn next_stamp(&mut self) -> u32 {
+        // Stamps identify versions; 0 means "never written". After 2^32 - 1 write requests they
+        // wrap, which could only confuse the oracle for a page left unwritten for that long.
+        self.stamp = self.stamp.checked_add(1).unwrap_or(1);
+        self.stamp
+    }
+
+    /// Serves one host I/O arriving at `io.arrival`; returns its completion time. Reads are
+    /// checked against the oracle; background work runs after the request.
+    pub fn submit(&mut self, io: HostIo) -> Result<SimTime, EngineError> {
+        let geo = self.dev.geo();
+        let ps = geo.page_size as u64;
+        let logical_bytes = geo.logical_bytes();
+        if io.arrival < self.last_arrival {
+            return Err(EngineError::OutOfOrder {
+                arrival: io.arrival.0,
+                previous: self.last_arrival.0,
+            });
+        }
+        self.last_arrival = io.arrival;
+        let (lpn, pages) = if io.op == Op::Flush {
+            (0, 0)
+        } else {
+            let end = io
+                .offset
+                .checked_add(io.len)
+                .filter(|&e| e <= logical_bytes && io.len > 0);
+            let Some(end) = end else {
+                return Err(EngineError::OutOfRange {
+                    offset: io.offset,
+                    len: io.len,
+                    logical_bytes,
+                });
+            };
+            let first = io.offset / ps;
+            (first as u32, (end.div_ceil(ps) - first) as u32)
+        };
+        let stamp = if io.op == Op::Write {
+            self.next_stamp()
+        } else {
+            0
+        };
+        let req = Request {
+            op: io.op,
+            lpn: Lpn(lpn),
+            pages,
+            arrival: io.arrival,
+            stamp,
+        };
+        let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
+        let done = match self.oracle.as_mut() {
+            Some(o) => self.ftl.submit(&mut self.dev, &req, o),
+            None => self.ftl.submit(&mut self.dev, &req, &mut ftl::NullSink),
+        }
+        .and_then(|done| {
+            self.ftl.background(&mut self.dev, io.arrival)?;
+            Ok(done)
+        })
+        .map_err(|source| EngineError::Ftl {
+            op: io.op,
+            lpn,
+            pages,
+            at: io.arrival.0,
+            source,
+        })?;
+        if let Some(o) = self.oracle.as_mut() {
+            if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
+                return Err(EngineError::Verify(
+                    o.messages().last().cloned().unwrap_or_default(),
+                ));
+            }
+            match io.op {
+                Op::Write => req.lpns().for_each(|l| o.set(l, stamp)),
+                Op::Trim => req.lpns().for_each(|l| o.set(l, 0)),
+                _ => {}
+            }
+        }
+        self.requests += 1;
+        if self.opts.check_invariants {
+            self.ftl
+                .check_invariants(&self.dev)
+                .map_err(|message| EngineError::Invariant {
+                    request: self.requests,
+                    op: io.op,
+                    lpn,
+                    pages,
+                    message,
+                })?;
+        }
+        self.phase.record(io.op, pages, io.len, io.arrival, done);
+        self.phase.note_dram(self.ftl.dram_total());
+        Ok(done)
+    }
+
+    /// Runs closed-loop jobs as one phase: every clone's `iodepth` slots start at the phase
+    /// start and each issues its next request when its previous one completes. `seed` seeds
+    /// jobs that have no `randseed` of their own.
+    pub fn run_jobs(
+        &mut self,
+        name: &str,
+        jobs: &[JobSpec],
+        seed: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<Metrics, EngineError> {
+        let logical = self.dev.geo().logical_bytes();
+        for j in jobs {
+            j.validate(logical).map_err(|message| EngineError::Job {
+                job: j.name.clone(),
+                message,
+            })?;
+        }
+        self.begin_phase(name);
+        let start = self.clock;
+        let mut gens = Vec::new();
+        let mut heap = BinaryHeap::new();
+        let mut total = Some(0u64);
+        for (ji, j) in jobs.iter().enumerate() {
+            for c in 0..j.numjobs {
+                let s = j.seed.unwrap_or(seed);
+                let g = JobGen::new(j, c, logical, mix(s, ji as u64, c as u64), start);
+                total = total.zip(g.remaining()).map(|(a, b)| a + b);
+                let gi = gens.len() as u32;
+                gens.push(g);
+                for _ in 0..j.iodepth {
+                    heap.push(Reverse((start.0, gi)));
+                }
+            }
+        }
+        progress.start(name, total);
+        let mut since = 0;
+        while let Some(Reverse((t, gi))) = heap.pop() {
+            let Some(io) = gens[gi as usize].next(SimTime(t)) else {
+                continue;
+            };
+            let done = self.submit(io)?;
+            heap.push(Reverse((done.0, gi)));
+            since += 1;
+            if since == PROGRESS_EVERY {
+                progress.advance(since);
+                since = 0;
+            }
+        }
+        progress.advance(since);
+        progress.finish();
+        Ok(self.end_phase())
+    }
+
+    /// Runs an open-loop stream as one phase: each I/O arrives at the phase start plus its
+    /// `arrival` (which must not decrease) and is served then; latency includes queueing.
+    pub fn run_stream<E: std::fmt::Display>(
+        &mut self,
+        name: &str,
+        stream: impl IntoIterator<Item = Result<HostIo, E>>,
+        total: Option<u64>,
+        progress: &mut dyn Progress,
+    ) -> Result<Metrics, EngineError> {
+        self.begin_phase(name);
+        let start = self.clock;
+        progress.start(name, total);
+        let mut since = 0;
+        for io in stream {
+            let mut io = io.map_err(|e| EngineError::Input(e.to_string()))?;
+            io.arrival = start.after(io.arrival.0);
+            self.submit(io)?;
+            since += 1;
+            if since == PROGRESS_EVERY {
+                progress.advance(since);
+                since = 0;
+            }
+        }
+        progress.advance(since);
+        progress.finish();
+        Ok(self.end_phase())
+    }
+}
+
+/// Derives a clone's seed from the run seed and its position (SplitMix64 finaliser), so every
+/// clone has its own stream and the whole run depends on one seed.
+pub fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    let mut z =
+        seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::RwKind;
+
+    fn sim(ftl: &str) -> Simulator {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        Simulator::new(&cfg, ftl, Params::new(), SimOptions::checked()).unwrap()
+    }
+
+    #[test]
+    fn bytes_cover_every_touched_page() {
+        let mut s = sim("ideal");
+        s.begin_phase("t");
+        s.submit(HostIo {
+            arrival: SimTime(0),
+            op: Op::Write,
+            offset: 4000,
+            len: 200,
+        })
+        .unwrap();
+        let m = s.end_phase();
+        assert_eq!(m.page_writes, 2);
+        assert_eq!(s.oracle().unwrap().expected(Lpn(0)), 1);
+        assert_eq!(s.oracle().unwrap().expected(Lpn(1)), 1);
+        assert_eq!(s.oracle().unwrap().expected(Lpn(2)), 0);
+    }
+
+    #[test]
+    fn bad_requests_are_refused() {
+        let mut s = sim("ideal");
+        let lb = s.device().geo().logical_bytes();
+        let e = s.submit(HostIo {
+            arrival: SimTime(5),
+            op: Op::Read,
+            offset: lb - 4096,
+            len: 8192,
+        });
+        assert!(matches!(e, Err(EngineError::OutOfRange { .. })));
+        let e = s.submit(HostIo {
+            arrival: SimTime(5),
+            op: Op::Read,
+            offset: 0,
+            len: 0,
+        });
+        assert!(matches!(e, Err(EngineError::OutOfRange { .. })));
+        s.submit(HostIo {
+            arrival: SimTime(5),
+            op: Op::Flush,
+            offset: 0,
+            len: 0,
+        })
+        .unwrap();
+        let e = s.submit(HostIo {
+            arrival: SimTime(4),
+            op: Op::Flush,
+            offset: 0,
+            len: 0,
+        });
+        assert!(matches!(e, Err(EngineError::OutOfOrder { .. })));
+    }
+
+    #[test]
+    fn closed_loop_psync_read_latency_is_one_flash_read() {
+        let mut s = sim("ideal");
+        let mut w = JobSpec::new("fill", RwKind::Write);
+        w.bs = 512 << 10;
+        s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+        let mut r = JobSpec::new("r", RwKind::RandRead);
+        r.number_ios = Some(1000);
+        let m = s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap();
+        assert_eq!(m.requests.read, 1000);
+        assert_eq!(m.lookups.single, 1000);
+        assert_eq!(m.verify.checked, 1000);
+        // One job, depth 1: each read waits only for its own flash read (the fill drained first
+        // unless a LUN is still busy with background work).
+        assert!(
+            m.latency_us.read.p50 >= 40.0 && m.latency_us.read.p50 < 41.0,
+            "{:?}",
+            m.latency_us.read
+        );
+        assert!((m.iops - 25_000.0).abs() < 1000.0, "{}", m.iops);
+        assert_eq!(m.flash.reads["user"], 1000);
+    }
+
+    #[test]
+    fn parallel_jobs_use_parallel_luns() {
+        let mut s = sim("ideal");
+        let mut w = JobSpec::new("fill", RwKind::Write);
+        w.bs = 512 << 10;
+        s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+        let mut r = JobSpec::new("r", RwKind::RandRead);
+        r.number_ios = Some(2000);
+        r.numjobs = 8;
+        let m = s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap();
+        // 8 LUNs on tiny: well above one LUN's 25 k IOPS.
+        assert!(m.iops > 100_000.0, "{}", m.iops);
+    }
+
+    #[test]
+    fn gc_keeps_data_correct_under_overwrites() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let opts = SimOptions {
+            verify: Verify::FailFast,
+            check_invariants: false,
+        };
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), opts).unwrap();
+        let mut w = JobSpec::new("w", RwKind::RandWrite);
+        w.io_size = Some(3 * s.device().geo().logical_bytes());
+        w.iodepth = 4;
+        let m = s.run_jobs("w", &[w], 7, &mut NoProgress).unwrap();
+        assert!(m.gc.events > 0);
+        assert!(m.waf > 1.0, "{}", m.waf);
+        let mut r = JobSpec::new("r", RwKind::RandRead);
+        r.number_ios = Some(5000);
+        let m = s.run_jobs("r", &[r], 7, &mut NoProgress).unwrap();
+        assert_eq!(m.verify.failures, 0);
+        assert_eq!(m.verify.checked, 5000);
+        s.ftl().check_invariants(s.device()).unwrap();
+    }
+}

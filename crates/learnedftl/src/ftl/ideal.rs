@@ -106,7 +106,8 @@ impl Ftl for Ideal {
                         &mut self.table,
                         &mut self.stats,
                     )?;
-                    let d = dev.program(ppa, Oob::data(lpn, req.stamp), Src::Host, Cause::User, t)?;
+                    let d =
+                        dev.program(ppa, Oob::data(lpn, req.stamp), Src::Host, Cause::User, t)?;
                     self.unmap(dev, lpn)?;
                     self.table.l2p[lpn.idx()] = ppa.0;
                     done = done.max(d);
@@ -147,9 +148,12 @@ impl Ftl for Ideal {
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<(), String> {
-        let map = self.table.l2p.iter().enumerate().map(|(i, &p)| {
-            (Lpn(i as u32), (p != UNMAPPED).then_some(Ppa(p)))
-        });
+        let map = self
+            .table
+            .l2p
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (Lpn(i as u32), (p != UNMAPPED).then_some(Ppa(p))));
         check_page_map(dev, map, 0)
     }
 }

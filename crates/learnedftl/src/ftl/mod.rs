@@ -159,6 +159,12 @@ pub trait Ftl: Send {
     /// Mapping DRAM now.
     fn dram(&self) -> DramUsage;
 
+    /// Total mapping DRAM now; the engine samples it after every request, so schemes whose
+    /// [`Ftl::dram`] builds a list should answer this without allocating.
+    fn dram_total(&self) -> u64 {
+        self.dram().total()
+    }
+
     /// The FTL's effective parameters, for the report.
     fn params(&self) -> serde_json::Value;
 
@@ -177,7 +183,11 @@ pub trait Ftl: Send {
 pub const FTLS: &[&str] = &["ideal"];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
-pub fn build(name: &str, dev: &DeviceConfig, params: &mut Params) -> Result<Box<dyn Ftl>, ConfigError> {
+pub fn build(
+    name: &str,
+    dev: &DeviceConfig,
+    params: &mut Params,
+) -> Result<Box<dyn Ftl>, ConfigError> {
     match name {
         "ideal" => Ok(Box::new(ideal::Ideal::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {

@@ -52,9 +52,16 @@ impl GcPolicy {
         let fg = params.take::<f64>("gc_fg_ratio")?.unwrap_or(0.05);
         let bg = params.take::<f64>("gc_bg_ratio")?.unwrap_or(0.25);
         let inv = params.take::<f64>("gc_bg_min_invalid")?.unwrap_or(0.125);
-        for (k, v) in [("gc_fg_ratio", fg), ("gc_bg_ratio", bg), ("gc_bg_min_invalid", inv)] {
+        for (k, v) in [
+            ("gc_fg_ratio", fg),
+            ("gc_bg_ratio", bg),
+            ("gc_bg_min_invalid", inv),
+        ] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(ConfigError::invalid(k, format!("{v} is not a fraction in [0, 1]")));
+                return Err(ConfigError::invalid(
+                    k,
+                    format!("{v} is not a fraction in [0, 1]"),
+                ));
             }
         }
         let lines = geo.lines();
@@ -235,14 +242,19 @@ mod tests {
         let mut sorted = first.clone();
         sorted.sort();
         sorted.dedup();
-        assert_eq!(sorted.len(), g.luns() as usize, "one page per LUN: {first:?}");
+        assert_eq!(
+            sorted.len(),
+            g.luns() as usize,
+            "one page per LUN: {first:?}"
+        );
         assert_eq!(a.state(0), LineState::Open(Stream::DATA));
         let t = a.next_page(&g, Stream::TRANS).unwrap();
         assert_eq!(g.line_of(t), 1);
         for _ in g.luns()..g.pages_per_line() {
             let p = a.next_page(&g, Stream::DATA).unwrap();
             assert_eq!(g.line_of(p), 0);
-            d.program(p, Oob::data(Lpn(0), 0), Src::None, Cause::User, SimTime(0)).ok();
+            d.program(p, Oob::data(Lpn(0), 0), Src::None, Cause::User, SimTime(0))
+                .ok();
         }
         assert!(a.needs_line(Stream::DATA));
         let p = a.next_page(&g, Stream::DATA).unwrap();
@@ -258,7 +270,8 @@ mod tests {
         let mut pages = Vec::new();
         for i in 0..3 * g.pages_per_line() {
             let p = a.next_page(&g, Stream::DATA).unwrap();
-            d.program(p, Oob::data(Lpn(i), 1), Src::None, Cause::User, SimTime(0)).unwrap();
+            d.program(p, Oob::data(Lpn(i), 1), Src::None, Cause::User, SimTime(0))
+                .unwrap();
             pages.push(p);
         }
         a.next_page(&g, Stream::DATA).unwrap(); // closes line 2

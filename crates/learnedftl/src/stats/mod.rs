@@ -1,1 +1,345 @@
-//! Stats.
+//! Statistics of a phase, exactly as SPEC §6 defines them: what the engine collects while a
+//! phase runs ([`Collector`]) and the finished, serialisable numbers ([`Metrics`]).
+
+use crate::addr::SimTime;
+use crate::device::{Cause, Device, Wear};
+use crate::ftl::{Ftl, Op};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Latency summary in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Requests measured.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl LatencySummary {
+    fn of(h: &Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        LatencySummary {
+            count: h.len(),
+            mean: h.mean() / 1000.0,
+            p50: us(h.value_at_quantile(0.5)),
+            p90: us(h.value_at_quantile(0.9)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            p9999: us(h.value_at_quantile(0.9999)),
+            max: us(h.max()),
+        }
+    }
+}
+
+/// Read, write and overall latency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Latencies {
+    /// Read requests.
+    pub read: LatencySummary,
+    /// Write requests.
+    pub write: LatencySummary,
+    /// Every request (reads, writes, trims, flushes).
+    pub all: LatencySummary,
+}
+
+/// Host requests by operation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OpCounts {
+    /// Reads.
+    pub read: u64,
+    /// Writes.
+    pub write: u64,
+    /// Trims.
+    pub trim: u64,
+    /// Flushes.
+    pub flush: u64,
+}
+
+/// Host page reads by the flash reads each needed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Lookups {
+    /// No flash read: unmapped, or served from a DRAM buffer.
+    pub none: u64,
+    /// One flash read.
+    pub single: u64,
+    /// Two (a translation read, then the data).
+    pub double: u64,
+    /// Three (translation, a misprediction, then the data).
+    pub triple: u64,
+}
+
+/// Flash operations by cause.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FlashOps {
+    /// Page reads by cause, plus `total`.
+    pub reads: BTreeMap<&'static str, u64>,
+    /// Page programs by cause, plus `total`.
+    pub programs: BTreeMap<&'static str, u64>,
+    /// Block erases.
+    pub erases: u64,
+}
+
+/// Garbage collection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GcSummary {
+    /// Victims cleaned.
+    pub events: u64,
+    /// Of which in the background.
+    pub background: u64,
+    /// Valid pages moved.
+    pub pages_moved: u64,
+}
+
+/// Oracle results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VerifySummary {
+    /// Whether reads were checked.
+    pub enabled: bool,
+    /// Page reads checked.
+    pub checked: u64,
+    /// Page reads that returned the wrong version.
+    pub failures: u64,
+}
+
+/// Everything reported for one phase (SPEC §6). See docs/metrics.md for each key.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Phase name.
+    pub phase: String,
+    /// Completed host requests by operation.
+    pub requests: OpCounts,
+    /// Simulated time from the phase's start to its last completion, seconds.
+    pub sim_seconds: f64,
+    /// Completed requests per simulated second.
+    pub iops: f64,
+    /// Host bytes read + written per simulated second, MiB/s.
+    pub bandwidth_mib_s: f64,
+    /// Request latency, µs.
+    pub latency_us: Latencies,
+    /// Host pages read.
+    pub page_reads: u64,
+    /// Host pages written.
+    pub page_writes: u64,
+    /// Host page reads by flash reads needed.
+    pub lookups: Lookups,
+    /// Host page reads whose mapping came from a cached entry / host page reads.
+    pub cmt_hit_ratio: f64,
+    /// Host page reads served by a learned prediction with one flash read / host page reads.
+    pub model_hit_ratio: f64,
+    /// Flash operations by cause.
+    pub flash: FlashOps,
+    /// All flash programs / host page writes (0 without host writes).
+    pub waf: f64,
+    /// Garbage collection.
+    pub gc: GcSummary,
+    /// Erase counts over all blocks at the end of the phase.
+    pub wear: Wear,
+    /// Mapping DRAM: `total` and `peak` during the phase, `budget` if any, and each part at the end.
+    pub dram_bytes: BTreeMap<String, u64>,
+    /// Flash energy, µJ.
+    pub energy_uj: f64,
+    /// Flash energy by cause, µJ.
+    pub energy_uj_by_cause: BTreeMap<&'static str, f64>,
+    /// Oracle.
+    pub verify: VerifySummary,
+    /// FTL-specific counters.
+    pub ftl_counters: serde_json::Value,
+    /// Wall-clock seconds the phase took to simulate.
+    pub wall_seconds: f64,
+    /// Simulated flash page operations (reads + programs) per wall-clock second.
+    pub sim_page_ops_per_sec: f64,
+}
+
+/// What the engine accumulates during a phase.
+pub struct Collector {
+    name: String,
+    start: SimTime,
+    end: SimTime,
+    ops: OpCounts,
+    bytes: u64,
+    page_reads: u64,
+    page_writes: u64,
+    hist: [Histogram<u64>; 3],
+    dram_peak: u64,
+    wall: Instant,
+}
+
+fn histogram() -> Histogram<u64> {
+    // Nanoseconds, three significant digits, up to an hour (longer latencies saturate there).
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+impl Collector {
+    /// A phase starting at simulated time `start`.
+    pub fn new(name: &str, start: SimTime) -> Collector {
+        Collector {
+            name: name.to_string(),
+            start,
+            end: start,
+            ops: OpCounts::default(),
+            bytes: 0,
+            page_reads: 0,
+            page_writes: 0,
+            hist: [histogram(), histogram(), histogram()],
+            dram_peak: 0,
+            wall: Instant::now(),
+        }
+    }
+
+    /// When the phase started.
+    pub fn start(&self) -> SimTime {
+        self.start
+    }
+
+    /// The latest completion so far.
+    pub fn end(&self) -> SimTime {
+        self.end
+    }
+
+    /// Records a completed request.
+    #[inline]
+    pub fn record(&mut self, op: Op, pages: u32, bytes: u64, arrival: SimTime, done: SimTime) {
+        let lat = done.since(arrival);
+        self.end = self.end.max(done);
+        let slot = match op {
+            Op::Read => {
+                self.ops.read += 1;
+                self.page_reads += pages as u64;
+                self.bytes += bytes;
+                Some(0)
+            }
+            Op::Write => {
+                self.ops.write += 1;
+                self.page_writes += pages as u64;
+                self.bytes += bytes;
+                Some(1)
+            }
+            Op::Trim => {
+                self.ops.trim += 1;
+                None
+            }
+            Op::Flush => {
+                self.ops.flush += 1;
+                None
+            }
+        };
+        if let Some(s) = slot {
+            self.hist[s].saturating_record(lat);
+        }
+        self.hist[2].saturating_record(lat);
+    }
+
+    /// Notes the FTL's mapping DRAM after a request.
+    #[inline]
+    pub fn note_dram(&mut self, bytes: u64) {
+        self.dram_peak = self.dram_peak.max(bytes);
+    }
+
+    /// The phase's metrics, from what was collected plus the device's and FTL's counters.
+    pub fn finish(self, dev: &Device, ftl: &dyn Ftl, verify: VerifySummary) -> Metrics {
+        let wall = self.wall.elapsed().as_secs_f64();
+        let secs = self.end.since(self.start) as f64 / 1e9;
+        let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+        let c = dev.counters();
+        let by_cause = |a: &[u64; Cause::COUNT]| {
+            let mut m: BTreeMap<&'static str, u64> = Cause::ALL
+                .iter()
+                .map(|&k| (k.key(), a[k as usize]))
+                .collect();
+            m.insert("total", a.iter().sum());
+            m
+        };
+        let s = ftl.stats();
+        let ftl_reads = s.page_reads();
+        let ratio = |x: u64| {
+            if ftl_reads > 0 {
+                x as f64 / ftl_reads as f64
+            } else {
+                0.0
+            }
+        };
+        let dram = ftl.dram();
+        let mut dram_bytes: BTreeMap<String, u64> = dram
+            .parts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        dram_bytes.insert("total".into(), dram.total());
+        dram_bytes.insert("peak".into(), self.dram_peak.max(dram.total()));
+        if let Some(b) = dram.budget {
+            dram_bytes.insert("budget".into(), b);
+        }
+        let energy = dev.energy_uj();
+        let requests = self.ops.read + self.ops.write + self.ops.trim + self.ops.flush;
+        Metrics {
+            phase: self.name,
+            sim_seconds: secs,
+            iops: per_sec(requests as f64),
+            bandwidth_mib_s: per_sec(self.bytes as f64) / (1u64 << 20) as f64,
+            latency_us: Latencies {
+                read: LatencySummary::of(&self.hist[0]),
+                write: LatencySummary::of(&self.hist[1]),
+                all: LatencySummary::of(&self.hist[2]),
+            },
+            requests: self.ops,
+            page_reads: self.page_reads,
+            page_writes: self.page_writes,
+            lookups: Lookups {
+                none: s.lookups[0],
+                single: s.lookups[1],
+                double: s.lookups[2],
+                triple: s.lookups[3],
+            },
+            cmt_hit_ratio: ratio(s.cmt_hits),
+            model_hit_ratio: ratio(s.model_hits),
+            flash: FlashOps {
+                reads: by_cause(&c.reads),
+                programs: by_cause(&c.programs),
+                erases: c.total_erases(),
+            },
+            waf: if self.page_writes > 0 {
+                c.total_programs() as f64 / self.page_writes as f64
+            } else {
+                0.0
+            },
+            gc: GcSummary {
+                events: s.gc_events,
+                background: s.gc_background,
+                pages_moved: s.gc_pages_moved,
+            },
+            wear: dev.wear(),
+            dram_bytes,
+            energy_uj: energy.iter().sum(),
+            energy_uj_by_cause: Cause::ALL
+                .iter()
+                .map(|&k| (k.key(), energy[k as usize]))
+                .collect(),
+            verify,
+            ftl_counters: ftl.extra_counters(),
+            wall_seconds: wall,
+            sim_page_ops_per_sec: if wall > 0.0 {
+                c.page_ops() as f64 / wall
+            } else {
+                0.0
+            },
+        }
+    }
+}

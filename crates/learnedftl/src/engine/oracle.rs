@@ -1,0 +1,141 @@
+//! The oracle (SPEC §9): the latest write stamp of every LPN, and a check of every page a read
+//! returns against it.
+
+use crate::addr::Lpn;
+use crate::ftl::{ReadSink, Served};
+
+/// How many failure messages are kept for the report.
+const KEEP: usize = 10;
+
+/// Latest write stamps (0 = never written or trimmed) and the checks made so far.
+pub struct Oracle {
+    stamps: Vec<u32>,
+    checked: u64,
+    failures: u64,
+    messages: Vec<String>,
+}
+
+impl Oracle {
+    /// An oracle for `logical_pages` pages, none written.
+    pub fn new(logical_pages: u64) -> Oracle {
+        Oracle {
+            stamps: vec![0; logical_pages as usize],
+            checked: 0,
+            failures: 0,
+            messages: Vec::new(),
+        }
+    }
+
+    /// Records that `lpn` now holds version `stamp` (0 after a trim).
+    #[inline]
+    pub fn set(&mut self, lpn: Lpn, stamp: u32) {
+        self.stamps[lpn.idx()] = stamp;
+    }
+
+    /// The expected stamp of `lpn`.
+    #[inline]
+    pub fn expected(&self, lpn: Lpn) -> u32 {
+        self.stamps[lpn.idx()]
+    }
+
+    /// Page reads checked.
+    pub fn checked(&self) -> u64 {
+        self.checked
+    }
+    /// Failed checks.
+    pub fn failures(&self) -> u64 {
+        self.failures
+    }
+    /// The first failure messages.
+    pub fn messages(&self) -> &[String] {
+        &self.messages
+    }
+    /// Zeroes the check counters (stamps stay).
+    pub fn reset_counts(&mut self) {
+        self.checked = 0;
+        self.failures = 0;
+        self.messages.clear();
+    }
+}
+
+impl ReadSink for Oracle {
+    #[inline]
+    fn deliver(&mut self, lpn: Lpn, from: Served) {
+        self.checked += 1;
+        let want = self.stamps[lpn.idx()];
+        let ok = match from {
+            Served::Flash { oob, .. } => oob.lpn() == Some(lpn) && oob.stamp == want && want != 0,
+            Served::Buffer { stamp } => stamp == want && want != 0,
+            Served::Unmapped => want == 0,
+        };
+        if !ok {
+            self.failures += 1;
+            if self.messages.len() < KEEP {
+                let expected = if want == 0 {
+                    "unmapped".to_string()
+                } else {
+                    format!("stamp {want}")
+                };
+                let found = match from {
+                    Served::Flash { ppa, oob } => match (oob.lpn(), oob.tpn()) {
+                        (Some(l), _) => format!("{ppa:?} holding LPN {} stamp {}", l.0, oob.stamp),
+                        (_, Some(t)) => format!("{ppa:?} holding translation page {}", t.0),
+                        _ => format!("{ppa:?}"),
+                    },
+                    Served::Buffer { stamp } => format!("buffered stamp {stamp}"),
+                    Served::Unmapped => "unmapped".to_string(),
+                };
+                self.messages.push(format!(
+                    "read of LPN {}: expected {expected}, found {found}",
+                    lpn.0
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Ppa;
+    use crate::device::Oob;
+
+    #[test]
+    fn names_lpn_expected_and_found() {
+        let mut o = Oracle::new(10);
+        o.set(Lpn(3), 7);
+        o.deliver(
+            Lpn(3),
+            Served::Flash {
+                ppa: Ppa(1),
+                oob: Oob::data(Lpn(3), 7),
+            },
+        );
+        o.deliver(Lpn(4), Served::Unmapped);
+        o.deliver(Lpn(3), Served::Buffer { stamp: 7 });
+        assert_eq!((o.checked(), o.failures()), (3, 0));
+        o.deliver(
+            Lpn(3),
+            Served::Flash {
+                ppa: Ppa(9),
+                oob: Oob::data(Lpn(3), 6),
+            },
+        );
+        o.deliver(Lpn(3), Served::Unmapped);
+        o.deliver(
+            Lpn(4),
+            Served::Flash {
+                ppa: Ppa(2),
+                oob: Oob::data(Lpn(5), 1),
+            },
+        );
+        assert_eq!(o.failures(), 3);
+        assert!(o.messages()[0].contains("LPN 3") && o.messages()[0].contains("stamp 7"));
+        assert!(o.messages()[0].contains("stamp 6"), "{}", o.messages()[0]);
+        assert!(
+            o.messages()[2].contains("expected unmapped"),
+            "{}",
+            o.messages()[2]
+        );
+    }
+}

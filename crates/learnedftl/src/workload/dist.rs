@@ -1,0 +1,331 @@
+//! Random block choice for random jobs, following fio's generators (`lib/zipf.c`, `lib/gauss.c`).
+//!
+//! * `uniform` with fio's default random map: every block of the region is visited exactly once
+//!   per pass, in a seeded pseudo-random order (a Feistel permutation). `norandommap` draws
+//!   independent uniform blocks instead.
+//! * `zipf:θ`: Gray et al.'s generator as fio implements it (ζ(n) summed over at most 10^7 terms);
+//!   rank r is then scattered over the region.
+//! * `pareto:h`: fio's power law, `n = (N−1)·u^(log h / log(1−h))`, then scattered.
+//! * `normal:dev`: Gaussian around the region's middle with σ = ⌈N·dev/100⌉ (at most N/2),
+//!   clamped to the region, then scattered.
+//!
+//! fio scatters ranks with a hash that can collide; we scatter with a seeded bijection, so the
+//! hot set keeps exactly the size the distribution gives it.
+
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+use rand_pcg::Pcg64Mcg;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// A random distribution over the blocks of a region.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Dist {
+    /// Uniform.
+    Uniform,
+    /// Zipf with exponent θ (θ > 0, θ ≠ 1).
+    Zipf {
+        /// θ.
+        theta: f64,
+    },
+    /// Pareto with parameter h (0 < h < 1).
+    Pareto {
+        /// h.
+        h: f64,
+    },
+    /// Normal with σ as a percentage of the region.
+    Normal {
+        /// σ in percent of the region.
+        dev_percent: f64,
+    },
+}
+
+impl FromStr for Dist {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Dist, String> {
+        let (name, arg) = match s.split_once(':') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (s.trim(), None),
+        };
+        let num = |what: &str| -> Result<f64, String> {
+            let a = arg.ok_or_else(|| format!("{name} needs a parameter ({name}:{what})"))?;
+            a.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("'{a}' is not a number"))
+        };
+        match name {
+            "random" | "uniform" => Ok(Dist::Uniform),
+            "zipf" => {
+                let theta = num("theta")?;
+                if theta <= 0.0 || theta == 1.0 {
+                    return Err(format!("zipf theta {theta} must be positive and not 1"));
+                }
+                Ok(Dist::Zipf { theta })
+            }
+            "pareto" => {
+                let h = num("h")?;
+                if !(h > 0.0 && h < 1.0) {
+                    return Err(format!("pareto h {h} must be strictly between 0 and 1"));
+                }
+                Ok(Dist::Pareto { h })
+            }
+            "normal" | "gauss" => {
+                let dev_percent = if arg.is_some() { num("dev")? } else { 0.0 };
+                if !(0.0..=100.0).contains(&dev_percent) {
+                    return Err(format!(
+                        "normal deviation {dev_percent}% must be in [0, 100]"
+                    ));
+                }
+                Ok(Dist::Normal { dev_percent })
+            }
+            _ => Err(format!(
+                "unknown distribution '{name}' (expected random, zipf:θ, pareto:h, normal:dev)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dist::Uniform => write!(f, "random"),
+            Dist::Zipf { theta } => write!(f, "zipf:{theta}"),
+            Dist::Pareto { h } => write!(f, "pareto:{h}"),
+            Dist::Normal { dev_percent } => write!(f, "normal:{dev_percent}"),
+        }
+    }
+}
+
+/// A seeded bijection on `[0, n)`: a 4-round Feistel network on the next even power of two,
+/// cycle-walking values that fall outside.
+#[derive(Clone, Debug)]
+pub struct Permutation {
+    n: u64,
+    half_bits: u32,
+    keys: [u64; 4],
+}
+
+impl Permutation {
+    /// A permutation of `[0, n)` chosen by `rng`.
+    pub fn new(n: u64, rng: &mut impl Rng) -> Permutation {
+        let bits = 64 - n.max(2).saturating_sub(1).leading_zeros();
+        Permutation {
+            n,
+            half_bits: bits.div_ceil(2).max(1),
+            keys: rng.gen(),
+        }
+    }
+
+    #[inline]
+    fn round(x: u64, key: u64, mask: u64) -> u64 {
+        let mut h = (x ^ key).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 29;
+        h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        (h ^ (h >> 32)) & mask
+    }
+
+    /// The image of `x` (< n).
+    #[inline]
+    pub fn apply(&self, mut x: u64) -> u64 {
+        let mask = (1u64 << self.half_bits) - 1;
+        loop {
+            let (mut l, mut r) = (x >> self.half_bits, x & mask);
+            for k in self.keys {
+                let nl = r;
+                r = l ^ Self::round(r, k, mask);
+                l = nl;
+            }
+            x = (l << self.half_bits) | r;
+            if x < self.n {
+                return x;
+            }
+        }
+    }
+}
+
+const ZIPF_MAX_TERMS: u64 = 10_000_000;
+
+/// Draws block indices in `[0, n)` from a [`Dist`].
+#[derive(Clone, Debug)]
+pub struct BlockPicker {
+    n: u64,
+    kind: Kind,
+    scatter: Permutation,
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    /// Random map: position within the current pass's permutation.
+    Mapped {
+        perm: Permutation,
+        pos: u64,
+    },
+    Uniform,
+    Zipf {
+        theta: f64,
+        zetan: f64,
+        alpha: f64,
+        eta: f64,
+    },
+    Pareto {
+        pow: f64,
+    },
+    Normal {
+        normal: Option<Normal<f64>>,
+    },
+}
+
+impl BlockPicker {
+    /// A picker over `n ≥ 1` blocks; `random_map` applies to the uniform distribution only.
+    pub fn new(n: u64, dist: Dist, random_map: bool, rng: &mut Pcg64Mcg) -> BlockPicker {
+        let scatter = Permutation::new(n, rng);
+        let kind = match dist {
+            Dist::Uniform if random_map => Kind::Mapped {
+                perm: Permutation::new(n, rng),
+                pos: 0,
+            },
+            Dist::Uniform => Kind::Uniform,
+            Dist::Zipf { theta } => {
+                let terms = n.min(ZIPF_MAX_TERMS);
+                let zetan: f64 = (1..=terms).map(|i| (i as f64).powf(-theta)).sum();
+                let zeta2 = 1.0 + 0.5f64.powf(theta);
+                let nf = n as f64;
+                Kind::Zipf {
+                    theta,
+                    zetan,
+                    alpha: 1.0 / (1.0 - theta),
+                    eta: (1.0 - (2.0 / nf).powf(1.0 - theta)) / (1.0 - zeta2 / zetan),
+                }
+            }
+            Dist::Pareto { h } => Kind::Pareto {
+                pow: h.ln() / (1.0 - h).ln(),
+            },
+            Dist::Normal { dev_percent } => {
+                let sd = ((n as f64 * dev_percent) / 100.0)
+                    .ceil()
+                    .min((n / 2) as f64);
+                Kind::Normal {
+                    normal: (sd > 0.0).then(|| Normal::new(n as f64 / 2.0, sd).expect("finite σ")),
+                }
+            }
+        };
+        BlockPicker { n, kind, scatter }
+    }
+
+    /// The next block.
+    #[inline]
+    pub fn next(&mut self, rng: &mut Pcg64Mcg) -> u64 {
+        let n = self.n;
+        match &mut self.kind {
+            Kind::Mapped { perm, pos } => {
+                if *pos == n {
+                    *perm = Permutation::new(n, rng);
+                    *pos = 0;
+                }
+                *pos += 1;
+                perm.apply(*pos - 1)
+            }
+            Kind::Uniform => rng.gen_range(0..n),
+            Kind::Zipf {
+                theta,
+                zetan,
+                alpha,
+                eta,
+            } => {
+                let u: f64 = rng.gen();
+                let z = u * *zetan;
+                let rank = if z < 1.0 {
+                    0
+                } else if z < 1.0 + 0.5f64.powf(*theta) {
+                    1
+                } else {
+                    ((n as f64 * (*eta * u - *eta + 1.0).powf(*alpha)) as u64).min(n - 1)
+                };
+                self.scatter.apply(rank.min(n - 1))
+            }
+            Kind::Pareto { pow } => {
+                let u: f64 = rng.gen();
+                let rank = (((n - 1) as f64) * u.powf(*pow)) as u64;
+                self.scatter.apply(rank.min(n - 1))
+            }
+            Kind::Normal { normal } => match normal {
+                None => rng.gen_range(0..n),
+                Some(d) => {
+                    let x = d.sample(rng).clamp(0.0, (n - 1) as f64) as u64;
+                    self.scatter.apply(x)
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn permutation_is_a_bijection() {
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        for n in [1u64, 2, 3, 7, 64, 1000, 4097] {
+            let p = Permutation::new(n, &mut rng);
+            let mut seen = vec![false; n as usize];
+            for x in 0..n {
+                let y = p.apply(x);
+                assert!(y < n && !seen[y as usize], "n={n}");
+                seen[y as usize] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn random_map_visits_each_block_once_per_pass() {
+        let mut rng = Pcg64Mcg::seed_from_u64(2);
+        let mut p = BlockPicker::new(100, Dist::Uniform, true, &mut rng);
+        for _ in 0..3 {
+            let mut seen = [0u8; 100];
+            for _ in 0..100 {
+                seen[p.next(&mut rng) as usize] += 1;
+            }
+            assert!(seen.iter().all(|&c| c == 1));
+        }
+    }
+
+    fn top_share(dist: Dist, n: u64, draws: usize, top: usize) -> f64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        let mut p = BlockPicker::new(n, dist, false, &mut rng);
+        let mut c = vec![0u64; n as usize];
+        for _ in 0..draws {
+            c[p.next(&mut rng) as usize] += 1;
+        }
+        c.sort_unstable_by(|a, b| b.cmp(a));
+        c[..top].iter().sum::<u64>() as f64 / draws as f64
+    }
+
+    #[test]
+    fn skewed_distributions_are_skewed() {
+        let uni = top_share(Dist::Uniform, 10_000, 200_000, 1000);
+        let zipf = top_share(Dist::Zipf { theta: 1.2 }, 10_000, 200_000, 1000);
+        let zipf99 = top_share(Dist::Zipf { theta: 0.99 }, 10_000, 200_000, 1000);
+        let pareto = top_share(Dist::Pareto { h: 0.2 }, 10_000, 200_000, 1000);
+        let normal = top_share(Dist::Normal { dev_percent: 5.0 }, 10_000, 200_000, 1000);
+        assert!(uni < 0.15, "uniform top-10% share {uni}");
+        assert!(zipf > 0.8, "zipf:1.2 top-10% share {zipf}");
+        assert!(zipf99 > 0.6, "zipf:0.99 top-10% share {zipf99}");
+        assert!(pareto > 0.6, "pareto:0.2 top-10% share {pareto}");
+        assert!(normal > 0.5, "normal:5 top-10% share {normal}");
+    }
+
+    #[test]
+    fn parse_names() {
+        assert_eq!("zipf:1.2".parse::<Dist>(), Ok(Dist::Zipf { theta: 1.2 }));
+        assert_eq!("random".parse::<Dist>(), Ok(Dist::Uniform));
+        assert!("zipf:1".parse::<Dist>().is_err());
+        assert!("pareto:2".parse::<Dist>().is_err());
+        assert!("weird".parse::<Dist>().is_err());
+        assert!("zipf".parse::<Dist>().is_err());
+    }
+}

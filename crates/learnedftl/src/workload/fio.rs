@@ -1,0 +1,266 @@
+//! fio job files: the INI subset of SPEC §4.1.
+//!
+//! `[global]` options apply to the job sections after it; every other section is a job. A job
+//! with `stonewall` (or `wait_for_previous`) starts a new phase: it runs after every earlier job
+//! has finished, and statistics are reported per phase. Options that do not change a simulation
+//! (`ioengine`, `direct`, `filename`, `group_reporting`, `thread`, `description`) are accepted
+//! and ignored; any other unknown option is an error naming it and its line.
+
+use super::dist::Dist;
+use super::job::{JobSpec, RwKind};
+use crate::params::{parse_duration_ns, parse_size};
+use thiserror::Error;
+
+/// A job file error: where and what.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{file}:{line}: {message}")]
+pub struct JobFileError {
+    /// File name as given.
+    pub file: String,
+    /// 1-based line (0 = the file as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Jobs that run together; phases run one after another.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    /// Name (the first job's name).
+    pub name: String,
+    /// The jobs.
+    pub jobs: Vec<JobSpec>,
+}
+
+const IGNORED: &[&str] = &[
+    "ioengine",
+    "direct",
+    "filename",
+    "group_reporting",
+    "thread",
+    "description",
+];
+
+/// Applies one option to a job; `Ok(true)` if it was `stonewall`.
+fn apply(
+    job: &mut JobSpec,
+    key: &str,
+    value: Option<&str>,
+    logical_bytes: u64,
+) -> Result<bool, String> {
+    let need = || value.ok_or_else(|| format!("{key} needs a value ({key}=...)"));
+    let size = |v: &str| -> Result<u64, String> {
+        if let Some(p) = v.trim().strip_suffix('%') {
+            let f: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("{key}: '{v}' is not a percentage"))?;
+            if !(0.0..=100.0).contains(&f) {
+                return Err(format!("{key}: {v} is not in 0%..100%"));
+            }
+            return Ok((logical_bytes as f64 * f / 100.0) as u64);
+        }
+        parse_size(v).ok_or_else(|| format!("{key}: '{v}' is not a size (e.g. 4k, 512KiB, 1g)"))
+    };
+    let int = |v: &str| -> Result<u64, String> {
+        v.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{key}: '{v}' is not a whole number"))
+    };
+    let flag = |v: Option<&str>| -> Result<bool, String> {
+        match v.map(|s| s.trim()) {
+            None | Some("1") | Some("true") => Ok(true),
+            Some("0") | Some("false") => Ok(false),
+            Some(o) => Err(format!("{key}: '{o}' is not 0 or 1")),
+        }
+    };
+    match key {
+        "rw" | "readwrite" => job.rw = need()?.parse::<RwKind>()?,
+        "rwmixread" => job.rwmixread = int(need()?)?.min(101) as u32,
+        "rwmixwrite" => job.rwmixread = 100u64.saturating_sub(int(need()?)?) as u32,
+        "bs" | "blocksize" => job.bs = size(need()?)?,
+        "numjobs" => {
+            job.numjobs = u32::try_from(int(need()?)?).map_err(|_| "numjobs: too large")?
+        }
+        "iodepth" => {
+            job.iodepth = u32::try_from(int(need()?)?).map_err(|_| "iodepth: too large")?
+        }
+        "offset" => job.offset = size(need()?)?,
+        "offset_increment" => job.offset_increment = size(need()?)?,
+        "size" => job.size = Some(size(need()?)?),
+        "io_size" | "io_limit" => job.io_size = Some(size(need()?)?),
+        "number_ios" => job.number_ios = Some(int(need()?)?),
+        "runtime" => {
+            let v = need()?;
+            job.runtime_ns = Some(
+                parse_duration_ns(v)
+                    .ok_or_else(|| format!("runtime: '{v}' is not a duration (e.g. 10s, 500ms)"))?,
+            )
+        }
+        "time_based" => job.time_based = flag(value)?,
+        "random_distribution" => {
+            job.dist = need()?
+                .parse::<Dist>()
+                .map_err(|e| format!("random_distribution: {e}"))?
+        }
+        "norandommap" => job.random_map = !flag(value)?,
+        "randseed" => job.seed = Some(int(need()?)?),
+        "stonewall" | "wait_for_previous" => return flag(value),
+        k if IGNORED.contains(&k) => {}
+        _ => return Err(format!("unknown option '{key}'")),
+    }
+    Ok(false)
+}
+
+/// Parses a job file. `file` names it in errors; sizes given in percent are taken of
+/// `logical_bytes`. Every job is validated against the logical space.
+pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, JobFileError> {
+    let err = |line: usize, message: String| JobFileError {
+        file: file.to_string(),
+        line,
+        message,
+    };
+    let mut global = JobSpec::new("global", RwKind::Read);
+    // The section being read: (name, spec, stonewall, first line).
+    let mut current: Option<(JobSpec, bool, usize)> = None;
+    let mut in_global = false;
+    let mut phases: Vec<Phase> = Vec::new();
+    let finish = |job: Option<(JobSpec, bool, usize)>,
+                  phases: &mut Vec<Phase>|
+     -> Result<(), JobFileError> {
+        if let Some((spec, stonewall, line)) = job {
+            spec.validate(logical_bytes)
+                .map_err(|m| err(line, format!("job '{}': {m}", spec.name)))?;
+            match phases.last_mut() {
+                Some(p) if !stonewall => p.jobs.push(spec),
+                _ => phases.push(Phase {
+                    name: spec.name.clone(),
+                    jobs: vec![spec],
+                }),
+            }
+        }
+        Ok(())
+    };
+    for (i, raw) in text.lines().enumerate() {
+        let lineno = i + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest
+                .strip_suffix(']')
+                .ok_or_else(|| err(lineno, format!("section header '{line}' lacks ']'")))?
+                .trim();
+            if name.is_empty() {
+                return Err(err(lineno, "empty section name".into()));
+            }
+            finish(current.take(), &mut phases)?;
+            in_global = name == "global";
+            if !in_global {
+                let mut spec = global.clone();
+                spec.name = name.to_string();
+                current = Some((spec, false, lineno));
+            }
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (line, None),
+        };
+        if in_global {
+            let stonewall =
+                apply(&mut global, key, value, logical_bytes).map_err(|m| err(lineno, m))?;
+            if stonewall {
+                return Err(err(
+                    lineno,
+                    "stonewall belongs in a job section, not [global]".into(),
+                ));
+            }
+        } else if let Some((spec, stonewall, _)) = current.as_mut() {
+            *stonewall |= apply(spec, key, value, logical_bytes).map_err(|m| err(lineno, m))?;
+        } else {
+            return Err(err(lineno, format!("option '{key}' outside any section")));
+        }
+    }
+    finish(current.take(), &mut phases)?;
+    if phases.is_empty() {
+        return Err(err(0, "no job sections".into()));
+    }
+    Ok(phases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn globals_sections_and_stonewall_phases() {
+        let text = "\
+; warm up, then measure
+[global]
+bs=4k
+iodepth=1
+ioengine=psync
+direct=1
+
+[fill]
+rw=write
+bs=512k
+size=50%
+
+[measure]
+stonewall
+rw=randread
+numjobs=64
+io_size=64m
+random_distribution=zipf:1.2
+[also]
+rw=randwrite
+norandommap
+runtime=2s
+time_based
+";
+        let phases = parse(text, "t.fio", 4 * GIB).unwrap();
+        assert_eq!(phases.len(), 2);
+        assert_eq!(phases[0].jobs.len(), 1);
+        let fill = &phases[0].jobs[0];
+        assert_eq!(
+            (fill.rw, fill.bs, fill.size),
+            (RwKind::Write, 512 << 10, Some(2 * GIB))
+        );
+        let m = &phases[1].jobs[0];
+        assert_eq!(
+            (m.rw, m.bs, m.numjobs, m.io_size),
+            (RwKind::RandRead, 4096, 64, Some(64 << 20))
+        );
+        assert_eq!(m.dist, Dist::Zipf { theta: 1.2 });
+        let a = &phases[1].jobs[1];
+        assert!(!a.random_map && a.time_based);
+        assert_eq!(a.runtime_ns, Some(2_000_000_000));
+    }
+
+    #[test]
+    fn errors_name_option_and_line() {
+        let cases = [
+            ("[a]\nrw=read\nfoo=1\n", 3, "foo"),
+            ("[a]\nrw=sideways\n", 2, "sideways"),
+            ("[a]\nbs=4q\n", 2, "bs"),
+            ("bs=4k\n", 1, "outside"),
+            ("[a\n", 1, "]"),
+            ("[a]\nrandom_distribution=zipf:1\n", 2, "theta"),
+            ("[a]\nsize=8g\nrw=read\n", 1, "beyond"),
+            ("[global]\nstonewall\n", 2, "stonewall"),
+            ("# nothing\n", 0, "no job"),
+            ("[a]\nruntime=fast\n", 2, "runtime"),
+        ];
+        for (text, line, needle) in cases {
+            let e = parse(text, "bad.fio", 4 * GIB).unwrap_err();
+            assert_eq!(e.line, line, "{text:?}: {e}");
+            assert!(e.to_string().contains(needle), "{text:?}: {e}");
+            assert!(e.to_string().starts_with("bad.fio:"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! Closed-loop jobs with fio semantics (SPEC §4.1).
+//!
+//! A job issues block-sized requests in its region `[offset, offset + size)` until it has issued
+//! `io_size` bytes (default: `size`), or `number_ios` requests, or simulated `runtime` has passed.
+//! Each of its `iodepth` slots issues its next request when its previous one completes; `numjobs`
+//! clones run side by side, each with its own seed and (with `offset_increment`) region.
+
+use super::dist::{BlockPicker, Dist};
+use super::HostIo;
+use crate::addr::SimTime;
+use crate::ftl::Op;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// fio's `rw`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RwKind {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Sequential trims.
+    Trim,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Random trims.
+    RandTrim,
+    /// Sequential mixed reads and writes (`rw`/`readwrite`).
+    Rw,
+    /// Random mixed reads and writes.
+    RandRw,
+}
+
+impl RwKind {
+    /// Whether offsets are random.
+    pub fn is_random(self) -> bool {
+        matches!(
+            self,
+            RwKind::RandRead | RwKind::RandWrite | RwKind::RandTrim | RwKind::RandRw
+        )
+    }
+}
+
+impl FromStr for RwKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.trim() {
+            "read" => RwKind::Read,
+            "write" => RwKind::Write,
+            "trim" => RwKind::Trim,
+            "randread" => RwKind::RandRead,
+            "randwrite" => RwKind::RandWrite,
+            "randtrim" => RwKind::RandTrim,
+            "rw" | "readwrite" => RwKind::Rw,
+            "randrw" => RwKind::RandRw,
+            other => {
+                return Err(format!(
+                    "unknown rw '{other}' (expected read, write, trim, randread, randwrite, \
+                     randtrim, rw, readwrite, randrw)"
+                ))
+            }
+        })
+    }
+}
+
+impl fmt::Display for RwKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            RwKind::Read => "read",
+            RwKind::Write => "write",
+            RwKind::Trim => "trim",
+            RwKind::RandRead => "randread",
+            RwKind::RandWrite => "randwrite",
+            RwKind::RandTrim => "randtrim",
+            RwKind::Rw => "rw",
+            RwKind::RandRw => "randrw",
+        };
+        f.write_str(s)
+    }
+}
+
+/// One fio job section (per-job amounts, as in fio).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JobSpec {
+    /// Section name.
+    pub name: String,
+    /// Access pattern.
+    pub rw: RwKind,
+    /// Percentage of reads in mixed jobs.
+    pub rwmixread: u32,
+    /// Block size in bytes.
+    pub bs: u64,
+    /// Clones of the job.
+    pub numjobs: u32,
+    /// Requests in flight per clone.
+    pub iodepth: u32,
+    /// Start of the region, bytes.
+    pub offset: u64,
+    /// Extra offset of clone `i`: `offset + i * offset_increment`.
+    pub offset_increment: u64,
+    /// Region size in bytes (`None`: the rest of the logical space after `offset`).
+    pub size: Option<u64>,
+    /// Bytes each clone issues (`None`: `size`).
+    pub io_size: Option<u64>,
+    /// Requests each clone issues (overrides `io_size`).
+    pub number_ios: Option<u64>,
+    /// Simulated time limit, ns.
+    pub runtime_ns: Option<u64>,
+    /// Keep going until `runtime` even past `io_size` (fio's `time_based`).
+    pub time_based: bool,
+    /// Random distribution.
+    pub dist: Dist,
+    /// fio's random map (uniform only): each block once per pass.
+    pub random_map: bool,
+    /// Seed of this job (`None`: derived from the run's seed and the job's position).
+    pub seed: Option<u64>,
+}
+
+impl JobSpec {
+    /// A job with fio's defaults: 4 KiB, one clone, iodepth 1, the whole device.
+    pub fn new(name: &str, rw: RwKind) -> JobSpec {
+        JobSpec {
+            name: name.to_string(),
+            rw,
+            rwmixread: 50,
+            bs: 4096,
+            numjobs: 1,
+            iodepth: 1,
+            offset: 0,
+            offset_increment: 0,
+            size: None,
+            io_size: None,
+            number_ios: None,
+            runtime_ns: None,
+            time_based: false,
+            dist: Dist::Uniform,
+            random_map: true,
+            seed: None,
+        }
+    }
+
+    /// Checks the job against a logical space of `logical_bytes`; the error names the option.
+    pub fn validate(&self, logical_bytes: u64) -> Result<(), String> {
+        if self.bs == 0 {
+            return Err("bs: must be positive".into());
+        }
+        if self.numjobs == 0 {
+            return Err("numjobs: must be at least 1".into());
+        }
+        if self.iodepth == 0 {
+            return Err("iodepth: must be at least 1".into());
+        }
+        if self.rwmixread > 100 {
+            return Err(format!("rwmixread: {} is above 100", self.rwmixread));
+        }
+        let last_clone_offset = self
+            .offset_increment
+            .checked_mul((self.numjobs - 1) as u64)
+            .and_then(|x| x.checked_add(self.offset))
+            .ok_or("offset_increment: overflows")?;
+        let size = self.region_size(logical_bytes);
+        if size < self.bs {
+            return Err(format!(
+                "size: region of {size} B (offset {}) holds no block of {} B",
+                self.offset, self.bs
+            ));
+        }
+        if last_clone_offset
+            .checked_add(size)
+            .is_none_or(|end| end > logical_bytes)
+        {
+            return Err(format!(
+                "offset/size: region [{last_clone_offset}, +{size}) of clone {} lies beyond the \
+                 logical space of {logical_bytes} B",
+                self.numjobs - 1
+            ));
+        }
+        if self.time_based && self.runtime_ns.is_none() {
+            return Err("time_based: needs runtime".into());
+        }
+        Ok(())
+    }
+
+    /// The region size for a logical space of `logical_bytes`.
+    pub fn region_size(&self, logical_bytes: u64) -> u64 {
+        self.size
+            .unwrap_or_else(|| logical_bytes.saturating_sub(self.offset))
+    }
+
+    /// Requests one clone issues before stopping on amount (`None`: unbounded, time-based).
+    pub fn ios_per_clone(&self, logical_bytes: u64) -> Option<u64> {
+        if let Some(n) = self.number_ios {
+            return Some(n);
+        }
+        if self.time_based {
+            return None;
+        }
+        let bytes = self.io_size.unwrap_or(self.region_size(logical_bytes));
+        Some(bytes.div_ceil(self.bs))
+    }
+}
+
+/// The request generator of one clone of a job.
+#[derive(Clone, Debug)]
+pub struct JobGen {
+    rw: RwKind,
+    rwmixread: u32,
+    bs: u64,
+    base: u64,
+    blocks: u64,
+    seq_next: [u64; 2],
+    picker: Option<BlockPicker>,
+    rng: Pcg64Mcg,
+    remaining: Option<u64>,
+    deadline: Option<SimTime>,
+}
+
+impl JobGen {
+    /// Clone `clone` of `spec`, seeded with `seed`, starting at `start`.
+    pub fn new(
+        spec: &JobSpec,
+        clone: u32,
+        logical_bytes: u64,
+        seed: u64,
+        start: SimTime,
+    ) -> JobGen {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let size = spec.region_size(logical_bytes);
+        let blocks = (size / spec.bs).max(1);
+        let picker = spec
+            .rw
+            .is_random()
+            .then(|| BlockPicker::new(blocks, spec.dist, spec.random_map, &mut rng));
+        JobGen {
+            rw: spec.rw,
+            rwmixread: spec.rwmixread,
+            bs: spec.bs,
+            base: spec.offset + clone as u64 * spec.offset_increment,
+            blocks,
+            seq_next: [0; 2],
+            picker,
+            rng,
+            remaining: spec.ios_per_clone(logical_bytes),
+            deadline: spec.runtime_ns.map(|r| start.after(r)),
+        }
+    }
+
+    /// Requests left on amount (`None` if time-based).
+    pub fn remaining(&self) -> Option<u64> {
+        self.remaining
+    }
+
+    /// The next request issued at `now`, or `None` when the job is done.
+    #[inline]
+    pub fn next(&mut self, now: SimTime) -> Option<HostIo> {
+        if self.remaining == Some(0) || self.deadline.is_some_and(|d| now >= d) {
+            return None;
+        }
+        if let Some(r) = &mut self.remaining {
+            *r -= 1;
+        }
+        let op = match self.rw {
+            RwKind::Read | RwKind::RandRead => Op::Read,
+            RwKind::Write | RwKind::RandWrite => Op::Write,
+            RwKind::Trim | RwKind::RandTrim => Op::Trim,
+            RwKind::Rw | RwKind::RandRw => {
+                if self.rng.gen_range(0..100) < self.rwmixread {
+                    Op::Read
+                } else {
+                    Op::Write
+                }
+            }
+        };
+        let block = match &mut self.picker {
+            Some(p) => p.next(&mut self.rng),
+            None => {
+                // Sequential: each direction keeps its own position, wrapping at the region end.
+                let d = (op != Op::Read) as usize;
+                let b = self.seq_next[d];
+                self.seq_next[d] = (b + 1) % self.blocks;
+                b
+            }
+        };
+        Some(HostIo {
+            arrival: now,
+            op,
+            offset: self.base + block * self.bs,
+            len: self.bs,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequential_job_wraps_and_stops_on_amount() {
+        let mut s = JobSpec::new("j", RwKind::Write);
+        s.size = Some(4 * 4096);
+        s.io_size = Some(6 * 4096);
+        let mut g = JobGen::new(&s, 0, 1 << 20, 1, SimTime(0));
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next(SimTime(0)))
+            .map(|io| io.offset / 4096)
+            .collect();
+        assert_eq!(offs, vec![0, 1, 2, 3, 0, 1]);
+    }
+
+    #[test]
+    fn runtime_stops_in_simulated_time() {
+        let mut s = JobSpec::new("j", RwKind::RandRead);
+        s.runtime_ns = Some(1000);
+        s.time_based = true;
+        let mut g = JobGen::new(&s, 0, 1 << 20, 1, SimTime(500));
+        assert!(g.next(SimTime(1499)).is_some());
+        assert!(g.next(SimTime(1500)).is_none());
+    }
+
+    #[test]
+    fn clones_get_their_offsets_and_mix_follows_rwmixread() {
+        let mut s = JobSpec::new("j", RwKind::RandRw);
+        s.rwmixread = 70;
+        s.numjobs = 2;
+        s.size = Some(1 << 20);
+        s.offset_increment = 1 << 20;
+        s.number_ios = Some(10_000);
+        assert!(s.validate(2 << 20).is_ok());
+        assert!(s.validate((2 << 20) - 1).is_err());
+        let mut g = JobGen::new(&s, 1, 2 << 20, 9, SimTime(0));
+        let mut reads = 0;
+        while let Some(io) = g.next(SimTime(0)) {
+            assert!(io.offset >= 1 << 20 && io.offset + io.len <= 2 << 20);
+            reads += (io.op == Op::Read) as u32;
+        }
+        assert!((6500..7500).contains(&reads), "{reads}");
+    }
+
+    #[test]
+    fn validation_names_the_option() {
+        let mut s = JobSpec::new("j", RwKind::Read);
+        s.bs = 0;
+        assert!(s.validate(1 << 20).unwrap_err().starts_with("bs"));
+        let mut s = JobSpec::new("j", RwKind::Read);
+        s.offset = 2 << 20;
+        assert!(s.validate(1 << 20).unwrap_err().starts_with("size"));
+        let mut s = JobSpec::new("j", RwKind::Read);
+        s.iodepth = 0;
+        assert!(s.validate(1 << 20).unwrap_err().starts_with("iodepth"));
+    }
+}
