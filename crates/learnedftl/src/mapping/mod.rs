@@ -1,8 +1,11 @@
 //! Machinery shared by the FTLs: line allocation through striped write pointers, the free-line
-//! list, greedy victim choice and line garbage collection (SPEC §3.5).
+//! list, greedy victim choice and line garbage collection (SPEC §3.5), and translation pages
+//! with their directory (SPEC §5.0).
 
 pub mod alloc;
 pub mod gc;
+pub mod gtd;
 
 pub use alloc::{Allocator, GcPolicy, LineState, Stream};
 pub use gc::{GcHooks, GcOutcome};
+pub use gtd::Gtd;
