@@ -192,6 +192,12 @@ impl Simulator {
         }
     }
 
+    /// Changes verification and invariant checking from now on (the oracle keeps tracking
+    /// writes only while verification is on from the start).
+    pub fn set_check_invariants(&mut self, on: bool) {
+        self.opts.check_invariants = on;
+    }
+
     /// The device.
     pub fn device(&self) -> &Device {
         &self.dev

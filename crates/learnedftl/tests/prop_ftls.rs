@@ -1,0 +1,141 @@
+//! Property tests for every implemented FTL: random reads, writes, trims and flushes on the
+//! `tiny` preset after preconditioning that leaves the device full and fragmented (so GC runs
+//! throughout), with the oracle checking every read and the FTL's invariants checked after every
+//! request.
+
+use learnedftl::engine::{NoProgress, SimOptions, Simulator};
+use learnedftl::ftl::FTLS;
+use learnedftl::workload::{HostIo, JobSpec, RwKind};
+use learnedftl::{DeviceConfig, Op, Params};
+use proptest::prelude::*;
+
+/// Parameter variants per FTL beyond its defaults (`key=value` lists).
+const VARIANTS: &[(&str, &[&str])] = &[];
+
+fn variants(ftl: &str) -> Vec<Vec<&'static str>> {
+    let mut v = vec![vec![]];
+    for (name, kv) in VARIANTS {
+        if *name == ftl {
+            v.push(kv.to_vec());
+        }
+    }
+    v
+}
+
+#[derive(Clone, Debug)]
+struct Step {
+    op: Op,
+    page: u64,
+    pages: u64,
+    gap_ns: u64,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    (
+        0u8..100,
+        0u64..1_000_000,
+        prop_oneof![Just(1u64), 1u64..8, 1u64..128],
+        0u64..300_000,
+    )
+        .prop_map(|(k, page, pages, gap_ns)| Step {
+            op: match k {
+                0..=44 => Op::Read,
+                45..=89 => Op::Write,
+                90..=97 => Op::Trim,
+                _ => Op::Flush,
+            },
+            page,
+            pages,
+            gap_ns,
+        })
+}
+
+/// Fills the device, fragments it, then runs `steps` with every check on.
+fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let mut params = Params::new();
+    for a in kv {
+        params.insert_assignment(a, "test").unwrap();
+    }
+    let opts = SimOptions {
+        check_invariants: false,
+        ..SimOptions::checked()
+    };
+    let mut sim = Simulator::new(&cfg, ftl, params, opts).map_err(|e| e.to_string())?;
+    let logical = cfg.geometry.logical_bytes();
+    let mut fill = JobSpec::new("fill", RwKind::Write);
+    fill.bs = 512 << 10;
+    let mut frag = JobSpec::new("fragment", RwKind::RandWrite);
+    frag.bs = 16 << 10;
+    frag.io_size = Some(logical / 2);
+    frag.iodepth = 8;
+    for job in [fill, frag] {
+        sim.run_jobs(&job.name.clone(), &[job], seed, &mut NoProgress)
+            .map_err(|e| e.to_string())?;
+    }
+    sim.ftl().check_invariants(sim.device())?;
+    sim.set_check_invariants(true);
+    sim.begin_phase("random");
+    let pages = cfg.geometry.logical_pages;
+    let mut t = sim.clock();
+    for s in steps {
+        t = t.after(s.gap_ns);
+        let first = s.page % pages;
+        let n = s.pages.min(pages - first);
+        let io = HostIo {
+            arrival: t,
+            op: s.op,
+            offset: first * 4096,
+            len: if s.op == Op::Flush { 0 } else { n * 4096 },
+        };
+        sim.submit(io).map_err(|e| format!("{ftl} {kv:?}: {e}"))?;
+    }
+    let m = sim.end_phase();
+    if m.verify.failures != 0 {
+        return Err(format!(
+            "{ftl}: {} verification failures",
+            m.verify.failures
+        ));
+    }
+    // Everything written must still read back after the random phase.
+    let mut check = JobSpec::new("readback", RwKind::Read);
+    check.bs = 256 << 10;
+    check.iodepth = 4;
+    sim.set_check_invariants(false);
+    let m = sim
+        .run_jobs("readback", &[check], seed, &mut NoProgress)
+        .map_err(|e| format!("{ftl} {kv:?}: {e}"))?;
+    assert_eq!(m.verify.failures, 0);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_ftl_survives_random_operations_under_gc(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
+        for ftl in FTLS {
+            for kv in variants(ftl) {
+                run(ftl, &kv, &steps, seed).map_err(TestCaseError::fail)?;
+            }
+        }
+    }
+}
+
+#[test]
+fn gc_really_runs_in_the_property_setup() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    for ftl in FTLS {
+        let mut sim = Simulator::new(&cfg, ftl, Params::new(), SimOptions::default()).unwrap();
+        let mut fill = JobSpec::new("fill", RwKind::Write);
+        fill.bs = 512 << 10;
+        sim.run_jobs("fill", &[fill], 1, &mut NoProgress).unwrap();
+        let mut frag = JobSpec::new("fragment", RwKind::RandWrite);
+        frag.bs = 16 << 10;
+        frag.io_size = Some(cfg.geometry.logical_bytes() / 2);
+        let m = sim
+            .run_jobs("fragment", &[frag], 1, &mut NoProgress)
+            .unwrap();
+        assert!(m.gc.events > 0, "{ftl}: no GC during fragmentation");
+    }
+}
