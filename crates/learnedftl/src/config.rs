@@ -548,3 +548,184 @@ mod tests {
         assert!(DeviceConfig::preset("huge").is_err());
     }
 }
+
+/// Division of 32-bit numbers by a fixed divisor with one multiplication (Lemire's fastmod):
+/// address arithmetic on hot paths divides by geometry sizes that are only known at run time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FastDiv {
+    d: u32,
+    m: u64,
+}
+
+impl FastDiv {
+    /// A divisor (must be at least 1).
+    pub fn new(d: u32) -> FastDiv {
+        assert!(d > 0, "division by zero");
+        FastDiv {
+            d,
+            // For d = 1 the magic number would be 2^64; `div` special-cases it.
+            m: if d == 1 { 0 } else { u64::MAX / d as u64 + 1 },
+        }
+    }
+    /// `n / d`.
+    #[inline]
+    pub fn div(self, n: u32) -> u32 {
+        if self.d == 1 {
+            n
+        } else {
+            ((self.m as u128 * n as u128) >> 64) as u32
+        }
+    }
+    /// `n % d`.
+    #[inline]
+    pub fn rem(self, n: u32) -> u32 {
+        let low = self.m.wrapping_mul(n as u64);
+        ((low as u128 * self.d as u128) >> 64) as u32
+    }
+    /// `(n / d, n % d)`.
+    #[inline]
+    pub fn divrem(self, n: u32) -> (u32, u32) {
+        let q = self.div(n);
+        (q, n - q * self.d)
+    }
+}
+
+/// Precomputed address arithmetic for a geometry: the conversions of [`Geometry`] without
+/// hardware divisions, for the device's and allocators' per-page paths.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AddrMath {
+    ch: FastDiv,
+    lun: FastDiv,
+    pl: FastDiv,
+    blk: FastDiv,
+    pg: FastDiv,
+    pages_per_lun: FastDiv,
+}
+
+impl AddrMath {
+    /// For `geo`.
+    pub fn new(geo: &Geometry) -> AddrMath {
+        AddrMath {
+            ch: FastDiv::new(geo.channels),
+            lun: FastDiv::new(geo.luns_per_channel),
+            pl: FastDiv::new(geo.planes_per_lun),
+            blk: FastDiv::new(geo.blocks_per_plane),
+            pg: FastDiv::new(geo.pages_per_block),
+            pages_per_lun: FastDiv::new(
+                geo.planes_per_lun * geo.blocks_per_plane * geo.pages_per_block,
+            ),
+        }
+    }
+    /// Global block of a page.
+    #[inline]
+    pub fn block_of(&self, ppa: Ppa) -> u32 {
+        self.pg.div(ppa.0)
+    }
+    /// Page within its block.
+    #[inline]
+    pub fn page_in_block(&self, ppa: Ppa) -> u32 {
+        self.pg.rem(ppa.0)
+    }
+    /// `(global block, page in block)`.
+    #[inline]
+    pub fn block_page(&self, ppa: Ppa) -> (u32, u32) {
+        self.pg.divrem(ppa.0)
+    }
+    /// Global LUN of a page.
+    #[inline]
+    pub fn lun_of(&self, ppa: Ppa) -> u32 {
+        self.pages_per_lun.div(ppa.0)
+    }
+    /// Channel of a global LUN.
+    #[inline]
+    pub fn channel_of_lun(&self, lun: u32) -> u32 {
+        self.lun.div(lun)
+    }
+    /// Line of a global block.
+    #[inline]
+    pub fn line_of_block(&self, block: u32) -> u32 {
+        self.blk.rem(block)
+    }
+    /// PPA of a VPPN (as [`Geometry::vppn_to_ppa`]).
+    #[inline]
+    pub fn vppn_to_ppa(&self, v: Vppn) -> Ppa {
+        let (x, ch) = self.ch.divrem(v.0);
+        let (x, lun) = self.lun.divrem(x);
+        let (x, pl) = self.pl.divrem(x);
+        let (blk, pg) = self.pg.divrem(x);
+        let (w, p, b, n) = (self.lun.d, self.pl.d, self.blk.d, self.pg.d);
+        Ppa((((ch * w + lun) * p + pl) * b + blk) * n + pg)
+    }
+}
+
+#[cfg(test)]
+mod fast_tests {
+    use super::*;
+
+    #[test]
+    fn fastdiv_matches_hardware_division() {
+        let ds = [
+            1u32,
+            2,
+            3,
+            5,
+            7,
+            8,
+            64,
+            100,
+            255,
+            256,
+            512,
+            1000,
+            32768,
+            65535,
+            1 << 20,
+            u32::MAX,
+        ];
+        let ns = [
+            0u32,
+            1,
+            2,
+            63,
+            64,
+            65,
+            1000,
+            123_456_789,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        for d in ds {
+            let f = FastDiv::new(d);
+            for n in ns {
+                assert_eq!(f.div(n), n / d, "{n}/{d}");
+                assert_eq!(f.rem(n), n % d, "{n}%{d}");
+                assert_eq!(f.divrem(n), (n / d, n % d));
+            }
+        }
+    }
+
+    #[test]
+    fn addr_math_matches_geometry() {
+        let mut p = Params::new();
+        for kv in [
+            "channels=3",
+            "luns_per_channel=2",
+            "planes_per_lun=2",
+            "blocks_per_plane=9",
+            "pages_per_block=5",
+            "logical_ratio=0.5",
+        ] {
+            p.insert_assignment(kv, "test").unwrap();
+        }
+        let g = DeviceConfig::from_params("tiny", &mut p).unwrap().geometry;
+        let m = AddrMath::new(&g);
+        for i in 0..g.pages() as u32 {
+            let ppa = Ppa(i);
+            assert_eq!(m.vppn_to_ppa(Vppn(i)), g.vppn_to_ppa(Vppn(i)));
+            assert_eq!(m.block_page(ppa), (g.block_of(ppa), g.page_in_block(ppa)));
+            assert_eq!(m.lun_of(ppa), g.lun_of(ppa));
+            assert_eq!(m.line_of_block(g.block_of(ppa)), g.line_of(ppa));
+            assert_eq!(m.channel_of_lun(m.lun_of(ppa)), g.channel_of(ppa));
+        }
+    }
+}

@@ -18,6 +18,8 @@ pub mod error;
 pub mod ftl;
 pub mod mapping;
 pub mod params;
+pub mod report;
+pub mod run;
 pub mod stats;
 pub mod workload;
 

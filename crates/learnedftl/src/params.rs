@@ -46,6 +46,11 @@ impl Params {
         Ok(())
     }
 
+    /// Keys not yet taken.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
     /// Whether `key` is present (not yet taken).
     pub fn contains(&self, key: &str) -> bool {
         self.entries.contains_key(key)

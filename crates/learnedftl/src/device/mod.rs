@@ -10,7 +10,7 @@ mod payload;
 pub use payload::{PayloadStore, Src};
 
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
-use crate::config::{DeviceConfig, Geometry};
+use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::error::DeviceError;
 use serde::Serialize;
 
@@ -147,6 +147,7 @@ pub struct Wear {
 pub struct Device {
     cfg: DeviceConfig,
     geo: Geometry,
+    math: AddrMath,
     oob: Vec<Oob>,
     valid: Vec<u64>,
     blk_next: Vec<u32>,
@@ -180,6 +181,7 @@ impl Device {
             payload: cfg
                 .payloads
                 .then(|| PayloadStore::new(geo.page_size as usize)),
+            math: AddrMath::new(&geo),
             geo,
             cfg: cfg.clone(),
         }
@@ -194,6 +196,11 @@ impl Device {
     #[inline]
     pub fn geo(&self) -> &Geometry {
         &self.geo
+    }
+    /// Division-free address arithmetic for this geometry.
+    #[inline]
+    pub fn math(&self) -> &AddrMath {
+        &self.math
     }
     /// Operation counters since the last reset.
     pub fn counters(&self) -> &FlashCounters {
@@ -235,8 +242,11 @@ impl Device {
     /// Whether `ppa` holds programmed data (valid or stale).
     #[inline]
     pub fn is_programmed(&self, ppa: Ppa) -> bool {
-        ppa.idx() < self.oob.len()
-            && self.geo.page_in_block(ppa) < self.blk_next[self.geo.block_of(ppa) as usize]
+        if ppa.idx() >= self.oob.len() {
+            return false;
+        }
+        let (blk, pg) = self.math.block_page(ppa);
+        pg < self.blk_next[blk as usize]
     }
     /// Whether `ppa` holds valid data.
     #[inline]
@@ -277,20 +287,20 @@ impl Device {
     /// When the LUN holding `ppa` is next idle.
     #[inline]
     pub fn lun_free_at(&self, ppa: Ppa) -> SimTime {
-        SimTime(self.lun_busy[self.geo.lun_of(ppa) as usize])
+        SimTime(self.lun_busy[self.math.lun_of(ppa) as usize])
     }
 
     /// Reserves the LUN (and channel) for an operation issued at `t`; returns its completion.
     #[inline]
     fn occupy(&mut self, ppa: Ppa, t: SimTime, array_ns: u64, data_out: bool) -> SimTime {
-        let lun = self.geo.lun_of(ppa) as usize;
+        let lun = self.math.lun_of(ppa) as usize;
         if self.xfer_ns == 0 {
             let start = t.0.max(self.lun_busy[lun]);
             let end = start + array_ns;
             self.lun_busy[lun] = end;
             return SimTime(end);
         }
-        let ch = lun / self.geo.luns_per_channel as usize;
+        let ch = self.math.channel_of_lun(lun as u32) as usize;
         let end = if data_out {
             // Read: array to register, then the register over the channel; the LUN is held
             // until its register is drained.
@@ -338,8 +348,8 @@ impl Device {
         t: SimTime,
     ) -> Result<SimTime, DeviceError> {
         self.check(ppa)?;
-        let blk = self.geo.block_of(ppa) as usize;
-        let pg = self.geo.page_in_block(ppa);
+        let (blk, pg) = self.math.block_page(ppa);
+        let blk = blk as usize;
         if pg != self.blk_next[blk] {
             return Err(DeviceError::OutOfOrderProgram {
                 ppa,
@@ -349,7 +359,7 @@ impl Device {
         }
         self.blk_next[blk] = pg + 1;
         self.blk_valid[blk] += 1;
-        self.line_valid[blk % self.geo.blocks_per_plane as usize] += 1;
+        self.line_valid[self.math.line_of_block(blk as u32) as usize] += 1;
         let i = ppa.idx();
         self.valid[i >> 6] |= 1 << (i & 63);
         self.oob[i] = oob;
@@ -370,9 +380,9 @@ impl Device {
             return Err(DeviceError::InvalidateInvalid(ppa));
         }
         self.valid[i >> 6] &= !bit;
-        let blk = self.geo.block_of(ppa) as usize;
-        self.blk_valid[blk] -= 1;
-        self.line_valid[blk % self.geo.blocks_per_plane as usize] -= 1;
+        let blk = self.math.block_of(ppa);
+        self.blk_valid[blk as usize] -= 1;
+        self.line_valid[self.math.line_of_block(blk) as usize] -= 1;
         Ok(())
     }
 

@@ -138,9 +138,13 @@ impl Ftl for Ideal {
     fn dram(&self) -> DramUsage {
         // Charged at 8 B per entry, as SPEC §5.0 counts mapping entries (the simulator stores 4).
         DramUsage {
-            parts: vec![("page_map", self.table.l2p.len() as u64 * 8)],
+            parts: vec![("page_map", self.dram_total())],
             budget: None,
         }
+    }
+
+    fn dram_total(&self) -> u64 {
+        self.table.l2p.len() as u64 * 8
     }
 
     fn params(&self) -> serde_json::Value {

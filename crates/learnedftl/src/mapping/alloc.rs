@@ -5,7 +5,7 @@
 //! takes the next line from the FIFO free list.
 
 use crate::addr::{Ppa, Vppn};
-use crate::config::Geometry;
+use crate::config::{AddrMath, Geometry};
 use crate::device::Device;
 use crate::error::{ConfigError, FtlError};
 use crate::params::Params;
@@ -94,6 +94,7 @@ impl Pointer {
 #[derive(Clone, Debug)]
 pub struct Allocator {
     ppl: u32,
+    math: AddrMath,
     free: VecDeque<u32>,
     state: Vec<LineState>,
     ptrs: Vec<Pointer>,
@@ -106,6 +107,7 @@ impl Allocator {
     pub fn new(geo: &Geometry, streams: u8, policy: GcPolicy) -> Allocator {
         Allocator {
             ppl: geo.pages_per_line(),
+            math: AddrMath::new(geo),
             free: (0..geo.lines()).collect(),
             state: vec![LineState::Free; geo.lines() as usize],
             ptrs: vec![
@@ -147,7 +149,7 @@ impl Allocator {
     /// The next page of `stream` (VPPN order within its line). Fails only when no free line is
     /// left, which GC thresholds are there to prevent.
     #[inline]
-    pub fn next_page(&mut self, geo: &Geometry, stream: Stream) -> Result<Ppa, FtlError> {
+    pub fn next_page(&mut self, stream: Stream) -> Result<Ppa, FtlError> {
         let ppl = self.ppl;
         let s = stream.0 as usize;
         if self.ptrs[s].line == Pointer::NONE || self.ptrs[s].next == ppl {
@@ -161,7 +163,7 @@ impl Allocator {
         let p = &mut self.ptrs[s];
         let v = Vppn(p.line * ppl + p.next);
         p.next += 1;
-        Ok(geo.vppn_to_ppa(v))
+        Ok(self.math.vppn_to_ppa(v))
     }
 
     /// The closed line with the fewest valid pages (greedy), if any has an invalid page.
@@ -237,7 +239,7 @@ mod tests {
         let (mut d, mut a) = setup();
         let g = d.geo().clone();
         let first: Vec<u32> = (0..g.luns())
-            .map(|_| g.lun_of(a.next_page(&g, Stream::DATA).unwrap()))
+            .map(|_| g.lun_of(a.next_page(Stream::DATA).unwrap()))
             .collect();
         let mut sorted = first.clone();
         sorted.sort();
@@ -248,16 +250,16 @@ mod tests {
             "one page per LUN: {first:?}"
         );
         assert_eq!(a.state(0), LineState::Open(Stream::DATA));
-        let t = a.next_page(&g, Stream::TRANS).unwrap();
+        let t = a.next_page(Stream::TRANS).unwrap();
         assert_eq!(g.line_of(t), 1);
         for _ in g.luns()..g.pages_per_line() {
-            let p = a.next_page(&g, Stream::DATA).unwrap();
+            let p = a.next_page(Stream::DATA).unwrap();
             assert_eq!(g.line_of(p), 0);
             d.program(p, Oob::data(Lpn(0), 0), Src::None, Cause::User, SimTime(0))
                 .ok();
         }
         assert!(a.needs_line(Stream::DATA));
-        let p = a.next_page(&g, Stream::DATA).unwrap();
+        let p = a.next_page(Stream::DATA).unwrap();
         assert_eq!(g.line_of(p), 2);
         assert_eq!(a.state(0), LineState::Closed(Stream::DATA));
     }
@@ -269,12 +271,12 @@ mod tests {
         // Fill three lines; make line 1 the emptiest.
         let mut pages = Vec::new();
         for i in 0..3 * g.pages_per_line() {
-            let p = a.next_page(&g, Stream::DATA).unwrap();
+            let p = a.next_page(Stream::DATA).unwrap();
             d.program(p, Oob::data(Lpn(i), 1), Src::None, Cause::User, SimTime(0))
                 .unwrap();
             pages.push(p);
         }
-        a.next_page(&g, Stream::DATA).unwrap(); // closes line 2
+        a.next_page(Stream::DATA).unwrap(); // closes line 2
         for p in &pages[..10] {
             d.invalidate(*p).unwrap();
         }

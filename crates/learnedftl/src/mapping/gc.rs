@@ -79,7 +79,7 @@ pub fn collect_line(
                 (Stream::DATA, Cause::GcData)
             };
             let (oob, read_done) = dev.read(old, cause, t)?;
-            let new = alloc.next_page(&geo, stream)?;
+            let new = alloc.next_page(stream)?;
             let done = dev.program(new, oob, Src::Page(old), cause, read_done)?;
             dev.invalidate(old)?;
             hooks.moved(dev, alloc, oob, old, new, done)?;
@@ -123,7 +123,7 @@ pub fn alloc_page(
         let out = collect_line(dev, alloc, victim, t, hooks)?;
         record(stats, &out, false);
     }
-    alloc.next_page(dev.geo(), stream)
+    alloc.next_page(stream)
 }
 
 /// Background GC after a request: cleans lines while the background condition holds.

@@ -1,0 +1,183 @@
+//! Reports for people: aligned tables of runs (JSON comes straight from the serialisable
+//! [`RunReport`](crate::run::RunReport) and [`Metrics`]).
+
+mod table;
+
+pub use table::Table;
+
+use crate::device::Cause;
+use crate::run::RunReport;
+use crate::stats::Metrics;
+
+/// Bytes in a readable binary unit.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn share(part: u64, of: u64) -> String {
+    if of == 0 {
+        "-".into()
+    } else {
+        pct(part as f64 / of as f64)
+    }
+}
+
+/// One row per FTL: throughput, tail latency, hit ratios, read amplification, WAF, GC, DRAM and
+/// simulator speed of the measured phase.
+pub fn compare_table(runs: &[RunReport]) -> String {
+    let mut t = Table::new(&[
+        "ftl",
+        "IOPS",
+        "MiB/s",
+        "rd p99 µs",
+        "rd p99.9 µs",
+        "wr p99 µs",
+        "wr p99.9 µs",
+        "CMT hit",
+        "model hit",
+        "double",
+        "triple",
+        "WAF",
+        "GC",
+        "DRAM",
+        "sim Mops/s",
+    ]);
+    for r in runs {
+        let m = &r.result;
+        let reads = m.lookups.none + m.lookups.single + m.lookups.double + m.lookups.triple;
+        t.row(vec![
+            r.ftl.clone(),
+            format!("{:.0}", m.iops),
+            format!("{:.1}", m.bandwidth_mib_s),
+            format!("{:.1}", m.latency_us.read.p99),
+            format!("{:.1}", m.latency_us.read.p999),
+            format!("{:.1}", m.latency_us.write.p99),
+            format!("{:.1}", m.latency_us.write.p999),
+            pct(m.cmt_hit_ratio),
+            pct(m.model_hit_ratio),
+            share(m.lookups.double, reads),
+            share(m.lookups.triple, reads),
+            format!("{:.2}", m.waf),
+            m.gc.events.to_string(),
+            human_bytes(m.dram_bytes.get("total").copied().unwrap_or(0)),
+            format!("{:.1}", m.sim_page_ops_per_sec / 1e6),
+        ]);
+    }
+    t.render()
+}
+
+/// One row per phase of a run.
+pub fn phases_table(phases: &[Metrics]) -> String {
+    let mut t = Table::new(&[
+        "phase",
+        "requests",
+        "sim s",
+        "IOPS",
+        "MiB/s",
+        "rd mean µs",
+        "rd p99 µs",
+        "wr mean µs",
+        "wr p99 µs",
+        "WAF",
+        "GC",
+        "verified",
+        "wall s",
+        "sim Mops/s",
+    ]);
+    for m in phases {
+        let q = &m.requests;
+        t.row(vec![
+            m.phase.clone(),
+            (q.read + q.write + q.trim + q.flush).to_string(),
+            format!("{:.3}", m.sim_seconds),
+            format!("{:.0}", m.iops),
+            format!("{:.1}", m.bandwidth_mib_s),
+            format!("{:.1}", m.latency_us.read.mean),
+            format!("{:.1}", m.latency_us.read.p99),
+            format!("{:.1}", m.latency_us.write.mean),
+            format!("{:.1}", m.latency_us.write.p99),
+            format!("{:.2}", m.waf),
+            m.gc.events.to_string(),
+            if m.verify.enabled {
+                format!(
+                    "{}/{}",
+                    m.verify.checked - m.verify.failures,
+                    m.verify.checked
+                )
+            } else {
+                "off".into()
+            },
+            format!("{:.2}", m.wall_seconds),
+            format!("{:.1}", m.sim_page_ops_per_sec / 1e6),
+        ]);
+    }
+    t.render()
+}
+
+/// The measured phase of one run in detail: flash operations by cause and DRAM by part.
+pub fn detail_table(r: &RunReport) -> String {
+    let m = &r.result;
+    let mut t = Table::new(&["flash op", "reads", "programs"]);
+    let keys = Cause::ALL
+        .iter()
+        .map(|c| c.key())
+        .chain(std::iter::once("total"));
+    for cause in keys {
+        let get = |m: &std::collections::BTreeMap<&str, u64>| m.get(cause).copied().unwrap_or(0);
+        t.row(vec![
+            cause.to_string(),
+            get(&m.flash.reads).to_string(),
+            get(&m.flash.programs).to_string(),
+        ]);
+    }
+    let mut d = Table::new(&["dram part", "bytes"]);
+    for (part, b) in &m.dram_bytes {
+        d.row(vec![part.clone(), format!("{b} ({})", human_bytes(*b))]);
+    }
+    let l = &m.lookups;
+    format!(
+        "{}\nerases: {}  wear min/mean/max: {}/{:.2}/{}  energy: {:.3} J\n\
+         page reads: {} (none {}, single {}, double {}, triple {})  CMT hit {}  model hit {}\n\n{}",
+        t.render(),
+        m.flash.erases,
+        m.wear.min,
+        m.wear.mean,
+        m.wear.max,
+        m.energy_uj / 1e6,
+        l.none + l.single + l.double + l.triple,
+        l.none,
+        l.single,
+        l.double,
+        l.triple,
+        pct(m.cmt_hit_ratio),
+        pct(m.model_hit_ratio),
+        d.render()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(60 << 20), "60.0 MiB");
+    }
+}
