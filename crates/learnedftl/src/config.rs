@@ -569,7 +569,7 @@ impl FastDiv {
     }
     /// `n / d`.
     #[inline]
-    pub fn div(self, n: u32) -> u32 {
+    pub fn quot(self, n: u32) -> u32 {
         if self.d == 1 {
             n
         } else {
@@ -578,14 +578,14 @@ impl FastDiv {
     }
     /// `n % d`.
     #[inline]
-    pub fn rem(self, n: u32) -> u32 {
+    pub fn modulo(self, n: u32) -> u32 {
         let low = self.m.wrapping_mul(n as u64);
         ((low as u128 * self.d as u128) >> 64) as u32
     }
     /// `(n / d, n % d)`.
     #[inline]
     pub fn divrem(self, n: u32) -> (u32, u32) {
-        let q = self.div(n);
+        let q = self.quot(n);
         (q, n - q * self.d)
     }
 }
@@ -619,12 +619,12 @@ impl AddrMath {
     /// Global block of a page.
     #[inline]
     pub fn block_of(&self, ppa: Ppa) -> u32 {
-        self.pg.div(ppa.0)
+        self.pg.quot(ppa.0)
     }
     /// Page within its block.
     #[inline]
     pub fn page_in_block(&self, ppa: Ppa) -> u32 {
-        self.pg.rem(ppa.0)
+        self.pg.modulo(ppa.0)
     }
     /// `(global block, page in block)`.
     #[inline]
@@ -634,17 +634,17 @@ impl AddrMath {
     /// Global LUN of a page.
     #[inline]
     pub fn lun_of(&self, ppa: Ppa) -> u32 {
-        self.pages_per_lun.div(ppa.0)
+        self.pages_per_lun.quot(ppa.0)
     }
     /// Channel of a global LUN.
     #[inline]
     pub fn channel_of_lun(&self, lun: u32) -> u32 {
-        self.lun.div(lun)
+        self.lun.quot(lun)
     }
     /// Line of a global block.
     #[inline]
     pub fn line_of_block(&self, block: u32) -> u32 {
-        self.blk.rem(block)
+        self.blk.modulo(block)
     }
     /// PPA of a VPPN (as [`Geometry::vppn_to_ppa`]).
     #[inline]
@@ -697,8 +697,8 @@ mod fast_tests {
         for d in ds {
             let f = FastDiv::new(d);
             for n in ns {
-                assert_eq!(f.div(n), n / d, "{n}/{d}");
-                assert_eq!(f.rem(n), n % d, "{n}%{d}");
+                assert_eq!(f.quot(n), n / d, "{n}/{d}");
+                assert_eq!(f.modulo(n), n % d, "{n}%{d}");
                 assert_eq!(f.divrem(n), (n / d, n % d));
             }
         }
