@@ -158,6 +158,7 @@ pub struct Device {
     ch_busy: Vec<u64>,
     xfer_ns: u64,
     counters: FlashCounters,
+    invalidations: u64,
     payload: Option<PayloadStore>,
 }
 
@@ -178,6 +179,7 @@ impl Device {
             lun_busy: vec![0; geo.luns() as usize],
             ch_busy: vec![0; geo.channels as usize],
             counters: FlashCounters::default(),
+            invalidations: 0,
             payload: cfg
                 .payloads
                 .then(|| PayloadStore::new(geo.page_size as usize)),
@@ -258,6 +260,12 @@ impl Device {
     /// scans in tests; FTLs must use [`Device::read`]).
     pub fn peek_oob(&self, ppa: Ppa) -> Option<Oob> {
         self.is_programmed(ppa).then(|| self.oob[ppa.idx()])
+    }
+    /// Pages invalidated since the device was made: lets GC policies skip re-scanning lines when
+    /// nothing became invalid.
+    #[inline]
+    pub fn invalidations(&self) -> u64 {
+        self.invalidations
     }
     /// Valid pages in a global block.
     #[inline]
@@ -380,6 +388,7 @@ impl Device {
             return Err(DeviceError::InvalidateInvalid(ppa));
         }
         self.valid[i >> 6] &= !bit;
+        self.invalidations += 1;
         let blk = self.math.block_of(ppa);
         self.blk_valid[blk as usize] -= 1;
         self.line_valid[self.math.line_of_block(blk) as usize] -= 1;

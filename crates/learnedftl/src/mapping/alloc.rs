@@ -98,6 +98,9 @@ pub struct Allocator {
     free: VecDeque<u32>,
     state: Vec<LineState>,
     ptrs: Vec<Pointer>,
+    /// `(invalidations, free lines)` when the last background check found no victim: until a
+    /// page is invalidated or a line changes hands, the answer stays the same.
+    idle_at: Option<(u64, u32)>,
     /// GC thresholds.
     pub policy: GcPolicy,
 }
@@ -117,6 +120,7 @@ impl Allocator {
                 };
                 streams as usize
             ],
+            idle_at: None,
             policy,
         }
     }
@@ -186,12 +190,19 @@ impl Allocator {
 
     /// A victim for background GC, if free lines are at or below the background threshold and
     /// the best victim has enough invalid pages.
-    pub fn background_victim(&self, dev: &Device) -> Option<u32> {
+    pub fn background_victim(&mut self, dev: &Device) -> Option<u32> {
         if self.free_lines() > self.policy.bg_free_lines {
             return None;
         }
-        self.victim(dev)
-            .filter(|&l| self.ppl - dev.line_valid(l) >= self.policy.bg_min_invalid)
+        let now = (dev.invalidations(), self.free_lines());
+        if self.idle_at == Some(now) {
+            return None;
+        }
+        let v = self
+            .victim(dev)
+            .filter(|&l| self.ppl - dev.line_valid(l) >= self.policy.bg_min_invalid);
+        self.idle_at = v.is_none().then_some(now);
+        v
     }
 
     /// Returns an erased line to the tail of the free list.

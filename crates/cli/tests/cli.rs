@@ -1,0 +1,196 @@
+//! End-to-end tests of the `learnedftl` binary: valid JSON with the documented keys, and clear
+//! errors for bad input.
+
+use std::process::Command;
+
+fn learnedftl(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+        .args(args)
+        .output()
+        .expect("run the binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const SMALL: &[&str] = &[
+    "--preset",
+    "tiny",
+    "--precondition",
+    "randwrite:512k:1.5",
+    "--rw",
+    "randread",
+    "--numjobs",
+    "8",
+    "--number-ios",
+    "200",
+    "--verify",
+    "--quiet",
+    "--json",
+    "-",
+];
+
+#[test]
+fn run_writes_json_with_every_documented_key() {
+    let mut args = vec!["run", "--ftl", "ideal"];
+    args.extend_from_slice(SMALL);
+    let (ok, stdout, stderr) = learnedftl(&args);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("valid JSON on stdout");
+    for key in ["ftl", "preset", "seed", "config", "phases", "result"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["ftl"], "ideal");
+    assert_eq!(v["preset"], "tiny");
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    assert_eq!(phases[0]["phase"], "precondition");
+    let r = &v["result"];
+    for ptr in [
+        "/iops",
+        "/bandwidth_mib_s",
+        "/latency_us/read/p99",
+        "/latency_us/read/p999",
+        "/latency_us/write/mean",
+        "/latency_us/all/p9999",
+        "/latency_us/all/max",
+        "/page_reads",
+        "/page_writes",
+        "/lookups/single",
+        "/lookups/double",
+        "/lookups/triple",
+        "/cmt_hit_ratio",
+        "/model_hit_ratio",
+        "/flash/reads/user",
+        "/flash/reads/translation_read",
+        "/flash/programs/gc_data",
+        "/flash/erases",
+        "/waf",
+        "/gc/events",
+        "/gc/pages_moved",
+        "/dram_bytes/total",
+        "/dram_bytes/page_map",
+        "/energy_uj",
+        "/verify/checked",
+        "/verify/failures",
+        "/wall_seconds",
+        "/sim_page_ops_per_sec",
+    ] {
+        assert!(r.pointer(ptr).is_some(), "result lacks {ptr}");
+    }
+    assert_eq!(r["page_reads"], 1600);
+    assert_eq!(r["verify"]["checked"], 1600);
+    assert_eq!(r["verify"]["failures"], 0);
+    assert!(phases[0]["gc"]["events"].as_u64().unwrap() > 0);
+    // The table goes to stderr when JSON takes stdout.
+    assert!(
+        stderr.contains("precondition") && stderr.contains("sim Mops/s"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn compare_prints_one_row_per_ftl_and_a_json_array() {
+    let dir = std::env::temp_dir().join(format!("learnedftl-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let mut args = vec!["compare", "--ftl", "ideal,ideal"];
+    args.extend_from_slice(&SMALL[..SMALL.len() - 2]);
+    args.extend_from_slice(&["--json", json.to_str().unwrap()]);
+    let (ok, stdout, stderr) = learnedftl(&args);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ideal ")).count(),
+        2,
+        "{stdout}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    // Same seed, same workload: the same simulated result.
+    assert_eq!(v[0]["result"]["iops"], v[1]["result"]["iops"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn job_files_run_as_phases() {
+    let dir = std::env::temp_dir().join(format!("learnedftl-job-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("two.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=64k\n[fill]\nrw=write\nsize=50%\n[read]\nstonewall\nrw=randread\nbs=4k\nnumjobs=4\nnumber_ios=100\n",
+    )
+    .unwrap();
+    let (ok, stdout, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--job",
+        job.to_str().unwrap(),
+        "--quiet",
+        "--verify",
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["phases"].as_array().unwrap().len(), 2);
+    assert_eq!(v["result"]["requests"]["read"], 400);
+    std::fs::write(&job, "[a]\nrw=randread\nbogus_option=3\n").unwrap();
+    let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", job.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("two.fio:3") && stderr.contains("bogus_option"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--preset", "huge"], "unknown preset 'huge'"),
+        (
+            &["run", "--preset", "tiny", "--set", "channels=0"],
+            "channels",
+        ),
+        (
+            &["run", "--preset", "tiny", "--set", "logical_ratio=1.2"],
+            "logical_ratio",
+        ),
+        (
+            &["run", "--preset", "tiny", "--set", "no_such_knob=1"],
+            "no_such_knob",
+        ),
+        (
+            &["run", "--preset", "tiny", "--set", "missing-equals"],
+            "key=value",
+        ),
+        (
+            &["run", "--ftl", "nope", "--preset", "tiny"],
+            "unknown FTL 'nope'",
+        ),
+        (
+            &["run", "--preset", "tiny", "--precondition", "randread:4k:1"],
+            "--precondition",
+        ),
+        (&["run", "--preset", "tiny", "--rw", "sideways"], "--rw"),
+        (
+            &["run", "--preset", "tiny", "--rw", "read", "--size", "1t"],
+            "beyond the logical space",
+        ),
+        (
+            &["run", "--preset", "tiny", "--job", "/nonexistent/x.fio"],
+            "cannot read job file",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (ok, _, stderr) = learnedftl(args);
+        assert!(!ok, "{args:?} succeeded");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

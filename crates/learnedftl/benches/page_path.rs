@@ -1,0 +1,103 @@
+//! Hot-path benchmarks: the device's timing and state updates per page, and the ideal FTL's
+//! page path (random 4 KiB writes with GC, random 4 KiB reads) on the `quick` preset.
+//!
+//! `cargo bench -p learnedftl --bench page_path`
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use learnedftl::device::{Cause, Device, Oob, Src};
+use learnedftl::engine::{NoProgress, SimOptions, Simulator};
+use learnedftl::workload::{HostIo, JobSpec, RwKind};
+use learnedftl::{DeviceConfig, Lpn, Op, Params, SimTime, Vppn};
+
+/// Programs, reads and invalidates a whole line in VPPN order, then erases it.
+fn device_line_cycle(c: &mut Criterion) {
+    let cfg = DeviceConfig::preset("quick").unwrap();
+    let geo = cfg.geometry.clone();
+    let ppl = geo.pages_per_line();
+    let mut g = c.benchmark_group("device");
+    // Each iteration: ppl programs + ppl reads (the page operations we count).
+    g.throughput(Throughput::Elements(2 * ppl as u64));
+    g.bench_function("program_read_invalidate_erase_line", |b| {
+        b.iter_batched_ref(
+            || Device::new(&cfg),
+            |dev| {
+                let mut t = SimTime::ZERO;
+                for v in 0..ppl {
+                    let ppa = dev.math().vppn_to_ppa(Vppn(v));
+                    t = dev
+                        .program(ppa, Oob::data(Lpn(v), 1), Src::Host, Cause::User, t)
+                        .unwrap();
+                }
+                for v in 0..ppl {
+                    let ppa = dev.math().vppn_to_ppa(Vppn(v));
+                    let (_, d) = dev.read(ppa, Cause::User, t).unwrap();
+                    dev.invalidate(ppa).unwrap();
+                    t = t.max(d);
+                }
+                for i in 0..geo.blocks_per_line() {
+                    dev.erase(geo.block_in_line(0, i), Cause::GcData, t)
+                        .unwrap();
+                }
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn filled(ftl: &str) -> Simulator {
+    let cfg = DeviceConfig::preset("quick").unwrap();
+    let mut sim = Simulator::new(&cfg, ftl, Params::new(), SimOptions::default()).unwrap();
+    let mut fill = JobSpec::new("fill", RwKind::Write);
+    fill.bs = 512 << 10;
+    fill.iodepth = 64;
+    sim.run_jobs("fill", &[fill], 1, &mut NoProgress).unwrap();
+    sim
+}
+
+/// Host requests straight into the engine (no job machinery): random 4 KiB writes (GC included)
+/// and random 4 KiB reads on a full device.
+fn ideal_page_path(c: &mut Criterion) {
+    const N: u64 = 100_000;
+    let mut g = c.benchmark_group("ideal");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(N));
+    let mut sim = filled("ideal");
+    let pages = sim.device().geo().logical_pages;
+    // A fixed pseudo-random sequence of pages (xorshift), the same every iteration.
+    let lpns: Vec<u64> = {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        (0..N)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % pages
+            })
+            .collect()
+    };
+    for (name, op) in [
+        ("random_4k_writes_with_gc", Op::Write),
+        ("random_4k_reads", Op::Read),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut t = sim.clock();
+                for &lpn in &lpns {
+                    t = t.after(1000);
+                    let io = HostIo {
+                        arrival: t,
+                        op,
+                        offset: lpn * 4096,
+                        len: 4096,
+                    };
+                    sim.submit(io).unwrap();
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, device_line_cycle, ideal_page_path);
+criterion_main!(benches);
