@@ -58,7 +58,7 @@ pub enum TraceError {
         /// What the extension promises.
         expected: &'static str,
     },
-    /// A request outside the logical space (replay's `refuse` address policy).
+    /// A request outside the logical space under [`super::AddressPolicy::Refuse`].
     #[error(
         "{file}:{line}: request at bytes {offset}..{end} is outside the logical space of {logical} \
          bytes (address policy `refuse`; `wrap` or `clip` accept it)",

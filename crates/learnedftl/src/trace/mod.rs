@@ -1,18 +1,19 @@
 //! Block-trace input: streaming parsers for the formats of SPEC §4.3, format detection,
-//! transparent decompression and conversion writers.
+//! transparent decompression, replay adaptation into [`HostIo`](crate::workload::HostIo) and
+//! conversion writers.
 //!
 //! Everything streams: a reader holds one line at a time in a reused buffer (lines are bounded
 //! at [`MAX_LINE`] bytes), so a 10 GiB trace (or an endless generated one) is parsed in constant
 //! memory. `docs/traces.md` lists every format's columns, units and what becomes of each.
 //!
 //! ```no_run
-//! use learnedftl::trace::{self, ParseOptions};
+//! use learnedftl::trace::{self, ParseOptions, ReplayOptions};
 //!
 //! let reader = trace::open("msr/src1_0.csv.gz", None, &ParseOptions::default())?;
 //! eprintln!("format: {} ({})", reader.format(), reader.compression());
-//! for rec in reader {
-//!     let rec = rec?; // a TraceRecord: time_ns, op, offset, len, device
-//!     # let _ = rec;
+//! for io in reader.into_replay(64 << 30, ReplayOptions::default())? {
+//!     let io = io?; // a HostIo, arrival rebased to 0
+//!     # let _ = io;
 //! }
 //! # Ok::<(), trace::TraceError>(())
 //! ```
@@ -25,12 +26,14 @@ mod fio_iolog;
 mod fiu;
 mod msr;
 mod reader;
+mod replay;
 mod systor;
 mod umass;
 mod write;
 
 pub use error::{LineErrorKind, TraceError};
 pub use reader::{open, Compression, TraceReader, MAX_LINE};
+pub use replay::{AddressPolicy, Replay, ReplayCounters, ReplayOptions};
 pub use write::{write_header, write_record, TraceWriter};
 
 use crate::ftl::Op;

@@ -1,6 +1,7 @@
 //! Opening traces (decompression, format detection) and the streaming record iterator.
 
 use super::error::{FieldError, LineErrorKind, TraceError};
+use super::replay::{Replay, ReplayOptions};
 use super::TraceRecord;
 use super::{detect_lines, is_blank_or_comment, trim_eol, Format, ParseOptions, Parsed, Parser};
 use flate2::read::MultiGzDecoder;
@@ -273,6 +274,16 @@ impl TraceReader {
     /// Capacity of the line buffer: stays bounded whatever the input (tests check it).
     pub fn line_buffer_capacity(&self) -> usize {
         self.buf.capacity()
+    }
+
+    /// Turn the records into host I/Os for a logical space of `logical_bytes` (see [`Replay`]).
+    pub fn into_replay(
+        self,
+        logical_bytes: u64,
+        options: ReplayOptions,
+    ) -> Result<Replay<TraceReader>, TraceError> {
+        let name = self.name.clone();
+        Replay::new(self, name, logical_bytes, options)
     }
 
     /// Read the next line into `buf`; `Ok(false)` at end of input. A line longer than
