@@ -1,6 +1,6 @@
 //! Block-trace input: streaming parsers for the formats of SPEC §4.3, format detection,
-//! transparent decompression, replay adaptation into [`HostIo`](crate::workload::HostIo) and
-//! conversion writers.
+//! transparent decompression, replay adaptation into [`HostIo`](crate::workload::HostIo),
+//! one-pass statistics and conversion writers.
 //!
 //! Everything streams: a reader holds one line at a time in a reused buffer (lines are bounded
 //! at [`MAX_LINE`] bytes), so a 10 GiB trace (or an endless generated one) is parsed in constant
@@ -27,6 +27,7 @@ mod fiu;
 mod msr;
 mod reader;
 mod replay;
+mod stats;
 mod systor;
 mod umass;
 mod write;
@@ -34,6 +35,7 @@ mod write;
 pub use error::{LineErrorKind, TraceError};
 pub use reader::{open, Compression, TraceReader, MAX_LINE};
 pub use replay::{AddressPolicy, Replay, ReplayCounters, ReplayOptions};
+pub use stats::{InterArrival, SizeBucket, StatsBuilder, TraceStats, FOOTPRINT_MAX_SPAN};
 pub use write::{write_header, write_record, TraceWriter};
 
 use crate::ftl::Op;
