@@ -1,5 +1,5 @@
 //! `learnedftl`: the command-line front end. Parses options into an
-//! [`Experiment`](learnedftl::run::Experiment), runs it on one FTL (`run`) or several
+//! [`Experiment`], runs it on one FTL (`run`) or several
 //! (`compare`), and prints aligned tables (and JSON with `--json`).
 
 mod progress;
