@@ -16,6 +16,7 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ("tpftl", &["mapping_dram_bytes=1k", "node_bytes=16"]),
     ("tpftl", &["request_prefetch=off", "selective_prefetch=off"]),
     ("tpftl", &["cmt_ratio=0.5", "prefetch_threshold=1"]),
+    ("tpftl", &["prefetch_threshold=0"]),
     ("sftl", &["sftl_runs=ppa"]),
 ];
 

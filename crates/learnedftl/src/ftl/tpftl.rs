@@ -7,7 +7,7 @@
 //! [`super::demand`].
 //!
 //! Parameters: `cmt_ratio` (default 0.03) or `mapping_dram_bytes`; `request_prefetch` and
-//! `selective_prefetch` (both on); `prefetch_threshold` (3, the ±3 node counter);
+//! `selective_prefetch` (both on); `prefetch_threshold` (3, the ±3 node counter; 0 keeps selective prefetch on);
 //! `node_bytes` (0: DRAM charged per TP node on top of 8 B per entry); the GC thresholds.
 
 use super::demand::{Cmt, Demand, Evict};
@@ -37,10 +37,13 @@ pub fn cache_config(params: &mut Params) -> Result<TpCacheConfig, ConfigError> {
             .take("prefetch_threshold")?
             .unwrap_or(d.switch_threshold),
     };
-    if cfg.switch_threshold < 1 {
+    if cfg.switch_threshold < 0 {
         return Err(ConfigError::invalid(
             "prefetch_threshold",
-            format!("{} must be at least 1", cfg.switch_threshold),
+            format!(
+                "{} must be at least 0 (0: no switching)",
+                cfg.switch_threshold
+            ),
         ));
     }
     Ok(cfg)

@@ -59,7 +59,7 @@
 //!   freed, counted once the cache is full (before its first eviction nodes are created into free
 //!   space, which says nothing about locality). Selective prefetch switches off when the counter
 //!   reaches +3 (nodes multiply: weak spatial locality) and back on at −3; the counter restarts
-//!   at 0 on every switch.
+//!   at 0 on every switch. A threshold of 0 disables the counter: selective prefetch stays on.
 //! * Loaded entries carry `ready`, the TP read's completion: the requested entry goes to the hot
 //!   end of its node, prefetched ones to the cold end (in LPN order, the farthest coldest), and a
 //!   hit on an entry whose TP read is still in flight waits for it.
@@ -108,7 +108,8 @@ pub struct TpCacheConfig {
     pub request_prefetch: bool,
     /// Selective prefetch allowed (the counter then switches it on and off).
     pub selective_prefetch: bool,
-    /// The counter's threshold (3 in TPFTL).
+    /// The counter's threshold (3 in TPFTL); 0 disables the counter (selective prefetch stays
+    /// on).
     pub switch_threshold: i32,
 }
 
@@ -128,10 +129,9 @@ impl Default for TpCacheConfig {
 pub struct TpCacheStats {
     /// Entries loaded by misses (the requested ones included).
     pub loaded: u64,
-    /// Of which loaded by request-level prefetch (beyond the requested entry).
-    pub request_prefetched: u64,
-    /// Of which loaded by selective prefetch.
-    pub selective_prefetched: u64,
+    /// Of which prefetched (request-level or selective: every loaded entry but the one asked
+    /// for).
+    pub prefetched: u64,
     /// Clean entries evicted.
     pub evicted_clean: u64,
     /// Dirty entries evicted (each caused one batch write-back).
@@ -310,13 +310,15 @@ impl TpCache {
         } else {
             lpn.0
         };
-        if self.selective_on {
+        if self.selective_on && last < tp_last {
+            // The run below `lpn` matters only up to the room left in the TP.
             let first = self.tpn(lpn.0).0 * self.epp;
             let run = (first..lpn.0)
                 .rev()
+                .take((tp_last - last) as usize)
                 .take_while(|&l| self.index.slot(l) != NIL)
                 .count() as u32;
-            last = (last + run).min(tp_last);
+            last += run;
         }
         let max_entries = self.index.capacity();
         lpn.0..(last + 1).min(lpn.0 + max_entries)
@@ -402,7 +404,7 @@ impl TpCache {
 
     /// The ±3 counter: moves only once the cache is full.
     fn count_node(&mut self, delta: i32) {
-        if !self.full || !self.cfg.selective_prefetch {
+        if !self.full || !self.cfg.selective_prefetch || self.cfg.switch_threshold == 0 {
             return;
         }
         self.counter += delta;
@@ -425,7 +427,7 @@ impl TpCache {
     pub fn load(&mut self, lpn: Lpn, range: Range<u32>, ready: SimTime) -> u32 {
         debug_assert!(range.contains(&lpn.0));
         let t = self.tpn(lpn.0);
-        let mut loaded = 0;
+        let mut loaded = 0u32;
         for l in range {
             if self.index.slot(l) != NIL {
                 continue;
@@ -454,6 +456,7 @@ impl TpCache {
         }
         self.node_lru.touch(&mut self.node_links, t.0);
         self.stats.loaded += loaded as u64;
+        self.stats.prefetched += loaded.saturating_sub(1) as u64;
         loaded
     }
 
@@ -633,7 +636,7 @@ mod tests {
         // Prefetched entries sit at the cold end in LPN order, after the requested one.
         assert_eq!(lpns(&c), vec![12, 9, 10, 11, 13, 14, 15]);
         assert_eq!(c.lookup(Lpn(15)), Lookup::Hit { ready: SimTime(7) });
-        assert_eq!(c.stats().loaded, 7);
+        assert_eq!((c.stats().loaded, c.stats().prefetched), (7, 5));
         // Capped at what the cache can hold.
         let small = cache(3);
         assert_eq!(small.load_range(Lpn(0), Lpn(7)), 0..3);
