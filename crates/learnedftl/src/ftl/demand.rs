@@ -470,24 +470,16 @@ mod tests {
             }
         }
 
-        /// Runs one request (a millisecond after the last, so timelines are idle) and checks
-        /// the flash operations it caused.
+        /// Runs one request (10 ms after the last, so timelines are idle) and checks the flash
+        /// operations it caused.
         fn run(&mut self, op: Op, lpn: u32, pages: u32, want: &[(usize, Cause, u64)]) {
-            self.t += 10_000_000;
-            self.stamp += 1;
             let before = self.dev.counters().clone();
-            let req = Request {
-                op,
-                lpn: Lpn(lpn),
-                pages,
-                arrival: SimTime(self.t),
-                stamp: self.stamp,
-            };
-            self.ftl.submit(&mut self.dev, &req, &mut NullSink).unwrap();
+            self.run_unchecked(op, lpn, pages);
             expect(&self.dev, &before, want);
             self.ftl.check_invariants(&self.dev).unwrap();
         }
 
+        /// Runs one request 10 ms after the last.
         fn run_unchecked(&mut self, op: Op, lpn: u32, pages: u32) {
             self.t += 10_000_000;
             self.stamp += 1;
