@@ -5,6 +5,7 @@
 //! returns is reported to a [`ReadSink`] (the engine's oracle) with where it was served from.
 
 pub mod ideal;
+pub mod leaftl;
 
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
@@ -180,7 +181,7 @@ pub trait Ftl: Send {
 }
 
 /// Names of the implemented FTLs, in `compare` order.
-pub const FTLS: &[&str] = &["ideal"];
+pub const FTLS: &[&str] = &["ideal", "leaftl"];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
 pub fn build(
@@ -190,6 +191,7 @@ pub fn build(
 ) -> Result<Box<dyn Ftl>, ConfigError> {
     match name {
         "ideal" => Ok(Box::new(ideal::Ideal::new(dev, params)?)),
+        "leaftl" => Ok(Box::new(leaftl::Leaftl::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),
             known: FTLS.join(", "),

@@ -3,9 +3,12 @@
 //! with their directory (SPEC §5.0).
 
 pub mod alloc;
+pub mod budget;
 pub mod gc;
 pub mod gtd;
+pub mod lru;
 
 pub use alloc::{Allocator, GcPolicy, LineState, Stream};
-pub use gc::{GcHooks, GcOutcome};
+pub use gc::{GcHooks, GcOrder, GcOutcome};
 pub use gtd::Gtd;
+pub use lru::ByteLru;
