@@ -15,5 +15,5 @@ pub use alloc::{Allocator, GcPolicy, LineState, Stream};
 pub use budget::Budget;
 pub use gc::{GcHooks, GcOutcome};
 pub use gtd::Gtd;
-pub use table::{write_tp, HasTable, TransTable};
+pub use table::{write_tp, HasTable, TransTable, WriteBack};
 pub use tpcache::{Evicted, Lookup, TpCache, TpCacheConfig, TpCacheStats};

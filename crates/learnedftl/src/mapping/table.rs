@@ -151,24 +151,40 @@ impl TransTable {
     }
 }
 
+/// A TP to write back.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WriteBack {
+    /// The translation page.
+    pub tpn: Tpn,
+    /// Whether the old TP must be read first (the cache held only some of its entries).
+    pub read_first: bool,
+}
+
 /// GC hooks that own a [`TransTable`] (so [`write_tp`] can update its GTD).
 pub trait HasTable: GcHooks {
     /// The table.
     fn table(&mut self) -> &mut TransTable;
 }
 
-/// Writes back TP `tpn` at `t`: a page from the translation stream (running foreground GC if
-/// needed), then read-modify-write of the TP (the read is skipped if it was never written).
-/// Both operations carry `cause`. Returns the program's completion.
+/// Writes back TP `wb.tpn` at `t`: a page from the translation stream (running foreground GC
+/// if needed), then, if `wb.read_first`, read-modify-write of the TP (the read is skipped if it was
+/// never written; a cache that holds only some entries must merge them into the old TP), else a
+/// plain program (a cache holding the whole TP). Both operations carry `cause`. Returns the
+/// program's completion.
 pub fn write_tp<H: HasTable>(
     dev: &mut Device,
     alloc: &mut Allocator,
     hooks: &mut H,
     stats: &mut FtlStats,
-    tpn: Tpn,
+    wb: WriteBack,
     cause: Cause,
     t: SimTime,
 ) -> Result<SimTime, FtlError> {
     let new = gc::alloc_page(dev, alloc, Stream::TRANS, t, hooks, stats)?;
-    hooks.table().gtd.rewrite(dev, tpn, new, cause, t)
+    let gtd = &mut hooks.table().gtd;
+    if wb.read_first {
+        gtd.rewrite(dev, wb.tpn, new, cause, t)
+    } else {
+        gtd.program(dev, wb.tpn, new, cause, t)
+    }
 }

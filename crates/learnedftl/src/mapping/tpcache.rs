@@ -132,8 +132,6 @@ pub struct TpCacheStats {
     pub request_prefetched: u64,
     /// Of which loaded by selective prefetch.
     pub selective_prefetched: u64,
-    /// Hits on prefetched entries whose TP read was still in flight.
-    pub hits_waiting: u64,
     /// Clean entries evicted.
     pub evicted_clean: u64,
     /// Dirty entries evicted (each caused one batch write-back).
@@ -300,11 +298,6 @@ impl TpCache {
         Lookup::Hit {
             ready: self.slots[s as usize].ready,
         }
-    }
-
-    /// Counts a hit that had to wait for its entry's TP read (the FTL knows the time).
-    pub fn note_waiting_hit(&mut self) {
-        self.stats.hits_waiting += 1;
     }
 
     /// The LPNs a miss of `lpn` in a request whose last page is `req_last` loads from the TP
