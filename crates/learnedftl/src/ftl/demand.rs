@@ -409,3 +409,232 @@ impl<C: Cmt> Ftl for Demand<C> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Exact flash-operation counts of scripted scenarios on `tiny` (TPs of 512 entries; the
+    //! GTD takes 240 B, so `mapping_dram_bytes=256` leaves a 2-entry cache, `272` four).
+    use super::*;
+    use crate::device::FlashCounters;
+    use crate::ftl::{dftl, tpftl, NullSink};
+    use crate::DeviceConfig;
+
+    const R: usize = 0;
+    const W: usize = 1;
+
+    /// `(reads or programs, cause, count)` expected since `before`; everything else zero.
+    fn expect(dev: &Device, before: &FlashCounters, want: &[(usize, Cause, u64)]) {
+        let c = dev.counters();
+        for cause in Cause::ALL {
+            for (kind, now, was) in [
+                (R, c.reads[cause as usize], before.reads[cause as usize]),
+                (
+                    W,
+                    c.programs[cause as usize],
+                    before.programs[cause as usize],
+                ),
+            ] {
+                let n = want
+                    .iter()
+                    .filter(|w| w.0 == kind && w.1 == cause)
+                    .map(|w| w.2)
+                    .sum::<u64>();
+                let what = if kind == R { "reads" } else { "programs" };
+                assert_eq!(now - was, n, "{what} of cause {}", cause.key());
+            }
+        }
+    }
+
+    struct Script<C> {
+        dev: Device,
+        ftl: Demand<C>,
+        t: u64,
+        stamp: u32,
+    }
+
+    impl<C: Cmt> Script<C> {
+        fn new(
+            build: fn(&DeviceConfig, &mut Params) -> Result<Demand<C>, ConfigError>,
+            kv: &str,
+        ) -> Self {
+            let cfg = DeviceConfig::preset("tiny").unwrap();
+            let mut p = Params::new();
+            p.insert_assignment(kv, "test").unwrap();
+            let ftl = build(&cfg, &mut p).unwrap();
+            p.finish().unwrap();
+            Script {
+                dev: Device::new(&cfg),
+                ftl,
+                t: 0,
+                stamp: 0,
+            }
+        }
+
+        /// Runs one request (a millisecond after the last, so timelines are idle) and checks
+        /// the flash operations it caused.
+        fn run(&mut self, op: Op, lpn: u32, pages: u32, want: &[(usize, Cause, u64)]) {
+            self.t += 10_000_000;
+            self.stamp += 1;
+            let before = self.dev.counters().clone();
+            let req = Request {
+                op,
+                lpn: Lpn(lpn),
+                pages,
+                arrival: SimTime(self.t),
+                stamp: self.stamp,
+            };
+            self.ftl.submit(&mut self.dev, &req, &mut NullSink).unwrap();
+            expect(&self.dev, &before, want);
+            self.ftl.check_invariants(&self.dev).unwrap();
+        }
+
+        fn run_unchecked(&mut self, op: Op, lpn: u32, pages: u32) {
+            self.t += 10_000_000;
+            self.stamp += 1;
+            let req = Request {
+                op,
+                lpn: Lpn(lpn),
+                pages,
+                arrival: SimTime(self.t),
+                stamp: self.stamp,
+            };
+            self.ftl.submit(&mut self.dev, &req, &mut NullSink).unwrap();
+        }
+
+        /// Garbage-collects data line 0 (full of 512 pages) and checks its operations beyond
+        /// the 512 moves.
+        fn collect_line0(&mut self, want_tp: &[(usize, Cause, u64)]) {
+            self.ftl.alloc.close_full(Stream::DATA);
+            let before = self.dev.counters().clone();
+            let out = gc::collect_line(
+                &mut self.dev,
+                &mut self.ftl.alloc,
+                0,
+                SimTime(self.t),
+                &mut self.ftl.core,
+            )
+            .unwrap();
+            assert_eq!(out.data_moved, 512);
+            let mut want = vec![(R, Cause::GcData, 512), (W, Cause::GcData, 512)];
+            want.extend_from_slice(want_tp);
+            expect(&self.dev, &before, &want);
+            self.ftl.check_invariants(&self.dev).unwrap();
+        }
+    }
+
+    #[test]
+    fn dftl_miss_hit_dirty_eviction_and_gc_cost_exactly() {
+        let mut s = Script::new(dftl::new, "mapping_dram_bytes=256");
+        use Cause::*;
+        // Write misses on never-written TPs: no TP read, one data program each.
+        s.run(Op::Write, 0, 1, &[(W, User, 1)]);
+        s.run(Op::Write, 512, 1, &[(W, User, 1)]);
+        // Third entry evicts dirty LPN 0: TP 0 programmed (never written: no read).
+        s.run(Op::Write, 1024, 1, &[(W, User, 1), (W, TransWrite, 1)]);
+        // Read miss of 0: evicts dirty 512 (TP 1 programmed), reads TP 0, then the data.
+        s.run(
+            Op::Read,
+            0,
+            1,
+            &[(W, TransWrite, 1), (R, TransRead, 1), (R, User, 1)],
+        );
+        // Hit: single read.
+        s.run(Op::Read, 0, 1, &[(R, User, 1)]);
+        // Write miss of 513 evicts dirty 1024 (TP 2 programmed); TP 1 read for the old PPA.
+        s.run(
+            Op::Write,
+            513,
+            1,
+            &[(W, TransWrite, 1), (R, TransRead, 1), (W, User, 1)],
+        );
+        // Write miss of 514 evicts clean 0 for free; TP 1 read.
+        s.run(Op::Write, 514, 1, &[(R, TransRead, 1), (W, User, 1)]);
+        // No batching: evicting dirty 513 rewrites TP 1 (read + program) though 514 stays dirty.
+        s.run(
+            Op::Read,
+            1,
+            1,
+            &[(R, TransWrite, 1), (W, TransWrite, 1), (R, TransRead, 1)],
+        );
+        let st = s.ftl.stats().clone();
+        // Double, single, and an unmapped LPN found by a TP read (one flash read).
+        assert_eq!(st.lookups, [0, 2, 1, 0]);
+        assert_eq!(st.cmt_hits, 1);
+        // Fill data line 0 (LPNs 2048.. of TP 4); the cache ends with 2553 and 2554, dirty.
+        s.run_unchecked(Op::Write, 2048, 512 - 5);
+        // GC of line 0: the two cached pages update their entries; the TPs of the rest
+        // (0, 1, 2, 4) are each read and programmed once.
+        s.collect_line0(&[(R, GcTrans, 4), (W, GcTrans, 4)]);
+        assert!(s
+            .ftl
+            .core
+            .cache
+            .iter()
+            .all(|(l, d)| d && (l == Lpn(2553) || l == Lpn(2554))));
+    }
+
+    #[test]
+    fn tpftl_miss_hit_prefetch_batch_write_back_and_gc_cost_exactly() {
+        let mut s = Script::new(tpftl::new, "mapping_dram_bytes=272");
+        use Cause::*;
+        // One miss loads the request's four entries (TP 0 never written: no read).
+        s.run(Op::Write, 0, 4, &[(W, User, 4)]);
+        // Room for 512: TP 0's node has no clean entry, so its least recent (dirty) goes and
+        // all four are written back with one TP program (no read: TP 0 was never written).
+        s.run(Op::Write, 512, 1, &[(W, TransWrite, 1), (W, User, 1)]);
+        assert_eq!(s.ftl.core.cache.dirty_entries(), 1);
+        // A hit on an entry cleaned by the batch: single read.
+        s.run(Op::Read, 1, 1, &[(R, User, 1)]);
+        // Cold read of a never-written LPN in a never-written TP: no flash operation at all
+        // (the clean eviction of 2 is free).
+        s.run(Op::Read, 520, 1, &[]);
+        // Miss on a written TP: TP read, then the data (double read). The miss moves TP 0's
+        // node to the hot end, so the room comes from TP 1's node: clean 520.
+        s.run(Op::Read, 0, 1, &[(R, TransRead, 1), (R, User, 1)]);
+        assert!(!s.ftl.core.cache.contains(Lpn(520)));
+        // Selective prefetch: 512 cached just below 513 loads 514 too (evicting clean 3, 1).
+        s.run(Op::Write, 513, 1, &[(W, User, 1)]);
+        assert!(s.ftl.core.cache.contains(Lpn(514)) && !s.ftl.core.cache.contains(Lpn(1)));
+        s.run(Op::Read, 600, 1, &[]);
+        s.run(Op::Read, 1024, 1, &[]);
+        // Loading 1025..1026 evicts clean 600, then (no clean entry left in TP 1's node)
+        // dirty 512 with 513: one TP program for both.
+        s.run(Op::Read, 1025, 1, &[(W, TransWrite, 1)]);
+        assert!(s.ftl.core.cache.contains(Lpn(1026)));
+        assert_eq!(s.ftl.core.cache.dirty_entries(), 0);
+        let st = s.ftl.stats().clone();
+        assert_eq!(st.lookups, [4, 1, 1, 0]);
+        assert_eq!(st.cmt_hits, 1);
+        // Fill data line 0 (6 pages so far) with LPNs 2048.. of TP 4; the last miss leaves
+        // 2552, 2553 (written) and 2554, 2555 (prefetched) cached.
+        s.run_unchecked(Op::Write, 2048, 512 - 6);
+        // GC of line 0: 2552 and 2553 update their entries; TPs 0, 1 and 4 are each read and
+        // programmed once for the rest.
+        s.collect_line0(&[(R, GcTrans, 3), (W, GcTrans, 3)]);
+        let cached: Vec<_> = s.ftl.core.cache.iter().collect();
+        assert_eq!(cached.len(), 4);
+        assert!(s.ftl.core.cache.is_dirty(Lpn(2552)) && s.ftl.core.cache.is_dirty(Lpn(2553)));
+    }
+
+    #[test]
+    fn cold_reads_of_never_written_lpns_cost_no_flash_read() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        for name in ["dftl", "tpftl", "sftl"] {
+            let mut ftl = crate::ftl::build(name, &cfg, &mut Params::new()).unwrap();
+            let mut dev = Device::new(&cfg);
+            for lpn in [0, 5000, 30_000] {
+                let req = Request {
+                    op: Op::Read,
+                    lpn: Lpn(lpn),
+                    pages: 8,
+                    arrival: SimTime(0),
+                    stamp: 0,
+                };
+                assert_eq!(ftl.submit(&mut dev, &req, &mut NullSink), Ok(SimTime(0)));
+            }
+            assert_eq!(dev.counters().total_reads(), 0, "{name}");
+            assert_eq!(ftl.stats().lookups, [24, 0, 0, 0], "{name}");
+            ftl.check_invariants(&dev).unwrap();
+        }
+    }
+}

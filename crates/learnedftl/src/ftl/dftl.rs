@@ -215,3 +215,44 @@ impl Cmt for EntryLru {
         self.stats = EntryStats::default();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DeviceConfig;
+
+    #[test]
+    fn global_lru_evicts_the_least_recent_entry_alone() {
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let table = TransTable::new(&geo);
+        let mut c = EntryLru::new(geo.logical_pages as u32, 512, 3 * ENTRY_BYTES);
+        for l in [1, 2, 513] {
+            let r = c.load_range(Lpn(l), Lpn(l + 5));
+            assert_eq!(r, l..l + 1, "no prefetch");
+            assert_eq!(c.evict_for(&r, &table), Evict::Fits);
+            c.load(Lpn(l), r, SimTime(l as u64), &table);
+        }
+        c.mark_dirty(Lpn(1), &table);
+        c.mark_dirty(Lpn(2), &table);
+        assert_eq!(c.lookup(Lpn(1)), Lookup::Hit { ready: SimTime(1) });
+        let order: Vec<_> = c.iter().collect();
+        assert_eq!(
+            order,
+            vec![(Lpn(1), true), (Lpn(513), false), (Lpn(2), true)]
+        );
+        // LRU is dirty 2: its TP is written back (read first); 1 stays dirty (no batching).
+        let e = c.evict_for(&(7..8), &table);
+        assert_eq!(
+            e,
+            Evict::Dirty(WriteBack {
+                tpn: Tpn(0),
+                read_first: true
+            })
+        );
+        assert!(c.gc_update(Lpn(513), &table));
+        assert!(!c.gc_update(Lpn(2), &table));
+        assert_eq!(c.evict_for(&(7..8), &table), Evict::Fits);
+        c.check(&table).unwrap();
+        assert_eq!(c.dirty, 2);
+    }
+}

@@ -343,3 +343,72 @@ impl Cmt for TpLru {
         self.stats = TpLruStats::default();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Vppn;
+    use crate::config::DeviceConfig;
+
+    #[test]
+    fn runs_of_consecutive_pages_compress_and_split() {
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let mut table = TransTable::new(&geo);
+        for i in 0..10 {
+            table.set(Lpn(i), Some(geo.vppn_to_ppa(Vppn(100 + i))));
+        }
+        for (by_vppn, heads) in [(true, 2), (false, 11)] {
+            let mut c = TpLru::new(&geo, 1 << 20, by_vppn);
+            assert_eq!(c.lookup(Lpn(3)), Lookup::Miss);
+            c.load(Lpn(3), c.load_range(Lpn(3), Lpn(3)), SimTime(5), &table);
+            // One run of ten mapped entries (VPPN order; flat PPAs stripe across channels),
+            // one of 502 unmapped ones; 2 bits per entry of state.
+            assert_eq!(c.bytes(), heads * 4 + 128, "by_vppn {by_vppn}");
+            assert_eq!(c.lookup(Lpn(500)), Lookup::Hit { ready: SimTime(5) });
+            c.check(&table).unwrap();
+        }
+        let mut c = TpLru::new(&geo, 1 << 20, true);
+        c.load(Lpn(0), 0..512, SimTime(0), &table);
+        // Rewriting LPN 5 elsewhere splits the run in three.
+        table.set(Lpn(5), Some(geo.vppn_to_ppa(Vppn(7))));
+        c.mark_dirty(Lpn(5), &table);
+        assert_eq!(c.bytes(), 4 * 4 + 128);
+        c.check(&table).unwrap();
+        // Putting it back joins them again.
+        table.set(Lpn(5), Some(geo.vppn_to_ppa(Vppn(105))));
+        assert!(c.gc_update(Lpn(5), &table));
+        assert_eq!(c.bytes(), 2 * 4 + 128);
+        assert!(!c.gc_update(Lpn(600), &table));
+        c.check(&table).unwrap();
+    }
+
+    #[test]
+    fn lru_tp_is_evicted_and_written_whole_when_dirty() {
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let table = TransTable::new(&geo);
+        // Room for two unmapped TPs (132 B each).
+        let mut c = TpLru::new(&geo, 270, true);
+        for (i, lpn) in [0u32, 512, 1024].into_iter().enumerate() {
+            let r = c.load_range(Lpn(lpn), Lpn(lpn));
+            let e = c.evict_for(&r, &table);
+            if i < 2 {
+                assert_eq!(e, Evict::Fits);
+            } else {
+                assert_eq!(
+                    e,
+                    Evict::Dirty(WriteBack {
+                        tpn: Tpn(0),
+                        read_first: false
+                    })
+                );
+                assert_eq!(c.evict_for(&r, &table), Evict::Fits);
+            }
+            c.load(Lpn(lpn), r, SimTime(0), &table);
+            if i == 0 {
+                c.mark_dirty(Lpn(0), &table);
+            }
+        }
+        assert_eq!(c.bytes(), 264);
+        c.check(&table).unwrap();
+    }
+}
