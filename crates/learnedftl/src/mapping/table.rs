@@ -121,11 +121,10 @@ impl TransTable {
         alloc: &mut Allocator,
         t: SimTime,
     ) -> Result<(), FtlError> {
-        let geo = dev.geo().clone();
         for i in 0..self.batch.len() {
             let tpn = Tpn(self.batch[i]);
             self.batched[tpn.idx()] = false;
-            let new = alloc.next_page(&geo, Stream::TRANS)?;
+            let new = alloc.next_page(Stream::TRANS)?;
             self.gtd.rewrite(dev, tpn, new, Cause::GcTrans, t)?;
         }
         self.batch.clear();
