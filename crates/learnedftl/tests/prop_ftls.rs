@@ -10,7 +10,29 @@ use learnedftl::{DeviceConfig, Op, Params};
 use proptest::prelude::*;
 
 /// Parameter variants per FTL beyond its defaults (`key=value` lists).
-const VARIANTS: &[(&str, &[&str])] = &[];
+const VARIANTS: &[(&str, &[&str])] = &[
+    // A cache of ~100 entries: evictions and write-backs on almost every request.
+    ("dftl", &["mapping_dram_bytes=1k"]),
+    ("tpftl", &["mapping_dram_bytes=1k", "node_bytes=16"]),
+    ("tpftl", &["request_prefetch=off", "selective_prefetch=off"]),
+    ("tpftl", &["cmt_ratio=0.5", "prefetch_threshold=1"]),
+    ("sftl", &["sftl_runs=ppa"]),
+    // Approximate segments, frequent compaction, a small buffer (many flushes) and a cache of
+    // two groups (evictions and TP write-backs all the time).
+    (
+        "leaftl",
+        &[
+            "gamma=2",
+            "compaction_interval=300",
+            "write_buffer_pages=96",
+            "mapping_dram_bytes=12k",
+        ],
+    ),
+    (
+        "leaftl",
+        &["gamma=0", "compaction_interval=500", "write_buffer_pages=1"],
+    ),
+];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {
     let mut v = vec![vec![]];

@@ -4,8 +4,12 @@
 //! through the [`Device`], and returns the request's completion time. Each page a read request
 //! returns is reported to a [`ReadSink`] (the engine's oracle) with where it was served from.
 
+pub mod demand;
+pub mod dftl;
 pub mod ideal;
 pub mod leaftl;
+pub mod sftl;
+pub mod tpftl;
 
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
@@ -181,7 +185,7 @@ pub trait Ftl: Send {
 }
 
 /// Names of the implemented FTLs, in `compare` order.
-pub const FTLS: &[&str] = &["ideal", "leaftl"];
+pub const FTLS: &[&str] = &["ideal", "dftl", "tpftl", "sftl", "leaftl"];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
 pub fn build(
@@ -191,6 +195,9 @@ pub fn build(
 ) -> Result<Box<dyn Ftl>, ConfigError> {
     match name {
         "ideal" => Ok(Box::new(ideal::Ideal::new(dev, params)?)),
+        "dftl" => Ok(Box::new(dftl::new(dev, params)?)),
+        "tpftl" => Ok(Box::new(tpftl::new(dev, params)?)),
+        "sftl" => Ok(Box::new(sftl::new(dev, params)?)),
         "leaftl" => Ok(Box::new(leaftl::Leaftl::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),

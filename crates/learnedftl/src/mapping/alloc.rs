@@ -150,6 +150,16 @@ impl Allocator {
         self.needs_line(stream) && self.free_lines() <= self.policy.fg_free_lines
     }
 
+    /// Closes `stream`'s line if it is full, so that GC may choose it before the pointer takes
+    /// a new line.
+    pub fn close_full(&mut self, stream: Stream) {
+        let p = &mut self.ptrs[stream.0 as usize];
+        if p.line != Pointer::NONE && p.next == self.ppl {
+            self.state[p.line as usize] = LineState::Closed(stream);
+            p.line = Pointer::NONE;
+        }
+    }
+
     /// The next page of `stream` (VPPN order within its line). Fails only when no free line is
     /// left, which GC thresholds are there to prevent.
     #[inline]

@@ -1,31 +1,91 @@
-//! The mapping-DRAM budget of the cached-mapping FTLs (SPEC §5.0): by default their caches hold
-//! 3 % of the bytes of the full page map (8 B per logical page), overridable with `cmt_ratio`.
+//! The mapping DRAM budget of a cached-mapping FTL (SPEC §5.0), parsed the same way for every
+//! scheme (DFTL, TPFTL, SFTL, LeaFTL, LearnedFTL).
+//!
+//! An FTL has *fixed* DRAM it cannot shrink (the GTD at 4 B per TP; LearnedFTL's models) and a
+//! *cache* that holds what fits in the rest. Two ways to size it, from `--set`:
+//!
+//! * `cmt_ratio=r`: the cache holds `r` of the logical mappings' bytes at 8 B per mapping
+//!   (`r · logical_pages · 8`), as the papers configure it ("3 % of the page mappings"). The
+//!   fixed part comes on top: the total budget is `cache + fixed`.
+//! * `mapping_dram_bytes=N` (sizes like `256k` accepted): the **total** mapping DRAM, fixed part
+//!   included; the cache gets `N − fixed`. This is what an `equal-dram` comparison sets for every
+//!   FTL.
+//!
+//! Giving both is an error. **The GTD counts inside the budget** (the budget is the total an FTL
+//! may use, and [`crate::ftl::DramUsage::budget`] is compared with the total of every part), so a
+//! `cmt_ratio` budget is `cache + GTD`.
 
 use crate::config::Geometry;
 use crate::error::ConfigError;
-use crate::params::Params;
+use crate::params::{parse_size, Params};
+use serde::Serialize;
 
-/// The default share of the full page map a mapping cache may hold.
-pub const DEFAULT_CMT_RATIO: f64 = 0.03;
-
-/// Bytes of the full page-level map: 8 B per logical page.
-pub fn full_map_bytes(geo: &Geometry) -> u64 {
-    geo.logical_pages * 8
+/// A mapping DRAM budget split into the fixed part and the cache.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    /// Total mapping DRAM the FTL may use (fixed + cache).
+    pub total: u64,
+    /// DRAM the FTL needs regardless of the cache (GTD, models).
+    pub fixed: u64,
+    /// What the cache may hold.
+    pub cache: u64,
 }
 
-/// Takes `cmt_ratio` (a fraction in (0, 1], default 3 %) and returns the mapping-cache budget in
-/// bytes: that fraction of [`full_map_bytes`].
-pub fn mapping_dram_bytes(geo: &Geometry, params: &mut Params) -> Result<u64, ConfigError> {
-    let ratio = params
-        .take::<f64>("cmt_ratio")?
-        .unwrap_or(DEFAULT_CMT_RATIO);
-    if !(ratio > 0.0 && ratio <= 1.0) {
-        return Err(ConfigError::invalid(
-            "cmt_ratio",
-            format!("{ratio} is not a fraction in (0, 1]"),
-        ));
+impl Budget {
+    /// Takes `cmt_ratio` or `mapping_dram_bytes` from `params` (default: `default_ratio` of the
+    /// logical mappings). `fixed` is the FTL's fixed DRAM; `min_cache` the smallest cache the
+    /// scheme can work with (e.g. one entry, one TP). Errors name the key.
+    pub fn from_params(
+        geo: &Geometry,
+        params: &mut Params,
+        default_ratio: f64,
+        fixed: u64,
+        min_cache: u64,
+    ) -> Result<Budget, ConfigError> {
+        let ratio = params.take::<f64>("cmt_ratio")?;
+        let bytes = params.take_str("mapping_dram_bytes");
+        let (key, cache) = match (ratio, bytes) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    "cmt_ratio",
+                    "give either cmt_ratio or mapping_dram_bytes, not both",
+                ))
+            }
+            (None, Some(text)) => {
+                let total = parse_size(&text).ok_or_else(|| {
+                    ConfigError::invalid(
+                        "mapping_dram_bytes",
+                        format!("'{text}' is not a size (e.g. 262144, 256k, 1m)"),
+                    )
+                })?;
+                ("mapping_dram_bytes", total.saturating_sub(fixed))
+            }
+            (r, None) => {
+                let r = r.unwrap_or(default_ratio);
+                if !(r > 0.0 && r <= 1.0) {
+                    return Err(ConfigError::invalid(
+                        "cmt_ratio",
+                        format!("{r} is not a fraction in (0, 1]"),
+                    ));
+                }
+                ("cmt_ratio", (r * geo.logical_pages as f64 * 8.0) as u64)
+            }
+        };
+        if cache < min_cache {
+            return Err(ConfigError::invalid(
+                key,
+                format!(
+                    "leaves {cache} B for the cache after {fixed} B of fixed mapping DRAM; \
+                     at least {min_cache} B are needed"
+                ),
+            ));
+        }
+        Ok(Budget {
+            total: cache + fixed,
+            fixed,
+            cache,
+        })
     }
-    Ok((full_map_bytes(geo) as f64 * ratio) as u64)
 }
 
 #[cfg(test)]
@@ -33,13 +93,34 @@ mod tests {
     use super::*;
     use crate::config::DeviceConfig;
 
-    #[test]
-    fn three_percent_by_default() {
-        let g = DeviceConfig::preset("paper").unwrap().geometry;
+    fn budget(kv: &[&str]) -> Result<Budget, ConfigError> {
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
         let mut p = Params::new();
-        // 7,864,320 LPNs × 8 B × 3 %.
-        assert_eq!(mapping_dram_bytes(&g, &mut p).unwrap(), 1_887_436);
-        p.insert_assignment("cmt_ratio=0", "t").unwrap();
-        assert!(mapping_dram_bytes(&g, &mut p).is_err());
+        for a in kv {
+            p.insert_assignment(a, "--set").unwrap();
+        }
+        let b = Budget::from_params(&geo, &mut p, 0.03, 240, 8);
+        p.finish().unwrap();
+        b
+    }
+
+    #[test]
+    fn ratio_and_bytes_size_the_cache() {
+        // tiny: 30,720 logical pages; 3 % of 245,760 B.
+        let b = budget(&[]).unwrap();
+        assert_eq!((b.cache, b.fixed, b.total), (7372, 240, 7612));
+        let b = budget(&["cmt_ratio=0.5"]).unwrap();
+        assert_eq!(b.cache, 122_880);
+        let b = budget(&["mapping_dram_bytes=4k"]).unwrap();
+        assert_eq!((b.cache, b.total), (4096 - 240, 4096));
+        for bad in [
+            &["cmt_ratio=0"][..],
+            &["cmt_ratio=1.5"],
+            &["mapping_dram_bytes=100"],
+            &["mapping_dram_bytes=lots"],
+            &["cmt_ratio=0.1", "mapping_dram_bytes=1m"],
+        ] {
+            assert!(budget(bad).is_err(), "{bad:?}");
+        }
     }
 }

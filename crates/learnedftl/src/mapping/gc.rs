@@ -166,8 +166,15 @@ pub fn alloc_page(
     hooks: &mut impl GcHooks,
     stats: &mut FtlStats,
 ) -> Result<Ppa, FtlError> {
+    // A full open line is a GC candidate too (a translation line can be mostly invalid by the
+    // time it fills, and may be the only line GC can reclaim).
+    alloc.close_full(stream);
     while alloc.must_collect(stream) {
-        let victim = alloc.victim(dev).ok_or(FtlError::NoSpace)?;
+        // Nothing reclaimable yet (e.g. every data page valid and the translation line still
+        // open): dip into the reserve; next_page fails only when no free line is left.
+        let Some(victim) = alloc.victim(dev) else {
+            break;
+        };
         let out = collect_line(dev, alloc, victim, t, hooks)?;
         record(stats, &out, false);
     }

@@ -1,172 +1,259 @@
-//! A byte-budgeted LRU over dense ids (translation pages, LeaFTL groups): an intrusive
-//! doubly-linked list in flat arrays, with each cached id's size and dirty bit.
+//! Intrusive doubly-linked LRU lists over dense `u32` indices.
 //!
-//! The cache only keeps order and accounting; what to do with an evicted id (write a dirty one
-//! back) is the FTL's.
+//! The links of every element live in one flat [`Links`] array (indexed by the element's id: a
+//! cache slot, a TP number); a [`List`] is only a head, a tail and a length, so one `Links`
+//! array can carry many disjoint lists (TPFTL keeps one list of entries per TP node in the same
+//! array). The head is the most recently used end, the tail the least. Nothing allocates after
+//! construction.
+//!
+//! [`SlotIndex`] maps dense keys (LPNs) to the slots of a fixed-size cache slab.
 
-const NIL: u32 = u32::MAX;
+/// "No element".
+pub const NIL: u32 = u32::MAX;
 
-/// LRU order, sizes and dirty bits of cached ids.
-#[derive(Clone, Debug)]
-pub struct ByteLru {
+/// `prev`/`next` links of every element, by id.
+#[derive(Clone, Debug, Default)]
+pub struct Links {
     prev: Vec<u32>,
     next: Vec<u32>,
-    bytes: Vec<u32>,
-    flags: Vec<u8>,
+}
+
+impl Links {
+    /// Links for ids `0..n`, none linked.
+    pub fn new(n: usize) -> Links {
+        Links {
+            prev: vec![NIL; n],
+            next: vec![NIL; n],
+        }
+    }
+    /// The element after `i` (towards the tail, i.e. less recent), or [`NIL`].
+    #[inline]
+    pub fn next(&self, i: u32) -> u32 {
+        self.next[i as usize]
+    }
+    /// The element before `i` (towards the head, i.e. more recent), or [`NIL`].
+    #[inline]
+    pub fn prev(&self, i: u32) -> u32 {
+        self.prev[i as usize]
+    }
+    /// Heap bytes of the links.
+    pub fn heap_bytes(&self) -> usize {
+        (self.prev.capacity() + self.next.capacity()) * 4
+    }
+}
+
+/// One list threaded through a [`Links`] array.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct List {
     head: u32,
     tail: u32,
-    total: u64,
     len: u32,
 }
 
-const CACHED: u8 = 1;
-const DIRTY: u8 = 2;
-
-impl ByteLru {
-    /// An empty cache over ids `0..ids`.
-    pub fn new(ids: u32) -> ByteLru {
-        let n = ids as usize;
-        ByteLru {
-            prev: vec![NIL; n],
-            next: vec![NIL; n],
-            bytes: vec![0; n],
-            flags: vec![0; n],
+impl Default for List {
+    fn default() -> Self {
+        List {
             head: NIL,
             tail: NIL,
-            total: 0,
             len: 0,
         }
     }
+}
 
-    /// Whether `id` is cached.
+impl List {
+    /// Most recently used element, or [`NIL`].
     #[inline]
-    pub fn contains(&self, id: u32) -> bool {
-        self.flags[id as usize] & CACHED != 0
+    pub fn head(&self) -> u32 {
+        self.head
     }
-    /// Whether cached `id` is dirty.
+    /// Least recently used element, or [`NIL`].
     #[inline]
-    pub fn is_dirty(&self, id: u32) -> bool {
-        self.flags[id as usize] & DIRTY != 0
+    pub fn tail(&self) -> u32 {
+        self.tail
     }
-    /// Bytes of every cached id.
-    #[inline]
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-    /// Cached ids.
+    /// Number of elements.
     #[inline]
     pub fn len(&self) -> u32 {
         self.len
     }
-    /// Whether nothing is cached.
+    /// Whether the list is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    /// The least recently used id.
+
+    /// Links unlinked element `i` at the head (most recent end).
     #[inline]
-    pub fn lru(&self) -> Option<u32> {
-        (self.tail != NIL).then_some(self.tail)
+    pub fn push_front(&mut self, l: &mut Links, i: u32) {
+        l.prev[i as usize] = NIL;
+        l.next[i as usize] = self.head;
+        if self.head == NIL {
+            self.tail = i;
+        } else {
+            l.prev[self.head as usize] = i;
+        }
+        self.head = i;
+        self.len += 1;
     }
 
-    fn unlink(&mut self, id: u32) {
-        let (p, n) = (self.prev[id as usize], self.next[id as usize]);
+    /// Links unlinked element `i` at the tail (least recent end).
+    #[inline]
+    pub fn push_back(&mut self, l: &mut Links, i: u32) {
+        l.next[i as usize] = NIL;
+        l.prev[i as usize] = self.tail;
+        if self.tail == NIL {
+            self.head = i;
+        } else {
+            l.next[self.tail as usize] = i;
+        }
+        self.tail = i;
+        self.len += 1;
+    }
+
+    /// Unlinks element `i`, which must be on this list.
+    #[inline]
+    pub fn remove(&mut self, l: &mut Links, i: u32) {
+        let (p, n) = (l.prev[i as usize], l.next[i as usize]);
         if p == NIL {
             self.head = n;
         } else {
-            self.next[p as usize] = n;
+            l.next[p as usize] = n;
         }
         if n == NIL {
             self.tail = p;
         } else {
-            self.prev[n as usize] = p;
+            l.prev[n as usize] = p;
         }
-    }
-
-    fn push_front(&mut self, id: u32) {
-        self.prev[id as usize] = NIL;
-        self.next[id as usize] = self.head;
-        if self.head != NIL {
-            self.prev[self.head as usize] = id;
-        }
-        self.head = id;
-        if self.tail == NIL {
-            self.tail = id;
-        }
-    }
-
-    /// Caches `id` (clean, `bytes` large) as most recently used, or just touches it if cached.
-    pub fn insert(&mut self, id: u32, bytes: u64) {
-        if self.contains(id) {
-            self.touch(id);
-            return;
-        }
-        self.flags[id as usize] = CACHED;
-        self.bytes[id as usize] = bytes as u32;
-        self.total += bytes;
-        self.len += 1;
-        self.push_front(id);
-    }
-
-    /// Makes cached `id` the most recently used.
-    #[inline]
-    pub fn touch(&mut self, id: u32) {
-        if self.head != id {
-            self.unlink(id);
-            self.push_front(id);
-        }
-    }
-
-    /// Records the new size of cached `id`.
-    #[inline]
-    pub fn resize(&mut self, id: u32, bytes: u64) {
-        let old = std::mem::replace(&mut self.bytes[id as usize], bytes as u32);
-        self.total = self.total - old as u64 + bytes;
-    }
-
-    /// Marks cached `id` dirty.
-    #[inline]
-    pub fn mark_dirty(&mut self, id: u32) {
-        self.flags[id as usize] |= DIRTY;
-    }
-
-    /// Drops `id` from the cache; returns whether it was dirty.
-    pub fn remove(&mut self, id: u32) -> bool {
-        let dirty = self.is_dirty(id);
-        self.unlink(id);
-        self.total -= self.bytes[id as usize] as u64;
-        self.bytes[id as usize] = 0;
-        self.flags[id as usize] = 0;
+        l.prev[i as usize] = NIL;
+        l.next[i as usize] = NIL;
         self.len -= 1;
-        dirty
     }
 
-    /// Cached ids, most recently used first.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors((self.head != NIL).then_some(self.head), |&i| {
-            let n = self.next[i as usize];
-            (n != NIL).then_some(n)
+    /// Moves element `i` (on this list) to the head.
+    #[inline]
+    pub fn touch(&mut self, l: &mut Links, i: u32) {
+        if self.head != i {
+            self.remove(l, i);
+            self.push_front(l, i);
+        }
+    }
+
+    /// Iterates from the head (most recent) to the tail.
+    pub fn iter<'a>(&self, l: &'a Links) -> impl Iterator<Item = u32> + 'a {
+        let mut cur = self.head;
+        std::iter::from_fn(move || {
+            (cur != NIL).then(|| {
+                let i = cur;
+                cur = l.next(i);
+                i
+            })
         })
     }
 
-    /// Checks the list against the flags and the byte total.
-    pub fn check(&self) -> Result<(), String> {
-        let mut n = 0;
-        let mut bytes = 0;
-        for id in self.iter() {
-            if !self.contains(id) {
-                return Err(format!("LRU lists {id}, which is not cached"));
+    /// Checks the list's links are consistent (both directions, length); returns its elements
+    /// from head to tail.
+    pub fn check(&self, l: &Links) -> Result<Vec<u32>, String> {
+        let mut out = Vec::with_capacity(self.len as usize);
+        let mut prev = NIL;
+        let mut cur = self.head;
+        while cur != NIL {
+            if out.len() > self.len as usize {
+                return Err(format!("list longer than its length {}", self.len));
             }
-            n += 1;
-            bytes += self.bytes[id as usize] as u64;
-            if n > self.len {
-                return Err("LRU list is longer than its count (a cycle?)".into());
+            if l.prev(cur) != prev {
+                return Err(format!("element {cur}: prev {} != {prev}", l.prev(cur)));
+            }
+            out.push(cur);
+            prev = cur;
+            cur = l.next(cur);
+        }
+        if prev != self.tail || out.len() != self.len as usize {
+            return Err(format!(
+                "list of {} elements ending at {prev}, but length {} and tail {}",
+                out.len(),
+                self.len,
+                self.tail
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// A slab of `capacity` cache slots and the slot of every key (LPN): `slot_of[key]` is a slot
+/// index or [`NIL`]. Keys are dense (`0..keys`), so a lookup is one array read; slots are
+/// recycled through a free stack, so nothing allocates after construction. Per key it costs
+/// 4 B of simulator memory; the caller keeps per-slot data in its own arrays indexed by slot.
+#[derive(Clone, Debug)]
+pub struct SlotIndex {
+    slot_of: Vec<u32>,
+    key_of: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl SlotIndex {
+    /// `keys` keys, `capacity` slots, all free.
+    pub fn new(keys: usize, capacity: usize) -> SlotIndex {
+        SlotIndex {
+            slot_of: vec![NIL; keys],
+            key_of: vec![NIL; capacity],
+            free: (0..capacity as u32).rev().collect(),
+        }
+    }
+    /// The slot holding `key`, or [`NIL`].
+    #[inline]
+    pub fn slot(&self, key: u32) -> u32 {
+        self.slot_of[key as usize]
+    }
+    /// The key in `slot`, or [`NIL`] if the slot is free.
+    #[inline]
+    pub fn key(&self, slot: u32) -> u32 {
+        self.key_of[slot as usize]
+    }
+    /// Slots in use.
+    #[inline]
+    pub fn used(&self) -> u32 {
+        (self.key_of.len() - self.free.len()) as u32
+    }
+    /// Total slots.
+    #[inline]
+    pub fn capacity(&self) -> u32 {
+        self.key_of.len() as u32
+    }
+    /// Gives `key` (which has no slot) a free slot; `None` when every slot is in use.
+    #[inline]
+    pub fn insert(&mut self, key: u32) -> Option<u32> {
+        let s = self.free.pop()?;
+        self.slot_of[key as usize] = s;
+        self.key_of[s as usize] = key;
+        Some(s)
+    }
+    /// Frees `slot` and unmaps its key.
+    #[inline]
+    pub fn remove(&mut self, slot: u32) {
+        let key = std::mem::replace(&mut self.key_of[slot as usize], NIL);
+        self.slot_of[key as usize] = NIL;
+        self.free.push(slot);
+    }
+    /// Checks that keys and slots point at each other and the free stack holds the rest.
+    pub fn check(&self) -> Result<(), String> {
+        let mut used = 0;
+        for (s, &k) in self.key_of.iter().enumerate() {
+            if k != NIL {
+                used += 1;
+                if self.slot_of[k as usize] != s as u32 {
+                    return Err(format!(
+                        "slot {s} holds key {k}, whose slot is {}",
+                        self.slot_of[k as usize]
+                    ));
+                }
             }
         }
-        if n != self.len || bytes != self.total {
+        let mapped = self.slot_of.iter().filter(|&&s| s != NIL).count();
+        if mapped != used || used + self.free.len() != self.key_of.len() {
             return Err(format!(
-                "LRU: {n} listed ids of {bytes} B, counts say {} of {} B",
-                self.len, self.total
+                "{mapped} keys with slots, {used} slots in use, {} free of {}",
+                self.free.len(),
+                self.key_of.len()
             ));
         }
         Ok(())
@@ -178,22 +265,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn order_sizes_and_dirt() {
-        let mut c = ByteLru::new(8);
-        c.insert(3, 100);
-        c.insert(5, 50);
-        c.insert(1, 10);
-        assert_eq!(c.lru(), Some(3));
-        c.touch(3);
-        assert_eq!(c.lru(), Some(5));
-        assert_eq!(c.iter().collect::<Vec<_>>(), vec![3, 1, 5]);
-        c.resize(1, 30);
-        assert_eq!(c.total(), 180);
-        c.mark_dirty(5);
-        assert!(c.remove(5));
-        assert!(!c.remove(3));
-        assert_eq!((c.len(), c.total(), c.lru()), (1, 30, Some(1)));
-        c.check().unwrap();
-        assert!(!c.contains(5) && c.contains(1));
+    fn lists_keep_recency_order() {
+        let mut l = Links::new(8);
+        let mut a = List::default();
+        let mut b = List::default();
+        for i in 0..4 {
+            a.push_front(&mut l, i);
+        }
+        b.push_back(&mut l, 5);
+        b.push_back(&mut l, 6);
+        assert_eq!(a.check(&l).unwrap(), vec![3, 2, 1, 0]);
+        a.touch(&mut l, 1);
+        assert_eq!(a.check(&l).unwrap(), vec![1, 3, 2, 0]);
+        a.remove(&mut l, 0);
+        a.remove(&mut l, 1);
+        assert_eq!(a.check(&l).unwrap(), vec![3, 2]);
+        assert_eq!((a.head(), a.tail(), a.len()), (3, 2, 2));
+        a.push_back(&mut l, 7);
+        assert_eq!(a.iter(&l).collect::<Vec<_>>(), vec![3, 2, 7]);
+        assert_eq!(b.check(&l).unwrap(), vec![5, 6]);
+        b.remove(&mut l, 5);
+        b.remove(&mut l, 6);
+        assert!(b.is_empty() && b.head() == NIL && b.tail() == NIL);
+    }
+
+    #[test]
+    fn slot_index_recycles_slots() {
+        let mut s = SlotIndex::new(10, 2);
+        let a = s.insert(7).unwrap();
+        let b = s.insert(3).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(s.insert(4), None);
+        assert_eq!((s.slot(7), s.key(b), s.used()), (a, 3, 2));
+        s.remove(a);
+        assert_eq!(s.slot(7), NIL);
+        assert_eq!(s.insert(4), Some(a));
+        s.check().unwrap();
     }
 }

@@ -1,14 +1,19 @@
 //! Machinery shared by the FTLs: line allocation through striped write pointers, the free-line
-//! list, greedy victim choice and line garbage collection (SPEC §3.5), and translation pages
-//! with their directory (SPEC §5.0).
+//! list, greedy victim choice and line garbage collection (SPEC §3.5); translation pages with
+//! their directory and the translation table of demand-based FTLs (SPEC §5.0); the mapping DRAM
+//! budget; intrusive LRU lists and TPFTL's two-level mapping cache, reused by LearnedFTL.
 
 pub mod alloc;
 pub mod budget;
 pub mod gc;
 pub mod gtd;
 pub mod lru;
+pub mod table;
+pub mod tpcache;
 
 pub use alloc::{Allocator, GcPolicy, LineState, Stream};
+pub use budget::Budget;
 pub use gc::{GcHooks, GcOrder, GcOutcome};
 pub use gtd::Gtd;
-pub use lru::ByteLru;
+pub use table::{write_tp, HasTable, TransTable, WriteBack};
+pub use tpcache::{Evicted, Lookup, TpCache, TpCacheConfig, TpCacheStats};

@@ -12,9 +12,11 @@
 //! against (and to find the old copy a write invalidates, which the paper takes from its page
 //! validity table); every lookup the FTL serves goes through the segments.
 
+mod cache;
 mod segment;
 mod table;
 
+pub use cache::GroupCache;
 pub use segment::{learn, Point, Segment, GROUP_LPNS, SEGMENT_BYTES};
 pub use table::{GroupTable, Offsets};
 
@@ -23,7 +25,7 @@ use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
-use crate::mapping::{budget, gc, Allocator, ByteLru, GcHooks, GcOrder, GcPolicy, Gtd, Stream};
+use crate::mapping::{gc, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Gtd, Stream};
 use crate::params::Params;
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -46,8 +48,9 @@ pub struct LeaftlParams {
     /// Host page writes between compactions of the cached groups (`compaction_interval`,
     /// default 1,000,000 as in the paper).
     pub compaction_interval: u64,
-    /// Bytes of cached groups allowed (`cmt_ratio` of the full page map, default 3 %).
-    pub cache_budget_bytes: u64,
+    /// Mapping DRAM: the GTD (fixed) plus the group cache (`cmt_ratio` of the full page map,
+    /// default 3 %, or `mapping_dram_bytes` in total).
+    pub budget: Budget,
     /// GC thresholds.
     pub gc: GcPolicy,
 }
@@ -83,7 +86,7 @@ struct Mapping {
     groups: Vec<GroupTable>,
     bytes: Vec<u32>,
     total_bytes: u64,
-    cache: ByteLru,
+    cache: GroupCache,
     /// When a group's TP read (if one is in flight) completes.
     ready_at: Vec<u64>,
     gtd: Gtd,
@@ -408,17 +411,10 @@ impl Leaftl {
                 "must be at least 1 page write",
             ));
         }
-        let cache_budget_bytes = budget::mapping_dram_bytes(geo, params)?;
-        if cache_budget_bytes < geo.page_size as u64 {
-            return Err(ConfigError::invalid(
-                "cmt_ratio",
-                format!(
-                    "a {cache_budget_bytes} B cache cannot hold one group's translation page \
-                     ({} B)",
-                    geo.page_size
-                ),
-            ));
-        }
+        let gtd = Gtd::with_span(geo, GROUP_LPNS);
+        // The cache must hold at least one group's translation page.
+        let budget =
+            Budget::from_params(geo, params, 0.03, gtd.dram_bytes(), geo.page_size as u64)?;
         let gc_policy = GcPolicy::from_params(geo, params)?;
         let groups = geo.logical_pages.div_ceil(GROUP_LPNS as u64) as u32;
         Ok(Leaftl {
@@ -429,9 +425,9 @@ impl Leaftl {
                 groups: vec![GroupTable::default(); groups as usize],
                 bytes: vec![0; groups as usize],
                 total_bytes: 0,
-                cache: ByteLru::new(groups),
+                cache: GroupCache::new(groups),
                 ready_at: vec![0; groups as usize],
-                gtd: Gtd::with_span(geo, GROUP_LPNS),
+                gtd,
                 gc_moves: Vec::new(),
                 points: Vec::new(),
                 segs: Vec::new(),
@@ -444,7 +440,7 @@ impl Leaftl {
                 gamma,
                 write_buffer_pages,
                 compaction_interval,
-                cache_budget_bytes,
+                budget,
                 gc: gc_policy,
             },
             writes_since_compaction: 0,
@@ -456,7 +452,7 @@ impl Leaftl {
     /// Evicts least recently used groups until the cache fits its budget; a dirty one's TP is
     /// programmed (the whole group is in DRAM, so nothing needs reading first).
     fn enforce_budget(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
-        while self.map.cache.total() > self.params.cache_budget_bytes {
+        while self.map.cache.total() > self.params.budget.cache {
             let Some(g) = self.map.cache.lru() else { break };
             if !self.map.cache.is_dirty(g) {
                 self.map.cache.remove(g);
@@ -682,7 +678,7 @@ impl Ftl for Leaftl {
                 ("crb", crb),
                 ("gtd", self.map.gtd.dram_bytes()),
             ],
-            budget: Some(self.params.cache_budget_bytes + self.map.gtd.dram_bytes()),
+            budget: Some(self.params.budget.total),
         }
     }
 
@@ -706,7 +702,7 @@ impl Ftl for Leaftl {
         let lookups: u64 = m.c.lookup_levels.iter().sum();
         let weighted: u64 = (1..).zip(m.c.lookup_levels).map(|(n, c)| n * c).sum();
         let mapped = m.l2p.iter().filter(|&&p| p != UNMAPPED).count() as u64;
-        let full = budget::full_map_bytes(&m.geo);
+        let full = m.geo.logical_pages * 8;
         serde_json::json!({
             "segments": segs,
             "accurate_segments": segs - approx,
@@ -738,7 +734,11 @@ impl Ftl for Leaftl {
         for (g, t) in m.groups.iter().enumerate() {
             t.check().map_err(|e| format!("group {g}: {e}"))?;
             if t.bytes() != m.bytes[g] as u64 {
-                return Err(format!("group {g}: {} B recorded as {}", t.bytes(), m.bytes[g]));
+                return Err(format!(
+                    "group {g}: {} B recorded as {}",
+                    t.bytes(),
+                    m.bytes[g]
+                ));
             }
             total += t.bytes();
             let base = g as u32 * GROUP_LPNS;
@@ -770,18 +770,12 @@ impl Ftl for Leaftl {
         if total != m.total_bytes {
             return Err(format!("table bytes {total}, recorded {}", m.total_bytes));
         }
-        m.cache.check()?;
-        for g in m.cache.iter() {
-            let b = m.groups[g as usize].bytes();
-            if !m.cache.contains(g) || b != m.bytes[g as usize] as u64 {
-                return Err(format!("cached group {g} has {b} B, cache says otherwise"));
-            }
-        }
-        if m.cache.total() > self.params.cache_budget_bytes {
+        m.cache.check(|g| m.groups[g as usize].bytes())?;
+        if m.cache.total() > self.params.budget.cache {
             return Err(format!(
                 "cache holds {} B over its budget of {} B",
                 m.cache.total(),
-                self.params.cache_budget_bytes
+                self.params.budget.cache
             ));
         }
         let b = &self.buf;

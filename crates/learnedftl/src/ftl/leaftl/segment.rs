@@ -271,17 +271,17 @@ mod tests {
     /// predict exactly and encode exactly their points.
     fn check_bound(points: &[Point], segs: &[Segment], gamma: u32) {
         for s in segs {
-            let mine: Vec<Point> = points
-                .iter()
-                .filter(|p| s.in_range(p.0))
-                .copied()
-                .collect();
+            let mine: Vec<Point> = points.iter().filter(|p| s.in_range(p.0)).copied().collect();
             assert!(!mine.is_empty(), "{s:?} covers no point");
             assert_eq!(mine[0].0, s.s);
             assert_eq!(mine[mine.len() - 1].0, s.end());
             for &(x, y) in &mine {
                 let e = (s.predict(x) - y as i64).unsigned_abs();
-                assert!(e <= gamma as u64, "{s:?} at {x}: predicts {} for {y}", s.predict(x));
+                assert!(
+                    e <= gamma as u64,
+                    "{s:?} at {x}: predicts {} for {y}",
+                    s.predict(x)
+                );
                 if s.is_accurate() {
                     assert_eq!(e, 0);
                 }
@@ -340,7 +340,11 @@ mod tests {
     fn gamma_zero_gives_only_accurate_segments_and_irregular_needs_gamma() {
         // Fig. 1 C: irregular gaps, consecutive PPAs.
         let xs = [0u8, 1, 3, 4, 7, 9, 10, 12, 15, 16, 18, 21];
-        let pts: Vec<Point> = xs.iter().enumerate().map(|(j, &x)| (x, 64 + j as u32)).collect();
+        let pts: Vec<Point> = xs
+            .iter()
+            .enumerate()
+            .map(|(j, &x)| (x, 64 + j as u32))
+            .collect();
         let exact = learn_all(&pts, 0);
         assert!(exact.iter().all(|s| s.is_accurate()));
         assert!(exact.len() >= 5, "{exact:?}");
@@ -379,7 +383,11 @@ mod tests {
                 .iter()
                 .map(|&x| {
                     // Mostly consecutive VPPNs, sometimes a jump (a line switch).
-                    y += if rng.gen_bool(0.05) { rng.gen_range(2..5000) } else { 1 };
+                    y += if rng.gen_bool(0.05) {
+                        rng.gen_range(2..5000)
+                    } else {
+                        1
+                    };
                     (x, y)
                 })
                 .collect();

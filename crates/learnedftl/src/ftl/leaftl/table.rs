@@ -215,6 +215,9 @@ impl GroupTable {
             }
             _ => {
                 self.levels[lv].remove(idx);
+                if self.levels[lv].is_empty() {
+                    self.levels.remove(lv);
+                }
             }
         }
     }
@@ -366,7 +369,9 @@ impl GroupTable {
             for seg in level.iter().filter(|s| !s.is_accurate()) {
                 let m = self.members(seg);
                 if m.first() != Some(seg.s) || m.last() != Some(seg.end()) {
-                    return Err(format!("level {lv}: {seg:?} does not fit its CRB run {m:?}"));
+                    return Err(format!(
+                        "level {lv}: {seg:?} does not fit its CRB run {m:?}"
+                    ));
                 }
                 owned += m.len();
             }
@@ -497,7 +502,10 @@ mod tests {
         // T8: compaction removes outdated LPAs: [0, 63] keeps [0, 15], [75, 82] keeps only
         // what [32, 90] does not encode (nothing: removed), one level left.
         t.compact();
-        assert_eq!(range(&t), vec![vec![(0, 15), (16, 31), (32, 90), (200, 255)]]);
+        assert_eq!(
+            range(&t),
+            vec![vec![(0, 15), (16, 31), (32, 90), (200, 255)]]
+        );
         assert_eq!(t.crb_bytes(), 0);
         t.check().unwrap();
         for x in 0..=255u8 {

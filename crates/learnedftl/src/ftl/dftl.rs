@@ -1,0 +1,258 @@
+//! DFTL (Gupta et al., ASPLOS'09; SPEC §5.2): demand-based page mapping with an entry-granular
+//! cached mapping table under one global LRU.
+//!
+//! * A miss reads the entry's TP and caches that one entry, clean (a read's data read waits for
+//!   the TP read: double read).
+//! * A write makes the entry dirty (a write miss reads the TP first, to learn the old PPA).
+//! * Evicting the LRU entry: if dirty, its TP is read and re-programmed with it — no batching,
+//!   other dirty entries of that TP stay dirty.
+//! * GC: see [`super::demand`] (cached moved pages update their entry; the rest batch per TP).
+//!
+//! The request path, TP handling and GC are shared with TPFTL and SFTL in [`super::demand`];
+//! this module is DFTL's cache. Parameters: `cmt_ratio` (default 0.03) or
+//! `mapping_dram_bytes`, and the GC thresholds.
+
+use super::demand::{Cmt, Demand, Evict};
+use crate::addr::{Lpn, SimTime, Tpn};
+use crate::config::DeviceConfig;
+use crate::error::ConfigError;
+use crate::mapping::lru::{Links, List, SlotIndex, NIL};
+use crate::mapping::tpcache::ENTRY_BYTES;
+use crate::mapping::{Lookup, TransTable, WriteBack};
+use crate::params::Params;
+use serde::Serialize;
+use std::ops::Range;
+
+/// DFTL: [`Demand`] with [`EntryLru`].
+pub type Dftl = Demand<EntryLru>;
+
+/// Builds DFTL for a device.
+pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Dftl, ConfigError> {
+    let geo = &dev.geometry;
+    let lp = geo.logical_pages as u32;
+    let epp = geo.entries_per_tp();
+    Demand::build("dftl", geo, params, ENTRY_BYTES, |bytes, _| {
+        Ok(EntryLru::new(lp, epp, bytes))
+    })
+}
+
+#[derive(Copy, Clone, Debug, Default)]
+struct Slot {
+    dirty: bool,
+    ready: SimTime,
+}
+
+/// Counters of the entry cache.
+#[derive(Clone, Debug, Default, Serialize)]
+struct EntryStats {
+    loaded: u64,
+    evicted_clean: u64,
+    evicted_dirty: u64,
+}
+
+/// DFTL's cache: one LRU list of mapping entries, 8 B each.
+pub struct EntryLru {
+    epp: u32,
+    capacity: u64,
+    index: SlotIndex,
+    slots: Vec<Slot>,
+    links: Links,
+    lru: List,
+    dirty: u32,
+    stats: EntryStats,
+}
+
+impl EntryLru {
+    /// An empty cache of `capacity` bytes (at least one entry).
+    pub fn new(logical_pages: u32, entries_per_tp: u32, capacity: u64) -> EntryLru {
+        let n = (capacity / ENTRY_BYTES).clamp(1, logical_pages.max(1) as u64) as usize;
+        EntryLru {
+            epp: entries_per_tp,
+            capacity,
+            index: SlotIndex::new(logical_pages as usize, n),
+            slots: vec![Slot::default(); n],
+            links: Links::new(n),
+            lru: List::default(),
+            dirty: 0,
+            stats: EntryStats::default(),
+        }
+    }
+
+    /// Cached LPNs from the most recently used, with their dirty flags.
+    pub fn iter(&self) -> impl Iterator<Item = (Lpn, bool)> + '_ {
+        self.lru
+            .iter(&self.links)
+            .map(|s| (Lpn(self.index.key(s)), self.slots[s as usize].dirty))
+    }
+
+    fn set_dirty(&mut self, s: u32) {
+        let slot = &mut self.slots[s as usize];
+        self.dirty += !slot.dirty as u32;
+        slot.dirty = true;
+    }
+}
+
+impl Cmt for EntryLru {
+    #[inline]
+    fn lookup(&mut self, lpn: Lpn) -> Lookup {
+        let s = self.index.slot(lpn.0);
+        if s == NIL {
+            return Lookup::Miss;
+        }
+        self.lru.touch(&mut self.links, s);
+        Lookup::Hit {
+            ready: self.slots[s as usize].ready,
+        }
+    }
+
+    fn load_range(&self, lpn: Lpn, _: Lpn) -> Range<u32> {
+        lpn.0..lpn.0 + 1
+    }
+
+    fn evict_for(&mut self, _: &Range<u32>, _: &TransTable) -> Evict {
+        if self.index.used() < self.index.capacity() {
+            return Evict::Fits;
+        }
+        let s = self.lru.tail();
+        let lpn = self.index.key(s);
+        let dirty = self.slots[s as usize].dirty;
+        self.lru.remove(&mut self.links, s);
+        self.index.remove(s);
+        if dirty {
+            self.dirty -= 1;
+            self.stats.evicted_dirty += 1;
+            Evict::Dirty(WriteBack {
+                tpn: Tpn(lpn / self.epp),
+                read_first: true,
+            })
+        } else {
+            self.stats.evicted_clean += 1;
+            Evict::Clean
+        }
+    }
+
+    fn load(&mut self, lpn: Lpn, _: Range<u32>, ready: SimTime, _: &TransTable) {
+        if let Some(s) = self.index.insert(lpn.0) {
+            self.slots[s as usize] = Slot {
+                dirty: false,
+                ready,
+            };
+            self.lru.push_front(&mut self.links, s);
+            self.stats.loaded += 1;
+        }
+    }
+
+    fn mark_dirty(&mut self, lpn: Lpn, _: &TransTable) {
+        let s = self.index.slot(lpn.0);
+        if s != NIL {
+            self.set_dirty(s);
+        }
+    }
+
+    fn gc_update(&mut self, lpn: Lpn, _: &TransTable) -> bool {
+        let s = self.index.slot(lpn.0);
+        if s == NIL {
+            return false;
+        }
+        self.set_dirty(s);
+        true
+    }
+
+    fn dram_parts(&self, parts: &mut Vec<(&'static str, u64)>) {
+        parts.push(("cmt", self.bytes()));
+    }
+
+    #[inline]
+    fn bytes(&self) -> u64 {
+        self.index.used() as u64 * ENTRY_BYTES
+    }
+
+    fn check(&self, _: &TransTable) -> Result<(), String> {
+        self.index.check()?;
+        let order = self.lru.check(&self.links)?;
+        if order.len() != self.index.used() as usize {
+            return Err(format!(
+                "CMT: {} entries on the LRU, {} indexed",
+                order.len(),
+                self.index.used()
+            ));
+        }
+        let dirty = order
+            .iter()
+            .filter(|&&s| self.slots[s as usize].dirty)
+            .count();
+        if dirty != self.dirty as usize {
+            return Err(format!(
+                "CMT: {dirty} dirty entries, counted {}",
+                self.dirty
+            ));
+        }
+        if self.bytes() > self.capacity {
+            return Err(format!(
+                "CMT holds {} B, over {} B",
+                self.bytes(),
+                self.capacity
+            ));
+        }
+        Ok(())
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::json!({ "cmt_bytes": self.capacity, "cmt_entries": self.index.capacity() })
+    }
+
+    fn counters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "entries": self.index.used(),
+            "dirty": self.dirty,
+            "loaded": self.stats.loaded,
+            "evicted_clean": self.stats.evicted_clean,
+            "evicted_dirty": self.stats.evicted_dirty,
+        })
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = EntryStats::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DeviceConfig;
+
+    #[test]
+    fn global_lru_evicts_the_least_recent_entry_alone() {
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let table = TransTable::new(&geo);
+        let mut c = EntryLru::new(geo.logical_pages as u32, 512, 3 * ENTRY_BYTES);
+        for l in [1, 2, 513] {
+            let r = c.load_range(Lpn(l), Lpn(l + 5));
+            assert_eq!(r, l..l + 1, "no prefetch");
+            assert_eq!(c.evict_for(&r, &table), Evict::Fits);
+            c.load(Lpn(l), r, SimTime(l as u64), &table);
+        }
+        c.mark_dirty(Lpn(1), &table);
+        c.mark_dirty(Lpn(2), &table);
+        assert_eq!(c.lookup(Lpn(1)), Lookup::Hit { ready: SimTime(1) });
+        let order: Vec<_> = c.iter().collect();
+        assert_eq!(
+            order,
+            vec![(Lpn(1), true), (Lpn(513), false), (Lpn(2), true)]
+        );
+        // LRU is dirty 2: its TP is written back (read first); 1 stays dirty (no batching).
+        let e = c.evict_for(&(7..8), &table);
+        assert_eq!(
+            e,
+            Evict::Dirty(WriteBack {
+                tpn: Tpn(0),
+                read_first: true
+            })
+        );
+        assert!(c.gc_update(Lpn(513), &table));
+        assert!(!c.gc_update(Lpn(2), &table));
+        assert_eq!(c.evict_for(&(7..8), &table), Evict::Fits);
+        c.check(&table).unwrap();
+        assert_eq!(c.dirty, 2);
+    }
+}
