@@ -229,6 +229,11 @@ impl Mapping {
         let mut reads = 1;
         let ppa = match found {
             Some(v) => self.geo.vppn_to_ppa(Vppn(v as u32)),
+            None if first == pred => {
+                return Err(FtlError::Invariant(format!(
+                    "LeaFTL: LPN {lpn} is not within ±γ of its prediction {pred} ({seg:?})"
+                )))
+            }
             None => {
                 // Only when the prediction had to move off an unprogrammed page: read the
                 // page on the other side of the prediction, whose OOB covers the rest.

@@ -585,6 +585,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_robbed_of_everything_removes_its_segment_and_level() {
+        let mut t = GroupTable::default();
+        let (a, m) = approx(&[10, 13, 16], 100);
+        t.insert(a, m);
+        // Stride-3 offsets 11, 14 take nothing from it but overlap: it is demoted, alone.
+        insert_acc(&mut t, Segment::accurate(11, 14, 3, 200));
+        assert_eq!(range(&t), vec![vec![(11, 14)], vec![(10, 16)]]);
+        let (c, m) = approx(&[10, 13, 16], 300);
+        t.insert(c, m);
+        t.check().unwrap();
+        assert_eq!(t.segments(), 2);
+        assert_eq!(t.lookup(13).0.map(|s| s.s), Some(10));
+        assert_eq!(t.crb_bytes(), 3 + 1);
+    }
+
+    #[test]
     fn trim_splits_accurate_and_removes_from_every_level() {
         let mut t = GroupTable::default();
         insert_acc(&mut t, acc(0, 63, 1000));
