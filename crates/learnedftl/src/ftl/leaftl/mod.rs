@@ -532,9 +532,11 @@ impl Leaftl {
         self.map.c.compactions += 1;
         let cached: Vec<u32> = self.map.cache.iter().collect();
         for g in cached {
-            let before = self.map.groups[g as usize].levels().to_vec();
-            self.map.groups[g as usize].compact();
-            if self.map.groups[g as usize].levels() != before.as_slice() {
+            let t = &mut self.map.groups[g as usize];
+            let before = (t.levels().to_vec(), t.crb_bytes());
+            t.compact();
+            // Interior CRB offsets can go without any segment changing its range.
+            if (t.levels(), t.crb_bytes()) != (before.0.as_slice(), before.1) {
                 self.map.cache.mark_dirty(g);
                 self.map.refresh(g);
             }
