@@ -256,7 +256,10 @@ fn bad_traces_name_the_line() {
         "--quiet",
     ]);
     assert!(!ok);
-    assert!(stderr.contains("bad.disksim:2") && stderr.contains("\"x\""), "{stderr}");
+    assert!(
+        stderr.contains("bad.disksim:2") && stderr.contains("\"x\""),
+        "{stderr}"
+    );
     let (ok, _, stderr) = learnedftl(&[
         "run",
         "--preset",
@@ -279,7 +282,10 @@ fn bad_traces_name_the_line() {
         far.to_str().unwrap(),
         "--quiet",
     ]);
-    assert!(!ok && stderr.contains("far.disksim:1:") && stderr.contains("refuse"), "{stderr}");
+    assert!(
+        !ok && stderr.contains("far.disksim:1:") && stderr.contains("refuse"),
+        "{stderr}"
+    );
     let (ok, _, stderr) = learnedftl(&[
         "run",
         "--preset",

@@ -18,6 +18,21 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ("tpftl", &["cmt_ratio=0.5", "prefetch_threshold=1"]),
     ("tpftl", &["prefetch_threshold=0"]),
     ("sftl", &["sftl_runs=ppa"]),
+    // Approximate segments, frequent compaction, a small buffer (many flushes) and a cache of
+    // two groups (evictions and TP write-backs all the time).
+    (
+        "leaftl",
+        &[
+            "gamma=2",
+            "compaction_interval=300",
+            "write_buffer_pages=96",
+            "mapping_dram_bytes=12k",
+        ],
+    ),
+    (
+        "leaftl",
+        &["gamma=0", "compaction_interval=500", "write_buffer_pages=1"],
+    ),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {

@@ -33,6 +33,22 @@ pub trait GcHooks {
     ) -> Result<(), FtlError> {
         Ok(())
     }
+
+    /// How GC moves this FTL's data pages. [`GcOrder::Physical`] by default.
+    fn order(&self) -> GcOrder {
+        GcOrder::Physical
+    }
+}
+
+/// The order in which a collection moves a victim's data pages.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GcOrder {
+    /// One page at a time in physical order, each program issued when its read completes.
+    Physical,
+    /// LeaFTL §3.6: every valid page is read into a GC buffer first, then the data pages are
+    /// programmed sorted by LPN (so they are VPPN-contiguous in LPN order and learnable), issued
+    /// when the last read completes. [`GcHooks::moved`] is called in that order.
+    ByLpn,
 }
 
 /// What one GC did.
@@ -48,7 +64,8 @@ pub struct GcOutcome {
 
 /// Cleans `victim`: reads every valid page, programs it through the write pointer of its stream
 /// (data or translation), lets the FTL update its mapping, then erases every block of the line
-/// and returns it to the free list. Operations are issued at `t`; each program waits for its read.
+/// and returns it to the free list. Operations are issued at `t`; each program waits for its read
+/// (with [`GcOrder::ByLpn`], data programs wait for every read and go in LPN order).
 pub fn collect_line(
     dev: &mut Device,
     alloc: &mut Allocator,
@@ -62,6 +79,10 @@ pub fn collect_line(
         ..Default::default()
     };
     let ppb = geo.pages_per_block;
+    let sorted = hooks.order() == GcOrder::ByLpn;
+    // Data pages read into the GC buffer (sorted mode): (lpn, old page, oob).
+    let mut buffered: Vec<(u32, Ppa, Oob)> = Vec::new();
+    let mut buffer_full = t;
     for i in 0..geo.blocks_per_line() {
         let block = geo.block_in_line(victim, i);
         if dev.block_valid(block) == 0 {
@@ -73,23 +94,20 @@ pub fn collect_line(
                 continue;
             }
             let is_tp = dev.peek_oob(old).is_some_and(|o| o.tpn().is_some());
-            let (stream, cause) = if is_tp {
-                (Stream::TRANS, Cause::GcTrans)
-            } else {
-                (Stream::DATA, Cause::GcData)
-            };
+            let cause = if is_tp { Cause::GcTrans } else { Cause::GcData };
             let (oob, read_done) = dev.read(old, cause, t)?;
-            let new = alloc.next_page(stream)?;
-            let done = dev.program(new, oob, Src::Page(old), cause, read_done)?;
-            dev.invalidate(old)?;
-            hooks.moved(dev, alloc, oob, old, new, done)?;
-            out.done = out.done.max(done);
-            if is_tp {
-                out.tp_moved += 1;
-            } else {
-                out.data_moved += 1;
+            match oob.lpn() {
+                Some(lpn) if sorted => {
+                    buffered.push((lpn.0, old, oob));
+                    buffer_full = buffer_full.max(read_done);
+                }
+                _ => move_page(dev, alloc, old, oob, read_done, hooks, &mut out)?,
             }
         }
+    }
+    buffered.sort_unstable_by_key(|&(lpn, ..)| lpn);
+    for (_, old, oob) in buffered {
+        move_page(dev, alloc, old, oob, buffer_full, hooks, &mut out)?;
     }
     hooks.victim_moved(dev, alloc, t)?;
     for i in 0..geo.blocks_per_line() {
@@ -100,6 +118,36 @@ pub fn collect_line(
     }
     alloc.release(victim);
     Ok(out)
+}
+
+/// Programs a page GC read (at `ready`) through its stream's pointer, invalidates the old copy
+/// and tells the FTL.
+fn move_page(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    old: Ppa,
+    oob: Oob,
+    ready: SimTime,
+    hooks: &mut impl GcHooks,
+    out: &mut GcOutcome,
+) -> Result<(), FtlError> {
+    let is_tp = oob.tpn().is_some();
+    let (stream, cause) = if is_tp {
+        (Stream::TRANS, Cause::GcTrans)
+    } else {
+        (Stream::DATA, Cause::GcData)
+    };
+    let new = alloc.next_page(stream)?;
+    let done = dev.program(new, oob, Src::Page(old), cause, ready)?;
+    dev.invalidate(old)?;
+    hooks.moved(dev, alloc, oob, old, new, done)?;
+    out.done = out.done.max(done);
+    if is_tp {
+        out.tp_moved += 1;
+    } else {
+        out.data_moved += 1;
+    }
+    Ok(())
 }
 
 fn record(stats: &mut FtlStats, out: &GcOutcome, background: bool) {

@@ -25,9 +25,14 @@ pub struct Gtd {
 impl Gtd {
     /// A GTD for the device's logical space; no TP written yet.
     pub fn new(geo: &Geometry) -> Gtd {
+        Gtd::with_span(geo, geo.entries_per_tp())
+    }
+
+    /// A GTD whose TPs each map `lpns_per_tp` LPNs (LeaFTL stores one 256-LPN group per TP).
+    pub fn with_span(geo: &Geometry, lpns_per_tp: u32) -> Gtd {
         Gtd {
-            loc: vec![NONE; geo.tps() as usize],
-            entries_per_tp: geo.entries_per_tp(),
+            loc: vec![NONE; geo.logical_pages.div_ceil(lpns_per_tp as u64) as usize],
+            entries_per_tp: lpns_per_tp,
             logical_pages: geo.logical_pages as u32,
             written: 0,
         }
@@ -38,7 +43,7 @@ impl Gtd {
     pub fn tps(&self) -> u32 {
         self.loc.len() as u32
     }
-    /// Entries per TP.
+    /// Entries (LPNs mapped) per TP.
     #[inline]
     pub fn entries_per_tp(&self) -> u32 {
         self.entries_per_tp

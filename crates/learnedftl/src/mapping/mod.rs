@@ -13,7 +13,7 @@ pub mod tpcache;
 
 pub use alloc::{Allocator, GcPolicy, LineState, Stream};
 pub use budget::Budget;
-pub use gc::{GcHooks, GcOutcome};
+pub use gc::{GcHooks, GcOrder, GcOutcome};
 pub use gtd::Gtd;
 pub use table::{write_tp, HasTable, TransTable, WriteBack};
 pub use tpcache::{Evicted, Lookup, TpCache, TpCacheConfig, TpCacheStats};

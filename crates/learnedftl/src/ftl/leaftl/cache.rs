@@ -1,0 +1,157 @@
+//! LeaFTL's cache of groups: an LRU list (the shared intrusive [`List`]) of whole group tables,
+//! each with its size in bytes and a dirty bit. What an evicted group costs (a TP program if
+//! dirty) is the FTL's business.
+
+use crate::mapping::lru::{Links, List, NIL};
+
+/// LRU order, sizes and dirty bits of the cached groups.
+#[derive(Clone, Debug)]
+pub struct GroupCache {
+    links: Links,
+    lru: List,
+    bytes: Vec<u32>,
+    state: Vec<u8>,
+    total: u64,
+}
+
+const CACHED: u8 = 1;
+const DIRTY: u8 = 2;
+
+impl GroupCache {
+    /// An empty cache over groups `0..groups`.
+    pub fn new(groups: u32) -> GroupCache {
+        GroupCache {
+            links: Links::new(groups as usize),
+            lru: List::default(),
+            bytes: vec![0; groups as usize],
+            state: vec![0; groups as usize],
+            total: 0,
+        }
+    }
+
+    /// Whether group `g` is cached.
+    #[inline]
+    pub fn contains(&self, g: u32) -> bool {
+        self.state[g as usize] & CACHED != 0
+    }
+    /// Whether cached group `g` is dirty.
+    #[inline]
+    pub fn is_dirty(&self, g: u32) -> bool {
+        self.state[g as usize] & DIRTY != 0
+    }
+    /// Bytes of every cached group.
+    #[inline]
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+    /// Cached groups.
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.lru.len()
+    }
+    /// Whether no group is cached.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.lru.is_empty()
+    }
+    /// The least recently used group.
+    #[inline]
+    pub fn lru(&self) -> Option<u32> {
+        let t = self.lru.tail();
+        (t != NIL).then_some(t)
+    }
+
+    /// Caches group `g` (clean, `bytes` large) as most recently used.
+    pub fn insert(&mut self, g: u32, bytes: u64) {
+        debug_assert!(!self.contains(g));
+        self.state[g as usize] = CACHED;
+        self.bytes[g as usize] = bytes as u32;
+        self.total += bytes;
+        self.lru.push_front(&mut self.links, g);
+    }
+
+    /// Makes cached group `g` the most recently used.
+    #[inline]
+    pub fn touch(&mut self, g: u32) {
+        self.lru.touch(&mut self.links, g);
+    }
+
+    /// Records the new size of cached group `g`.
+    #[inline]
+    pub fn resize(&mut self, g: u32, bytes: u64) {
+        let old = std::mem::replace(&mut self.bytes[g as usize], bytes as u32);
+        self.total = self.total - old as u64 + bytes;
+    }
+
+    /// Marks cached group `g` dirty.
+    #[inline]
+    pub fn mark_dirty(&mut self, g: u32) {
+        self.state[g as usize] |= DIRTY;
+    }
+
+    /// Drops group `g` from the cache; returns whether it was dirty.
+    pub fn remove(&mut self, g: u32) -> bool {
+        let dirty = self.is_dirty(g);
+        self.lru.remove(&mut self.links, g);
+        self.total -= std::mem::take(&mut self.bytes[g as usize]) as u64;
+        self.state[g as usize] = 0;
+        dirty
+    }
+
+    /// Cached groups, most recently used first.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.lru.iter(&self.links)
+    }
+
+    /// Checks the list, the flags and the byte total agree; `size` gives each group's true size.
+    pub fn check(&self, size: impl Fn(u32) -> u64) -> Result<(), String> {
+        let listed = self.lru.check(&self.links)?;
+        let mut total = 0;
+        for &g in &listed {
+            if !self.contains(g) || self.bytes[g as usize] as u64 != size(g) {
+                return Err(format!(
+                    "cached group {g}: flags {}, {} B recorded, {} B true",
+                    self.state[g as usize],
+                    self.bytes[g as usize],
+                    size(g)
+                ));
+            }
+            total += size(g);
+        }
+        let flagged = self.state.iter().filter(|&&s| s & CACHED != 0).count();
+        if flagged != listed.len() || total != self.total {
+            return Err(format!(
+                "group cache: {} listed, {flagged} flagged, {total} B vs {} B counted",
+                listed.len(),
+                self.total
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_sizes_and_dirt() {
+        let mut c = GroupCache::new(8);
+        c.insert(3, 100);
+        c.insert(5, 50);
+        c.insert(1, 10);
+        assert_eq!(c.lru(), Some(3));
+        c.touch(3);
+        assert_eq!(c.lru(), Some(5));
+        assert_eq!(c.iter().collect::<Vec<_>>(), vec![3, 1, 5]);
+        c.resize(1, 30);
+        assert_eq!(c.total(), 180);
+        c.mark_dirty(5);
+        assert!(c.remove(5));
+        assert!(!c.remove(3));
+        assert_eq!((c.len(), c.total(), c.lru()), (1, 30, Some(1)));
+        c.check(|g| if g == 1 { 30 } else { 0 }).unwrap();
+        assert!(c.check(|_| 31).is_err());
+        assert!(!c.contains(5) && c.contains(1));
+    }
+}

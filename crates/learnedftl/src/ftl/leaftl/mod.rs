@@ -1,0 +1,814 @@
+//! LeaFTL (Sun et al., ASPLOS'23; SPEC §5.6): learned index segments in a log-structured mapping
+//! table per 256-LPN group, a DRAM write buffer flushed sorted by LPN, translation pages holding
+//! one group each behind a byte-budgeted LRU cache, OOB-verified approximate predictions, and GC
+//! that sorts the moved pages and learns them as new segments.
+//!
+//! * `segment`: the 8-byte segment and the greedy PLR bounded by γ.
+//! * `table`: one group's levels, merge/demotion, lookup, compaction and CRB.
+//! * this module: buffer, flush, read/write/trim paths, the group cache and its translation
+//!   pages, misprediction handling, GC hooks, statistics and invariants.
+//!
+//! The exact LPN → PPA table is kept beside the segments as the truth the segments are checked
+//! against (and to find the old copy a write invalidates, which the paper takes from its page
+//! validity table); every lookup the FTL serves goes through the segments.
+
+mod cache;
+mod segment;
+mod table;
+
+pub use cache::GroupCache;
+pub use segment::{learn, Point, Segment, GROUP_LPNS, SEGMENT_BYTES};
+pub use table::{GroupTable, Offsets};
+
+use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
+use crate::config::{DeviceConfig, Geometry};
+use crate::device::{Cause, Device, Oob, Src};
+use crate::error::{ConfigError, FtlError};
+use crate::mapping::{gc, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Gtd, Stream};
+use crate::params::Params;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+const UNMAPPED: u32 = u32::MAX;
+const NOT_BUFFERED: u32 = u32::MAX;
+/// Lookup-depth histogram buckets: 1..=15 levels, then 16 or more.
+const LEVEL_BUCKETS: usize = 16;
+/// Bytes of one reverse-mapping entry in the OOB (an LPN).
+const OOB_ENTRY_BYTES: u32 = 4;
+
+/// LeaFTL's parameters (all `--set` keys).
+#[derive(Clone, Debug, Serialize)]
+pub struct LeaftlParams {
+    /// Error bound of learned segments, in pages (`gamma`, default 0: every segment accurate).
+    pub gamma: u32,
+    /// DRAM write buffer in pages (`write_buffer_pages`, default 2048 = the paper's 8 MB).
+    pub write_buffer_pages: u32,
+    /// Host page writes between compactions of the cached groups (`compaction_interval`,
+    /// default 1,000,000 as in the paper).
+    pub compaction_interval: u64,
+    /// Mapping DRAM: the GTD (fixed) plus the group cache (`cmt_ratio` of the full page map,
+    /// default 3 %, or `mapping_dram_bytes` in total).
+    pub budget: Budget,
+    /// GC thresholds.
+    pub gc: GcPolicy,
+}
+
+/// Counters of one phase beyond [`FtlStats`].
+#[derive(Clone, Debug, Default, Serialize)]
+struct Counters {
+    /// Page reads served from the write buffer.
+    buffer_read_hits: u64,
+    /// Approximate predictions that named the wrong page (one extra read each).
+    mispredictions: u64,
+    /// Mispredictions whose first page's OOB window did not list the LPN (another read).
+    oob_window_misses: u64,
+    /// Levels visited per lookup: index `n - 1` counts lookups that visited `n` levels.
+    lookup_levels: [u64; LEVEL_BUCKETS],
+    /// Buffer flushes and the pages they programmed.
+    flushes: u64,
+    flushed_pages: u64,
+    /// Periodic compactions (each compacts every cached group).
+    compactions: u64,
+    /// Groups compacted because their table outgrew a translation page.
+    tp_overflow_compactions: u64,
+    /// Translation pages read and re-programmed by GC for groups not in the cache.
+    gc_tp_updates: u64,
+}
+
+/// The mapping: truth, the group tables (the TPs' content), the cache and the GTD. It is what
+/// GC updates, so it implements [`GcHooks`].
+struct Mapping {
+    geo: Geometry,
+    gamma: u32,
+    l2p: Vec<u32>,
+    groups: Vec<GroupTable>,
+    bytes: Vec<u32>,
+    total_bytes: u64,
+    cache: GroupCache,
+    /// When a group's TP read (if one is in flight) completes.
+    ready_at: Vec<u64>,
+    gtd: Gtd,
+    /// Data pages moved by the current GC victim, in LPN order: (lpn, new page).
+    gc_moves: Vec<(u32, Ppa)>,
+    points: Vec<Point>,
+    segs: Vec<Segment>,
+    c: Counters,
+}
+
+impl Mapping {
+    #[inline]
+    fn group(lpn: u32) -> u32 {
+        lpn / GROUP_LPNS
+    }
+
+    /// Records that `lpn` now lives at `ppa` (or nowhere), invalidating the copy it replaces.
+    fn set_truth(&mut self, dev: &mut Device, lpn: u32, ppa: u32) -> Result<(), FtlError> {
+        let old = std::mem::replace(&mut self.l2p[lpn as usize], ppa);
+        if old != UNMAPPED {
+            dev.invalidate(Ppa(old))?;
+        }
+        Ok(())
+    }
+
+    /// Re-reads a group's size after a change; compacts it if it outgrew a translation page.
+    fn refresh(&mut self, g: u32) {
+        let mut b = self.groups[g as usize].bytes();
+        if b > self.geo.page_size as u64 {
+            self.groups[g as usize].compact();
+            self.c.tp_overflow_compactions += 1;
+            b = self.groups[g as usize].bytes();
+        }
+        let old = std::mem::replace(&mut self.bytes[g as usize], b as u32);
+        self.total_bytes = self.total_bytes - old as u64 + b;
+        if self.cache.contains(g) {
+            self.cache.resize(g, b);
+        }
+    }
+
+    /// Makes group `g` cached, reading its TP at `t` if it is not; returns when its table is
+    /// available and whether a flash read was needed.
+    fn load(
+        &mut self,
+        dev: &mut Device,
+        g: u32,
+        cause: Cause,
+        t: SimTime,
+    ) -> Result<(SimTime, bool), FtlError> {
+        if self.cache.contains(g) {
+            self.cache.touch(g);
+            return Ok((t.max(SimTime(self.ready_at[g as usize])), false));
+        }
+        let read = self.gtd.location(Tpn(g)).is_some();
+        let ready = self.gtd.read(dev, Tpn(g), cause, t)?;
+        self.cache.insert(g, self.bytes[g as usize] as u64);
+        self.ready_at[g as usize] = ready.0;
+        Ok((ready, read))
+    }
+
+    /// Learns segments from `moves` (one group's pages, sorted by LPN, each `(lpn, page)`) that
+    /// still hold their LPN's latest copy, and inserts them into the group's table on top.
+    fn learn_group(&mut self, g: u32, moves: &[(u32, Ppa)]) {
+        self.points.clear();
+        for &(lpn, ppa) in moves {
+            if self.l2p[lpn as usize] == ppa.0 {
+                let v = self.geo.ppa_to_vppn(ppa).0;
+                self.points.push(((lpn % GROUP_LPNS) as u8, v));
+            }
+        }
+        self.segs.clear();
+        learn(&self.points, self.gamma, &mut self.segs);
+        let table = &mut self.groups[g as usize];
+        for seg in &self.segs {
+            let members: Offsets = self
+                .points
+                .iter()
+                .map(|p| p.0)
+                .filter(|&x| seg.in_range(x))
+                .collect();
+            table.insert(*seg, members);
+        }
+        self.refresh(g);
+    }
+
+    /// The page holding `lpn` according to the segments, reading it as LeaFTL does: one read if
+    /// the prediction is right; otherwise the predicted page's OOB (which lists the LPNs of its
+    /// ±γ neighbours) names the right page, read next. Returns the page, its OOB, the completion
+    /// and the flash reads made.
+    fn read_predicted(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        seg: &Segment,
+        t: SimTime,
+    ) -> Result<(Ppa, Oob, SimTime, usize), FtlError> {
+        let truth = self.l2p[lpn as usize];
+        if truth == UNMAPPED {
+            return Err(FtlError::Invariant(format!(
+                "LeaFTL: LPN {lpn} is unmapped but {seg:?} encodes it"
+            )));
+        }
+        let pages = self.geo.pages() as i64;
+        let pred = seg.predict((lpn % GROUP_LPNS) as u8).clamp(0, pages - 1);
+        if seg.is_accurate() {
+            let ppa = self.geo.vppn_to_ppa(Vppn(pred as u32));
+            if ppa.0 != truth {
+                return Err(FtlError::Invariant(format!(
+                    "LeaFTL: accurate {seg:?} maps LPN {lpn} to {ppa:?}, truth {truth}"
+                )));
+            }
+            let (oob, done) = dev.read(ppa, Cause::User, t)?;
+            return Ok((ppa, oob, done, 1));
+        }
+        // The FTL knows which pages are programmed (block write pointers are in DRAM): an
+        // unprogrammed prediction is moved to the nearest programmed page, below first.
+        let g = self.gamma as i64;
+        let geo = &self.geo;
+        let page = |v: i64| geo.vppn_to_ppa(Vppn(v as u32));
+        let programmed = |v: i64| (0..pages).contains(&v) && dev.is_programmed(page(v));
+        let first = (0..=2 * g)
+            .map(|d| pred - d)
+            .chain((1..=2 * g).map(|d| pred + d))
+            .find(|&v| programmed(v))
+            .unwrap_or(pred);
+        // The OOB of `first` lists the LPNs of `first - γ ..= first + γ`; the valid page among
+        // them holding `lpn` is the one (stale copies are told apart by the validity bitmap).
+        let found = (first - g..=first + g).find(|&v| {
+            programmed(v)
+                && dev.is_valid(page(v))
+                && dev.peek_oob(page(v)).and_then(|o| o.lpn()) == Some(Lpn(lpn))
+        });
+        let first_ppa = page(first);
+        if first_ppa.0 == truth {
+            let (oob, done) = dev.read(first_ppa, Cause::User, t)?;
+            return Ok((first_ppa, oob, done, 1));
+        }
+        self.c.mispredictions += 1;
+        let (_, mut at) = dev.read(first_ppa, Cause::Mispredict, t)?;
+        let mut reads = 1;
+        let ppa = match found {
+            Some(v) => self.geo.vppn_to_ppa(Vppn(v as u32)),
+            None if first == pred => {
+                return Err(FtlError::Invariant(format!(
+                    "LeaFTL: LPN {lpn} is not within ±γ of its prediction {pred} ({seg:?})"
+                )))
+            }
+            None => {
+                // Only when the prediction had to move off an unprogrammed page: read the
+                // page on the other side of the prediction, whose OOB covers the rest.
+                self.c.oob_window_misses += 1;
+                let other = self.geo.vppn_to_ppa(Vppn((2 * pred - first) as u32));
+                at = dev.read(other, Cause::Mispredict, at)?.1;
+                reads += 1;
+                Ppa(truth)
+            }
+        };
+        if ppa.0 != truth {
+            return Err(FtlError::Invariant(format!(
+                "LeaFTL: OOB search for LPN {lpn} near VPPN {pred} found {ppa:?}, truth {truth}"
+            )));
+        }
+        let (oob, done) = dev.read(ppa, Cause::User, at)?;
+        Ok((ppa, oob, done, reads + 1))
+    }
+}
+
+impl GcHooks for Mapping {
+    fn moved(
+        &mut self,
+        dev: &mut Device,
+        _: &mut Allocator,
+        oob: Oob,
+        old: Ppa,
+        new: Ppa,
+        _: SimTime,
+    ) -> Result<(), FtlError> {
+        if let Some(tpn) = oob.tpn() {
+            return self.gtd.relocate(dev, tpn, new);
+        }
+        let lpn = oob.lpn().map_or(0, |l| l.0);
+        if self.l2p[lpn as usize] != old.0 {
+            return Err(FtlError::Invariant(format!(
+                "LeaFTL GC moved {old:?} holding LPN {lpn}, which maps elsewhere"
+            )));
+        }
+        self.l2p[lpn as usize] = new.0;
+        self.gc_moves.push((lpn, new));
+        Ok(())
+    }
+
+    /// The victim's data pages were programmed sorted by LPN: learn them as new segments. A
+    /// cached group is updated in DRAM (dirty); any other group's TP is read and re-programmed
+    /// once per victim.
+    fn victim_moved(
+        &mut self,
+        dev: &mut Device,
+        alloc: &mut Allocator,
+        t: SimTime,
+    ) -> Result<(), FtlError> {
+        let moves = std::mem::take(&mut self.gc_moves);
+        for chunk in moves.chunk_by(|a, b| Self::group(a.0) == Self::group(b.0)) {
+            let g = Self::group(chunk[0].0);
+            if self.cache.contains(g) {
+                self.learn_group(g, chunk);
+                self.cache.mark_dirty(g);
+            } else {
+                let read = self.gtd.read(dev, Tpn(g), Cause::GcTrans, t)?;
+                self.learn_group(g, chunk);
+                let ppa = alloc.next_page(Stream::TRANS)?;
+                self.gtd.program(dev, Tpn(g), ppa, Cause::GcTrans, read)?;
+                self.c.gc_tp_updates += 1;
+            }
+        }
+        self.gc_moves = moves;
+        self.gc_moves.clear();
+        Ok(())
+    }
+
+    fn order(&self) -> GcOrder {
+        GcOrder::ByLpn
+    }
+}
+
+/// The DRAM write buffer: one entry per buffered LPN (an overwrite replaces it in place).
+struct WriteBuffer {
+    entries: Vec<(u32, u32)>,
+    slot_of: Vec<u32>,
+    /// When each slot not holding an entry becomes free (its flushed page is programmed).
+    free_at: BinaryHeap<Reverse<u64>>,
+    capacity: u32,
+    /// When every page flushed so far is programmed.
+    durable_at: SimTime,
+}
+
+impl WriteBuffer {
+    fn new(capacity: u32, logical_pages: u64) -> WriteBuffer {
+        WriteBuffer {
+            entries: Vec::with_capacity(capacity as usize),
+            slot_of: vec![NOT_BUFFERED; logical_pages as usize],
+            free_at: (0..capacity).map(|_| Reverse(0)).collect(),
+            capacity,
+            durable_at: SimTime::ZERO,
+        }
+    }
+
+    #[inline]
+    fn stamp(&self, lpn: u32) -> Option<u32> {
+        let s = self.slot_of[lpn as usize];
+        (s != NOT_BUFFERED).then(|| self.entries[s as usize].1)
+    }
+
+    /// Buffers a page written at `t`; returns when it is in the buffer (it waits for a slot).
+    fn admit(&mut self, lpn: u32, stamp: u32, t: SimTime) -> SimTime {
+        let s = self.slot_of[lpn as usize];
+        if s != NOT_BUFFERED {
+            self.entries[s as usize].1 = stamp;
+            return t;
+        }
+        let free = self.free_at.pop().map_or(0, |Reverse(f)| f);
+        self.slot_of[lpn as usize] = self.entries.len() as u32;
+        self.entries.push((lpn, stamp));
+        t.max(SimTime(free))
+    }
+
+    /// Drops a buffered page (trimmed); its slot is free at `t`.
+    fn remove(&mut self, lpn: u32, t: SimTime) {
+        let s = std::mem::replace(&mut self.slot_of[lpn as usize], NOT_BUFFERED);
+        if s == NOT_BUFFERED {
+            return;
+        }
+        self.entries.swap_remove(s as usize);
+        if let Some(&(moved, _)) = self.entries.get(s as usize) {
+            self.slot_of[moved as usize] = s;
+        }
+        self.free_at.push(Reverse(t.0));
+    }
+
+    fn is_full(&self) -> bool {
+        self.entries.len() as u32 == self.capacity
+    }
+}
+
+/// The LeaFTL flash translation layer.
+pub struct Leaftl {
+    map: Mapping,
+    alloc: Allocator,
+    buf: WriteBuffer,
+    stats: FtlStats,
+    params: LeaftlParams,
+    writes_since_compaction: u64,
+    /// Scratch for a flush: the batch and where its pages went.
+    batch: Vec<(u32, u32)>,
+    placed: Vec<(u32, Ppa)>,
+}
+
+impl Leaftl {
+    /// Builds LeaFTL. Parameters: `gamma`, `write_buffer_pages`, `compaction_interval`,
+    /// `cmt_ratio` and the GC thresholds of [`GcPolicy`].
+    pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError> {
+        let geo = &dev.geometry;
+        let gamma = params.take::<u32>("gamma")?.unwrap_or(0);
+        let need = (2 * gamma as u64 + 1) * OOB_ENTRY_BYTES as u64;
+        if need > geo.oob_size as u64 {
+            return Err(ConfigError::invalid(
+                "gamma",
+                format!(
+                    "γ = {gamma} needs {need} B of OOB for the LPNs of the ±γ neighbours, the \
+                     device has oob_size = {} (raise oob_size)",
+                    geo.oob_size
+                ),
+            ));
+        }
+        let write_buffer_pages = params.take::<u32>("write_buffer_pages")?.unwrap_or(2048);
+        if write_buffer_pages == 0 {
+            return Err(ConfigError::invalid(
+                "write_buffer_pages",
+                "LeaFTL learns from buffered writes: at least 1 page",
+            ));
+        }
+        let compaction_interval = params
+            .take::<u64>("compaction_interval")?
+            .unwrap_or(1_000_000);
+        if compaction_interval == 0 {
+            return Err(ConfigError::invalid(
+                "compaction_interval",
+                "must be at least 1 page write",
+            ));
+        }
+        let gtd = Gtd::with_span(geo, GROUP_LPNS);
+        // The cache must hold at least one group's translation page.
+        let budget =
+            Budget::from_params(geo, params, 0.03, gtd.dram_bytes(), geo.page_size as u64)?;
+        let gc_policy = GcPolicy::from_params(geo, params)?;
+        let groups = geo.logical_pages.div_ceil(GROUP_LPNS as u64) as u32;
+        Ok(Leaftl {
+            map: Mapping {
+                geo: geo.clone(),
+                gamma,
+                l2p: vec![UNMAPPED; geo.logical_pages as usize],
+                groups: vec![GroupTable::default(); groups as usize],
+                bytes: vec![0; groups as usize],
+                total_bytes: 0,
+                cache: GroupCache::new(groups),
+                ready_at: vec![0; groups as usize],
+                gtd,
+                gc_moves: Vec::new(),
+                points: Vec::new(),
+                segs: Vec::new(),
+                c: Counters::default(),
+            },
+            alloc: Allocator::new(geo, 2, gc_policy.clone()),
+            buf: WriteBuffer::new(write_buffer_pages, geo.logical_pages),
+            stats: FtlStats::default(),
+            params: LeaftlParams {
+                gamma,
+                write_buffer_pages,
+                compaction_interval,
+                budget,
+                gc: gc_policy,
+            },
+            writes_since_compaction: 0,
+            batch: Vec::new(),
+            placed: Vec::new(),
+        })
+    }
+
+    /// Evicts least recently used groups until the cache fits its budget; a dirty one's TP is
+    /// programmed (the whole group is in DRAM, so nothing needs reading first).
+    fn enforce_budget(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
+        while self.map.cache.total() > self.params.budget.cache {
+            let Some(g) = self.map.cache.lru() else { break };
+            if !self.map.cache.is_dirty(g) {
+                self.map.cache.remove(g);
+                continue;
+            }
+            let ppa = gc::alloc_page(
+                dev,
+                &mut self.alloc,
+                Stream::TRANS,
+                t,
+                &mut self.map,
+                &mut self.stats,
+            )?;
+            self.map.cache.remove(g);
+            self.map
+                .gtd
+                .program(dev, Tpn(g), ppa, Cause::TransWrite, t)?;
+        }
+        Ok(())
+    }
+
+    /// Programs the buffer at `t`, sorted by LPN, through the data write pointer (so the pages
+    /// are VPPN-contiguous in LPN order), then learns each group's new segments.
+    fn flush(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
+        if self.buf.entries.is_empty() {
+            return Ok(());
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        std::mem::swap(&mut batch, &mut self.buf.entries);
+        batch.sort_unstable_by_key(|e| e.0);
+        let mut placed = std::mem::take(&mut self.placed);
+        placed.clear();
+        for &(lpn, stamp) in &batch {
+            self.buf.slot_of[lpn as usize] = NOT_BUFFERED;
+            let ppa = gc::alloc_page(
+                dev,
+                &mut self.alloc,
+                Stream::DATA,
+                t,
+                &mut self.map,
+                &mut self.stats,
+            )?;
+            let done = dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, t)?;
+            self.buf.free_at.push(Reverse(done.0));
+            self.buf.durable_at = self.buf.durable_at.max(done);
+            self.map.set_truth(dev, lpn, ppa.0)?;
+            placed.push((lpn, ppa));
+        }
+        self.map.c.flushes += 1;
+        self.map.c.flushed_pages += batch.len() as u64;
+        for chunk in placed.chunk_by(|a, b| Mapping::group(a.0) == Mapping::group(b.0)) {
+            let g = Mapping::group(chunk[0].0);
+            self.map.load(dev, g, Cause::TransRead, t)?;
+            self.map.learn_group(g, chunk);
+            self.map.cache.mark_dirty(g);
+            self.enforce_budget(dev, t)?;
+        }
+        batch.clear();
+        self.batch = batch;
+        self.placed = placed;
+        if self.writes_since_compaction >= self.params.compaction_interval {
+            self.writes_since_compaction = 0;
+            self.compact_cached();
+            self.enforce_budget(dev, t)?;
+        }
+        Ok(())
+    }
+
+    /// Periodic compaction of every group in DRAM (groups on flash are left as they are: their
+    /// compaction would cost TP reads the paper does not account for).
+    fn compact_cached(&mut self) {
+        self.map.c.compactions += 1;
+        let cached: Vec<u32> = self.map.cache.iter().collect();
+        for g in cached {
+            let t = &mut self.map.groups[g as usize];
+            let before = (t.levels().to_vec(), t.crb_bytes());
+            t.compact();
+            // Interior CRB offsets can go without any segment changing its range.
+            if (t.levels(), t.crb_bytes()) != (before.0.as_slice(), before.1) {
+                self.map.cache.mark_dirty(g);
+                self.map.refresh(g);
+            }
+        }
+    }
+
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        let t = req.arrival;
+        let mut done = t;
+        for lpn in req.lpns() {
+            if let Some(stamp) = self.buf.stamp(lpn.0) {
+                self.map.c.buffer_read_hits += 1;
+                self.stats.lookup(0);
+                sink.deliver(lpn, Served::Buffer { stamp });
+                continue;
+            }
+            let g = Mapping::group(lpn.0);
+            let (ready, missed) = self.map.load(dev, g, Cause::TransRead, t)?;
+            let (seg, levels) = self.map.groups[g as usize].lookup((lpn.0 % GROUP_LPNS) as u8);
+            self.map.c.lookup_levels[levels.clamp(1, LEVEL_BUCKETS) - 1] += 1;
+            let tp_reads = missed as usize;
+            match seg {
+                None => {
+                    if self.map.l2p[lpn.idx()] != UNMAPPED {
+                        return Err(FtlError::Invariant(format!(
+                            "LeaFTL: no segment encodes mapped {lpn:?}"
+                        )));
+                    }
+                    self.stats.lookup(tp_reads);
+                    sink.deliver(lpn, Served::Unmapped);
+                    done = done.max(ready);
+                }
+                Some(seg) => {
+                    let (ppa, oob, d, reads) = self.map.read_predicted(dev, lpn.0, &seg, ready)?;
+                    if !missed {
+                        if seg.is_accurate() {
+                            self.stats.model_hits += 1;
+                        } else {
+                            self.stats.cmt_hits += 1;
+                        }
+                    }
+                    self.stats.lookup(tp_reads + reads);
+                    sink.deliver(lpn, Served::Flash { ppa, oob });
+                    done = done.max(d);
+                }
+            }
+            self.enforce_budget(dev, t)?;
+        }
+        Ok(done)
+    }
+
+    fn write(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
+        let mut done = req.arrival;
+        for lpn in req.lpns() {
+            let at = self.buf.admit(lpn.0, req.stamp, req.arrival);
+            self.writes_since_compaction += 1;
+            done = done.max(at);
+            if self.buf.is_full() {
+                self.flush(dev, at)?;
+            }
+        }
+        Ok(done)
+    }
+
+    fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
+        let t = req.arrival;
+        let mut done = t;
+        let mut lpns = req.lpns().map(|l| l.0).peekable();
+        while let Some(first) = lpns.next() {
+            let g = Mapping::group(first);
+            let mut gone = Offsets::default();
+            let mut lpn = Some(first);
+            while let Some(l) = lpn {
+                self.buf.remove(l, t);
+                if self.map.l2p[l as usize] != UNMAPPED {
+                    self.map.set_truth(dev, l, UNMAPPED)?;
+                    gone.insert((l % GROUP_LPNS) as u8);
+                }
+                lpn = lpns.next_if(|&n| Mapping::group(n) == g);
+            }
+            if gone.is_empty() {
+                continue;
+            }
+            let (ready, _) = self.map.load(dev, g, Cause::TransRead, t)?;
+            done = done.max(ready);
+            self.map.groups[g as usize].remove(&gone);
+            self.map.cache.mark_dirty(g);
+            self.map.refresh(g);
+            self.enforce_budget(dev, t)?;
+        }
+        Ok(done)
+    }
+}
+
+impl Ftl for Leaftl {
+    fn name(&self) -> &'static str {
+        "leaftl"
+    }
+
+    fn submit(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        match req.op {
+            Op::Read => self.read(dev, req, sink),
+            Op::Write => self.write(dev, req),
+            Op::Trim => self.trim(dev, req),
+            Op::Flush => {
+                self.flush(dev, req.arrival)?;
+                Ok(req.arrival.max(self.buf.durable_at))
+            }
+        }
+    }
+
+    fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        gc::background(dev, &mut self.alloc, now, &mut self.map, &mut self.stats)?;
+        self.enforce_budget(dev, now)
+    }
+
+    fn stats(&self) -> &FtlStats {
+        &self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.map.c = Counters::default();
+    }
+
+    fn dram(&self) -> DramUsage {
+        let (mut segs, mut crb) = (0, 0);
+        for g in self.map.cache.iter() {
+            let t = &self.map.groups[g as usize];
+            segs += t.segments() as u64 * SEGMENT_BYTES;
+            crb += t.crb_bytes();
+        }
+        DramUsage {
+            parts: vec![
+                ("segments", segs),
+                ("crb", crb),
+                ("gtd", self.map.gtd.dram_bytes()),
+            ],
+            budget: Some(self.params.budget.total),
+        }
+    }
+
+    fn dram_total(&self) -> u64 {
+        self.map.cache.total() + self.map.gtd.dram_bytes()
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(&self.params).unwrap_or_default()
+    }
+
+    fn extra_counters(&self) -> serde_json::Value {
+        let m = &self.map;
+        let (mut segs, mut approx, mut crb, mut max_levels) = (0u64, 0u64, 0u64, 0usize);
+        for t in &m.groups {
+            segs += t.segments() as u64;
+            approx += t.approximate_segments() as u64;
+            crb += t.crb_bytes();
+            max_levels = max_levels.max(t.levels().len());
+        }
+        let lookups: u64 = m.c.lookup_levels.iter().sum();
+        let weighted: u64 = (1..).zip(m.c.lookup_levels).map(|(n, c)| n * c).sum();
+        let mapped = m.l2p.iter().filter(|&&p| p != UNMAPPED).count() as u64;
+        let full = m.geo.logical_pages * 8;
+        serde_json::json!({
+            "segments": segs,
+            "accurate_segments": segs - approx,
+            "approximate_segments": approx,
+            "crb_bytes": crb,
+            "table_bytes": m.total_bytes,
+            "mapped_lpns": mapped,
+            "full_page_map_bytes": full,
+            "reduction_vs_page_map": if m.total_bytes > 0 { full as f64 / m.total_bytes as f64 } else { 0.0 },
+            "cached_groups": m.cache.len(),
+            "cached_bytes": m.cache.total(),
+            "max_levels": max_levels,
+            "lookup_levels": m.c.lookup_levels,
+            "mean_levels_per_lookup": if lookups > 0 { weighted as f64 / lookups as f64 } else { 0.0 },
+            "counters": m.c,
+        })
+    }
+
+    fn check_invariants(&self, dev: &Device) -> Result<(), String> {
+        let m = &self.map;
+        let tps = m.gtd.check(dev)?;
+        let map = m
+            .l2p
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (Lpn(i as u32), (p != UNMAPPED).then_some(Ppa(p))));
+        check_page_map(dev, map, tps)?;
+        let mut total = 0;
+        for (g, t) in m.groups.iter().enumerate() {
+            t.check().map_err(|e| format!("group {g}: {e}"))?;
+            if t.bytes() != m.bytes[g] as u64 {
+                return Err(format!(
+                    "group {g}: {} B recorded as {}",
+                    t.bytes(),
+                    m.bytes[g]
+                ));
+            }
+            total += t.bytes();
+            let base = g as u32 * GROUP_LPNS;
+            let end = (base + GROUP_LPNS).min(m.l2p.len() as u32);
+            for lpn in base..end {
+                let truth = m.l2p[lpn as usize];
+                let (seg, _) = t.lookup((lpn - base) as u8);
+                match (seg, truth) {
+                    (None, UNMAPPED) => {}
+                    (Some(s), UNMAPPED) => {
+                        return Err(format!("unmapped LPN {lpn} is encoded by {s:?}"))
+                    }
+                    (None, _) => return Err(format!("no segment encodes mapped LPN {lpn}")),
+                    (Some(s), p) => {
+                        let v = m.geo.ppa_to_vppn(Ppa(p)).0 as i64;
+                        let err = (s.predict((lpn - base) as u8) - v).unsigned_abs();
+                        let bound = if s.is_accurate() { 0 } else { m.gamma as u64 };
+                        if err > bound {
+                            return Err(format!(
+                                "LPN {lpn}: {s:?} predicts {} for VPPN {v} (γ = {})",
+                                s.predict((lpn - base) as u8),
+                                m.gamma
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if total != m.total_bytes {
+            return Err(format!("table bytes {total}, recorded {}", m.total_bytes));
+        }
+        m.cache.check(|g| m.groups[g as usize].bytes())?;
+        if m.cache.total() > self.params.budget.cache {
+            return Err(format!(
+                "cache holds {} B over its budget of {} B",
+                m.cache.total(),
+                self.params.budget.cache
+            ));
+        }
+        let b = &self.buf;
+        if b.entries.len() + b.free_at.len() != b.capacity as usize {
+            return Err(format!(
+                "write buffer: {} entries + {} free slots != {}",
+                b.entries.len(),
+                b.free_at.len(),
+                b.capacity
+            ));
+        }
+        for (i, &(lpn, _)) in b.entries.iter().enumerate() {
+            if b.slot_of[lpn as usize] != i as u32 {
+                return Err(format!("write buffer: LPN {lpn} not indexed at slot {i}"));
+            }
+        }
+        let indexed = b.slot_of.iter().filter(|&&s| s != NOT_BUFFERED).count();
+        if indexed != b.entries.len() {
+            return Err(format!(
+                "write buffer: {indexed} LPNs indexed, {} buffered",
+                b.entries.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

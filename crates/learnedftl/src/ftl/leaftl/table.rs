@@ -1,0 +1,621 @@
+//! The log-structured mapping table of one 256-LPN group, with its conflict resolution buffer
+//! (LeaFTL §3.4 and §3.7, Algorithms 1 and 2, Fig. 9 and Fig. 13).
+//!
+//! Level 0 holds the newest segments. Within a level segments are sorted by `S` and their ranges
+//! `[S, S + L]` do not overlap; across levels they may, and a lookup takes the first segment,
+//! top-down, that encodes the LPN. The invariant that makes this right: for every LPN, the first
+//! segment top-down that encodes it holds its latest mapping.
+//!
+//! The CRB records which approximate segment encodes each offset (1 B per offset, no duplicates,
+//! runs separated by a null byte). We keep it as an owner array indexed by offset, whose values
+//! are the owning segment's `S` (an approximate segment's `S` is unique: it is the first offset of
+//! its run). The bytes charged are the paper's list form: one per offset plus one separator per
+//! run.
+
+use super::segment::{Segment, GROUP_LPNS, SEGMENT_BYTES};
+
+/// A set of offsets of one group.
+#[derive(Copy, Clone, Default, PartialEq, Eq, Debug)]
+pub struct Offsets([u64; 4]);
+
+impl Offsets {
+    /// Adds `x`.
+    #[inline]
+    pub fn insert(&mut self, x: u8) {
+        self.0[x as usize >> 6] |= 1 << (x & 63);
+    }
+    /// Whether `x` is in the set.
+    #[inline]
+    pub fn contains(&self, x: u8) -> bool {
+        self.0[x as usize >> 6] >> (x & 63) & 1 == 1
+    }
+    /// `self \ o`.
+    #[inline]
+    pub fn minus(&self, o: &Offsets) -> Offsets {
+        Offsets(std::array::from_fn(|i| self.0[i] & !o.0[i]))
+    }
+    /// `self ∩ o`.
+    #[inline]
+    pub fn and(&self, o: &Offsets) -> Offsets {
+        Offsets(std::array::from_fn(|i| self.0[i] & o.0[i]))
+    }
+    /// `self ∪ o`.
+    #[inline]
+    pub fn or(&self, o: &Offsets) -> Offsets {
+        Offsets(std::array::from_fn(|i| self.0[i] | o.0[i]))
+    }
+    /// Whether the set is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+    /// Number of offsets.
+    pub fn len(&self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+    /// Smallest offset.
+    pub fn first(&self) -> Option<u8> {
+        (0..4)
+            .find(|&i| self.0[i] != 0)
+            .map(|i| (i * 64 + self.0[i].trailing_zeros() as usize) as u8)
+    }
+    /// Largest offset.
+    pub fn last(&self) -> Option<u8> {
+        (0..4)
+            .rev()
+            .find(|&i| self.0[i] != 0)
+            .map(|i| (i * 64 + 63 - self.0[i].leading_zeros() as usize) as u8)
+    }
+    /// The offsets in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=255u8).filter(|&x| self.contains(x))
+    }
+}
+
+impl FromIterator<u8> for Offsets {
+    fn from_iter<T: IntoIterator<Item = u8>>(it: T) -> Self {
+        let mut o = Offsets::default();
+        it.into_iter().for_each(|x| o.insert(x));
+        o
+    }
+}
+
+const NO_OWNER: u16 = u16::MAX;
+
+/// A group's mapping table: levels of segments plus the CRB.
+#[derive(Clone, Debug, Default)]
+pub struct GroupTable {
+    levels: Vec<Vec<Segment>>,
+    /// CRB: `S` of the approximate segment encoding each offset; allocated on first use.
+    crb: Option<Box<[u16; GROUP_LPNS as usize]>>,
+    crb_offsets: u32,
+}
+
+impl GroupTable {
+    /// The levels, top (newest) first.
+    pub fn levels(&self) -> &[Vec<Segment>] {
+        &self.levels
+    }
+
+    /// Segments in the table.
+    pub fn segments(&self) -> usize {
+        self.levels.iter().map(Vec::len).sum()
+    }
+
+    /// Approximate segments (each has one CRB run).
+    pub fn approximate_segments(&self) -> usize {
+        self.levels
+            .iter()
+            .flatten()
+            .filter(|s| !s.is_accurate())
+            .count()
+    }
+
+    /// CRB bytes: one per offset plus one null separator per run.
+    pub fn crb_bytes(&self) -> u64 {
+        if self.crb_offsets == 0 {
+            0
+        } else {
+            self.crb_offsets as u64 + self.approximate_segments() as u64
+        }
+    }
+
+    /// Bytes of the table: 8 per segment plus the CRB.
+    pub fn bytes(&self) -> u64 {
+        self.segments() as u64 * SEGMENT_BYTES + self.crb_bytes()
+    }
+
+    #[inline]
+    fn owner(&self, x: u8) -> u16 {
+        self.crb.as_ref().map_or(NO_OWNER, |c| c[x as usize])
+    }
+
+    /// Whether `seg` encodes offset `x` (Algorithm 2, `has_lpa`).
+    #[inline]
+    pub fn has(&self, seg: &Segment, x: u8) -> bool {
+        if seg.is_accurate() {
+            seg.accurate_has(x)
+        } else {
+            seg.in_range(x) && self.owner(x) == seg.s as u16
+        }
+    }
+
+    /// The offsets `seg` encodes (Algorithm 2, `get_bitmap`).
+    pub fn members(&self, seg: &Segment) -> Offsets {
+        let mut o = Offsets::default();
+        if seg.is_accurate() {
+            (seg.s..=seg.end())
+                .step_by(seg.stride() as usize)
+                .for_each(|x| o.insert(x));
+        } else {
+            (seg.s..=seg.end())
+                .filter(|&x| self.owner(x) == seg.s as u16)
+                .for_each(|x| o.insert(x));
+        }
+        o
+    }
+
+    /// Top-down lookup of offset `x` (Algorithm 1, `lookup`): the segment encoding it and the
+    /// number of levels visited (all of them when none does).
+    pub fn lookup(&self, x: u8) -> (Option<Segment>, usize) {
+        for (i, level) in self.levels.iter().enumerate() {
+            let idx = level.partition_point(|g| g.s <= x);
+            if idx > 0 {
+                let g = level[idx - 1];
+                if g.in_range(x) && self.has(&g, x) {
+                    return (Some(g), i + 1);
+                }
+            }
+        }
+        (None, self.levels.len())
+    }
+
+    /// Inserts a freshly learned segment encoding `members` on top (Algorithm 1, `seg_update`
+    /// at level 0). Approximate segments first claim their offsets in the CRB, taking them from
+    /// older runs (and moving an older run's `S` when they take its first offset, Fig. 9 b).
+    pub fn insert(&mut self, seg: Segment, members: Offsets) {
+        if !seg.is_accurate() {
+            let crb = self
+                .crb
+                .get_or_insert_with(|| Box::new([NO_OWNER; GROUP_LPNS as usize]));
+            let mut robbed: Vec<u8> = Vec::new();
+            for x in members.iter() {
+                let o = crb[x as usize];
+                if o == NO_OWNER {
+                    self.crb_offsets += 1;
+                } else if !robbed.contains(&(o as u8)) {
+                    robbed.push(o as u8);
+                }
+                crb[x as usize] = NO_OWNER;
+            }
+            // The older runs lost offsets: shrink their segments (they are found by their S,
+            // which is still unique as the new run is not written yet).
+            for key in robbed {
+                self.refit_run(key);
+            }
+            let crb = self.crb.as_mut().expect("allocated above");
+            members.iter().for_each(|x| crb[x as usize] = seg.s as u16);
+        }
+        self.seg_update(0, seg);
+    }
+
+    /// Finds the approximate segment whose run is keyed `key` and fits it to what is left of its
+    /// run (new `S` and `L`, re-keying the run), or removes it when nothing is left.
+    fn refit_run(&mut self, key: u8) {
+        let Some((lv, idx)) = self.find_approximate(key) else {
+            return;
+        };
+        let mut seg = self.levels[lv][idx];
+        let left = self.members(&seg);
+        match (left.first(), left.last()) {
+            (Some(first), Some(last)) => {
+                self.rekey(key, first, &left);
+                seg.set_range(first, last);
+                self.levels[lv][idx] = seg;
+            }
+            _ => {
+                self.levels[lv].remove(idx);
+                if self.levels[lv].is_empty() {
+                    self.levels.remove(lv);
+                }
+            }
+        }
+    }
+
+    fn find_approximate(&self, key: u8) -> Option<(usize, usize)> {
+        self.levels.iter().enumerate().find_map(|(lv, level)| {
+            let idx = level.partition_point(|g| g.s < key);
+            (idx < level.len() && level[idx].s == key && !level[idx].is_accurate())
+                .then_some((lv, idx))
+        })
+    }
+
+    fn rekey(&mut self, from: u8, to: u8, members: &Offsets) {
+        if from == to {
+            return;
+        }
+        if let Some(crb) = self.crb.as_mut() {
+            members.iter().for_each(|x| crb[x as usize] = to as u16);
+        }
+    }
+
+    /// Removes `gone` from what `seg` encodes (Algorithm 2, `seg_merge` lines 15–25): `S` and `L`
+    /// move to the first and last offsets left, and an approximate segment's offsets leave the
+    /// CRB. Returns false when nothing is left (the paper's `L = −1`).
+    fn shrink(&mut self, seg: &mut Segment, gone: &Offsets) -> bool {
+        let mine = self.members(seg);
+        let lost = mine.and(gone);
+        if lost.is_empty() {
+            return true;
+        }
+        let left = mine.minus(gone);
+        if !seg.is_accurate() {
+            if let Some(crb) = self.crb.as_mut() {
+                lost.iter().for_each(|x| crb[x as usize] = NO_OWNER);
+                self.crb_offsets -= lost.len();
+            }
+        }
+        let (Some(first), Some(last)) = (left.first(), left.last()) else {
+            return false;
+        };
+        if !seg.is_accurate() {
+            self.rekey(seg.s, first, &left);
+        }
+        seg.set_range(first, last);
+        true
+    }
+
+    /// Places `new` in level `lv` and merges the segments of that level it overlaps
+    /// (Algorithm 1, `seg_update`): emptied ones are removed, ones still overlapping move to the
+    /// next level (a new level is created there if they would overlap its segments), the rest
+    /// stay with their trimmed range.
+    fn seg_update(&mut self, lv: usize, new: Segment) {
+        while self.levels.len() <= lv {
+            self.levels.push(Vec::new());
+        }
+        let nm = self.members(&new);
+        let level = &mut self.levels[lv];
+        let start = level.partition_point(|g| g.end() < new.s);
+        let stop = start + level[start..].partition_point(|g| g.s <= new.end());
+        let victims: Vec<Segment> = level.splice(start..stop, [new]).collect();
+        for mut v in victims {
+            if !self.shrink(&mut v, &nm) {
+                continue;
+            }
+            if v.overlaps(&new) {
+                self.push_down(lv + 1, v);
+            } else {
+                place(&mut self.levels[lv], v);
+            }
+        }
+    }
+
+    /// Puts `v` into level `lv`, or into a new level there if it overlaps a segment of `lv`.
+    fn push_down(&mut self, lv: usize, v: Segment) {
+        if lv < self.levels.len() && !self.levels[lv].iter().any(|g| g.overlaps(&v)) {
+            place(&mut self.levels[lv], v);
+        } else {
+            self.levels.insert(lv, vec![v]);
+        }
+    }
+
+    /// Compaction (Algorithm 1, `seg_compact`; Fig. 13 T8): every segment loses the offsets that
+    /// segments above it encode, emptied segments go, and the rest are re-levelled so that each
+    /// sits just below the lowest newer segment it overlaps (fewest levels; lookups stay right
+    /// because overlapping segments keep their order).
+    pub fn compact(&mut self) {
+        let mut claimed = Offsets::default();
+        let old = std::mem::take(&mut self.levels);
+        let mut kept: Vec<Vec<Segment>> = Vec::with_capacity(old.len());
+        for level in old {
+            let mut here = Offsets::default();
+            let mut out = Vec::with_capacity(level.len());
+            for mut seg in level {
+                if self.shrink(&mut seg, &claimed) {
+                    here = here.or(&self.members(&seg));
+                    out.push(seg);
+                }
+            }
+            claimed = claimed.or(&here);
+            kept.push(out);
+        }
+        for seg in kept.into_iter().flatten() {
+            let lv = self
+                .levels
+                .iter()
+                .rposition(|l| l.iter().any(|g| g.overlaps(&seg)))
+                .map_or(0, |i| i + 1);
+            if lv == self.levels.len() {
+                self.levels.push(Vec::new());
+            }
+            place(&mut self.levels[lv], seg);
+        }
+    }
+
+    /// Unmaps `gone` (a trim): every segment encoding one of them loses it; an accurate segment
+    /// losing an interior offset splits into the runs left (same K and I, so predictions stay).
+    pub fn remove(&mut self, gone: &Offsets) {
+        for lv in 0..self.levels.len() {
+            let level = std::mem::take(&mut self.levels[lv]);
+            let mut out = Vec::with_capacity(level.len());
+            for mut seg in level {
+                let mine = self.members(&seg);
+                if mine.and(gone).is_empty() {
+                    out.push(seg);
+                } else if seg.is_accurate() {
+                    split_runs(&seg, &mine.minus(gone), &mut out);
+                } else if self.shrink(&mut seg, gone) {
+                    out.push(seg);
+                }
+            }
+            self.levels[lv] = out;
+        }
+        self.levels.retain(|l| !l.is_empty());
+    }
+
+    /// Checks the table's own invariants: levels sorted and non-overlapping, every approximate
+    /// segment keys a CRB run lying in its range, the CRB count right.
+    pub fn check(&self) -> Result<(), String> {
+        let mut owned = 0;
+        for (lv, level) in self.levels.iter().enumerate() {
+            if level.is_empty() {
+                return Err(format!("level {lv} is empty"));
+            }
+            for w in level.windows(2) {
+                if w[0].end() >= w[1].s {
+                    return Err(format!("level {lv}: {:?} and {:?} overlap", w[0], w[1]));
+                }
+            }
+            for seg in level.iter().filter(|s| !s.is_accurate()) {
+                let m = self.members(seg);
+                if m.first() != Some(seg.s) || m.last() != Some(seg.end()) {
+                    return Err(format!(
+                        "level {lv}: {seg:?} does not fit its CRB run {m:?}"
+                    ));
+                }
+                owned += m.len();
+            }
+        }
+        let in_crb = (0..=255u8).filter(|&x| self.owner(x) != NO_OWNER).count() as u32;
+        if in_crb != self.crb_offsets || owned != in_crb {
+            return Err(format!(
+                "CRB holds {in_crb} offsets, counts {}, segments own {owned}",
+                self.crb_offsets
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Inserts `seg` into a level at its sorted position.
+fn place(level: &mut Vec<Segment>, seg: Segment) {
+    let at = level.partition_point(|g| g.s < seg.s);
+    level.insert(at, seg);
+}
+
+/// The maximal runs of consecutive stride positions of accurate `seg` present in `left`, each as
+/// a segment with `seg`'s K and I.
+fn split_runs(seg: &Segment, left: &Offsets, out: &mut Vec<Segment>) {
+    let stride = seg.stride() as usize;
+    let mut run: Option<(u8, u8)> = None;
+    for x in (seg.s..=seg.end()).step_by(stride) {
+        run = match (left.contains(x), run) {
+            (true, None) => Some((x, x)),
+            (true, Some((a, _))) => Some((a, x)),
+            (false, Some((a, b))) => {
+                let mut s = *seg;
+                s.set_range(a, b);
+                out.push(s);
+                None
+            }
+            (false, None) => None,
+        };
+    }
+    if let Some((a, b)) = run {
+        let mut s = *seg;
+        s.set_range(a, b);
+        out.push(s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc(first: u8, last: u8, vppn: u32) -> Segment {
+        Segment::accurate(first, last, 1, vppn)
+    }
+
+    fn range(t: &GroupTable) -> Vec<Vec<(u8, u8)>> {
+        t.levels()
+            .iter()
+            .map(|l| l.iter().map(|s| (s.s, s.end())).collect())
+            .collect()
+    }
+
+    fn insert_acc(t: &mut GroupTable, seg: Segment) {
+        let m = t.members(&seg);
+        t.insert(seg, m);
+    }
+
+    /// An approximate segment over `xs` mapped to consecutive VPPNs from `vppn` (slope chosen
+    /// so that predictions stay within a few pages; only membership matters here).
+    fn approx(xs: &[u8], vppn: u32) -> (Segment, Offsets) {
+        let first = xs[0];
+        let last = xs[xs.len() - 1];
+        let k = (xs.len() as f32 - 1.0) / (last - first).max(1) as f32;
+        let bits = half::f16::from_f32(k).to_bits();
+        let i = vppn as i32 - (k * first as f32).round() as i32;
+        (
+            Segment::approximate(first, last, bits, i),
+            xs.iter().copied().collect(),
+        )
+    }
+
+    /// The paper's Fig. 13, step by step.
+    #[test]
+    fn figure_13_scenario() {
+        let mut t = GroupTable::default();
+        // Initial: one segment [0, 63].
+        insert_acc(&mut t, acc(0, 63, 1000));
+        // T1: [200, 255] does not overlap: same level.
+        insert_acc(&mut t, acc(200, 255, 2000));
+        assert_eq!(range(&t), vec![vec![(0, 63), (200, 255)]]);
+        // T2: [16, 31] overlaps [0, 63], which keeps valid LPNs on both sides: demoted.
+        insert_acc(&mut t, acc(16, 31, 3000));
+        assert_eq!(range(&t), vec![vec![(16, 31), (200, 255)], vec![(0, 63)]]);
+        // T3, T4: approximate [75, 82] then [72, 80]; the older one is demoted.
+        let (a1, m1) = approx(&[75, 77, 78, 80, 82], 4000);
+        t.insert(a1, m1);
+        let (a2, m2) = approx(&[72, 74, 76, 79, 80], 5000);
+        t.insert(a2, m2);
+        assert_eq!(
+            range(&t),
+            vec![
+                vec![(16, 31), (72, 80), (200, 255)],
+                vec![(0, 63), (75, 82)]
+            ]
+        );
+        t.check().unwrap();
+        // The CRB dropped 80 from the older run (no duplicates).
+        assert_eq!(t.crb_bytes(), (4 + 5) + 2);
+        // T5: LPA 50 is found at level 1 in [0, 63].
+        let (s, levels) = t.lookup(50);
+        assert_eq!((s.map(|s| s.s), levels), (Some(0), 2));
+        assert_eq!(s.unwrap().predict(50), 1050);
+        // T6: LPA 78 lies in [72, 80]'s range but the CRB says [75, 82] encodes it.
+        let (s, levels) = t.lookup(78);
+        assert_eq!((s.map(|s| s.s), levels), (Some(75), 2));
+        assert_eq!(t.lookup(80).0.map(|s| s.s), Some(72));
+        assert_eq!(t.lookup(20).0.unwrap().predict(20), 3004);
+        // T7: [32, 90] covers [72, 80] entirely: removed, and its CRB offsets with it.
+        insert_acc(&mut t, acc(32, 90, 6000));
+        assert_eq!(
+            range(&t),
+            vec![
+                vec![(16, 31), (32, 90), (200, 255)],
+                vec![(0, 63), (75, 82)]
+            ]
+        );
+        assert_eq!(t.crb_bytes(), 4 + 1);
+        t.check().unwrap();
+        // T8: compaction removes outdated LPAs: [0, 63] keeps [0, 15], [75, 82] keeps only
+        // what [32, 90] does not encode (nothing: removed), one level left.
+        t.compact();
+        assert_eq!(
+            range(&t),
+            vec![vec![(0, 15), (16, 31), (32, 90), (200, 255)]]
+        );
+        assert_eq!(t.crb_bytes(), 0);
+        t.check().unwrap();
+        for x in 0..=255u8 {
+            let want = match x {
+                0..=15 => Some(1000 + x as i64),
+                16..=31 => Some(3000 + x as i64 - 16),
+                32..=90 => Some(6000 + x as i64 - 32),
+                200..=255 => Some(2000 + x as i64 - 200),
+                _ => None,
+            };
+            assert_eq!(t.lookup(x).0.map(|s| s.predict(x)), want, "offset {x}");
+        }
+    }
+
+    #[test]
+    fn merge_trims_an_end_and_keeps_the_level() {
+        let mut t = GroupTable::default();
+        insert_acc(&mut t, acc(10, 40, 100));
+        insert_acc(&mut t, acc(30, 50, 500));
+        // [10, 40] loses 30..=40: now [10, 29], no overlap, same level.
+        assert_eq!(range(&t), vec![vec![(10, 29), (30, 50)]]);
+    }
+
+    #[test]
+    fn interleaved_stride_segments_are_demoted_not_trimmed() {
+        // Old: even offsets 0..=20; new: odd offsets 1..=19. Bitmaps disjoint, ranges overlap.
+        let mut t = GroupTable::default();
+        insert_acc(&mut t, Segment::accurate(0, 20, 2, 100));
+        insert_acc(&mut t, Segment::accurate(1, 19, 2, 200));
+        assert_eq!(range(&t), vec![vec![(1, 19)], vec![(0, 20)]]);
+        assert_eq!(t.lookup(4).0.unwrap().predict(4), 102);
+        assert_eq!(t.lookup(5).0.unwrap().predict(5), 202);
+        // A segment splitting the old one's bitmap: [8, 12] stride 1 takes 8, 10, 12 from the
+        // old (still both sides left) and 9, 11 from the newer: the newer is demoted too, into
+        // a new level between (it overlaps the old one there).
+        insert_acc(&mut t, acc(8, 12, 300));
+        assert_eq!(range(&t), vec![vec![(8, 12)], vec![(1, 19)], vec![(0, 20)]]);
+        for (x, want) in [(8, 300), (9, 301), (7, 203), (14, 107), (20, 110)] {
+            assert_eq!(t.lookup(x).0.unwrap().predict(x), want, "offset {x}");
+        }
+        t.compact();
+        t.check().unwrap();
+        for (x, want) in [(8, 300), (9, 301), (7, 203), (14, 107), (20, 110)] {
+            assert_eq!(t.lookup(x).0.unwrap().predict(x), want, "offset {x}");
+        }
+    }
+
+    #[test]
+    fn demotion_creates_a_level_when_the_next_overlaps() {
+        let mut t = GroupTable::default();
+        insert_acc(&mut t, acc(0, 100, 100)); // will end at level 2
+        insert_acc(&mut t, acc(40, 60, 300)); // demotes [0, 100]
+        insert_acc(&mut t, acc(50, 52, 500)); // demotes [40, 60] into a new level 1
+        assert_eq!(
+            range(&t),
+            vec![vec![(50, 52)], vec![(40, 60)], vec![(0, 100)]]
+        );
+        assert_eq!(t.lookup(45), (Some(acc(40, 60, 300)), 2));
+        assert_eq!(t.lookup(90).1, 3);
+        assert_eq!(t.lookup(90).0.unwrap().predict(90), 190);
+    }
+
+    #[test]
+    fn crb_start_collision_moves_the_older_start() {
+        // Fig. 9 (b): a new approximate segment starting at 100 % 256 = the old one's start.
+        let mut t = GroupTable::default();
+        let (old, m) = approx(&[100, 103, 105, 106], 10);
+        t.insert(old, m);
+        let (new, m) = approx(&[100, 102, 104], 20);
+        t.insert(new, m);
+        t.check().unwrap();
+        // The older segment now starts at 103 (its first offset left) and is still found.
+        assert_eq!(t.lookup(103).0.map(|s| s.s), Some(103));
+        assert_eq!(t.lookup(100).0.map(|s| (s.s, s.end())), Some((100, 104)));
+        assert_eq!(t.lookup(101).0, None);
+        assert_eq!(t.crb_bytes(), 6 + 2);
+    }
+
+    #[test]
+    fn a_run_robbed_of_everything_removes_its_segment_and_level() {
+        let mut t = GroupTable::default();
+        let (a, m) = approx(&[10, 13, 16], 100);
+        t.insert(a, m);
+        // Stride-3 offsets 11, 14 take nothing from it but overlap: it is demoted, alone.
+        insert_acc(&mut t, Segment::accurate(11, 14, 3, 200));
+        assert_eq!(range(&t), vec![vec![(11, 14)], vec![(10, 16)]]);
+        let (c, m) = approx(&[10, 13, 16], 300);
+        t.insert(c, m);
+        t.check().unwrap();
+        assert_eq!(t.segments(), 2);
+        assert_eq!(t.lookup(13).0.map(|s| s.s), Some(10));
+        assert_eq!(t.crb_bytes(), 3 + 1);
+    }
+
+    #[test]
+    fn trim_splits_accurate_and_removes_from_every_level() {
+        let mut t = GroupTable::default();
+        insert_acc(&mut t, acc(0, 63, 1000));
+        insert_acc(&mut t, acc(16, 31, 3000));
+        let (a, m) = approx(&[40, 42, 45], 9000);
+        t.insert(a, m);
+        let gone: Offsets = [20u8, 42, 5].into_iter().collect();
+        t.remove(&gone);
+        t.check().unwrap();
+        for x in [20u8, 42, 5] {
+            assert_eq!(t.lookup(x).0, None, "offset {x} still mapped");
+        }
+        assert_eq!(t.lookup(21).0.unwrap().predict(21), 3005);
+        assert_eq!(t.lookup(6).0.unwrap().predict(6), 1006);
+        assert_eq!(t.lookup(45).0.map(|s| s.s), Some(40));
+        assert_eq!(t.crb_bytes(), 2 + 1);
+    }
+}
