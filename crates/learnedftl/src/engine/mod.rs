@@ -236,9 +236,12 @@ impl Simulator {
         self.clock.max(self.phase.end())
     }
 
-    /// Starts a phase: counters reset, device and mapping state stay.
+    /// Starts a phase: counters reset, device and mapping state stay. The phase starts once the
+    /// previous one's requests have completed and the device is idle (the background work they
+    /// left, such as GC, is done), as between two fio runs, so leftover internal work of a
+    /// warm-up never counts against the measured phase.
     pub fn begin_phase(&mut self, name: &str) {
-        self.clock = self.clock();
+        self.clock = self.clock().max(self.dev.drained_at());
         self.last_arrival = self.clock;
         self.dev.reset_counters();
         self.ftl.reset_stats();
