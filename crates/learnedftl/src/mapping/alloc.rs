@@ -4,9 +4,10 @@
 //! plane → page), so consecutive allocations land on different LUNs. When its line is full it
 //! takes the next line from the FIFO free list.
 
-use crate::addr::{Ppa, Vppn};
+use crate::addr::{Ppa, SimTime, Vppn};
 use crate::config::{AddrMath, Geometry};
 use crate::device::Device;
+use crate::device::Oob;
 use crate::error::{ConfigError, FtlError};
 use crate::params::Params;
 use serde::Serialize;
@@ -41,17 +42,21 @@ pub struct GcPolicy {
     pub fg_free_lines: u32,
     /// Background GC runs after a request while free lines ≤ this ...
     pub bg_free_lines: u32,
-    /// ... and the best victim has at least this many invalid pages.
+    /// ... and the best victim has at least this many invalid pages ...
     pub bg_min_invalid: u32,
+    /// ... cleaning at most this many victims after each request (FEMU: 1).
+    pub bg_victims: u32,
 }
 
 impl GcPolicy {
     /// Defaults (foreground at 5 % free, at least 2 lines; background at 25 % with victims at
-    /// least 1/8 invalid), overridable with `gc_fg_ratio`, `gc_bg_ratio`, `gc_bg_min_invalid`.
+    /// least 1/8 invalid, one victim per request, as FEMU), overridable with `gc_fg_ratio`,
+    /// `gc_bg_ratio`, `gc_bg_min_invalid` and `gc_bg_victims`.
     pub fn from_params(geo: &Geometry, params: &mut Params) -> Result<GcPolicy, ConfigError> {
         let fg = params.take::<f64>("gc_fg_ratio")?.unwrap_or(0.05);
         let bg = params.take::<f64>("gc_bg_ratio")?.unwrap_or(0.25);
         let inv = params.take::<f64>("gc_bg_min_invalid")?.unwrap_or(0.125);
+        let bg_victims = params.take::<u32>("gc_bg_victims")?.unwrap_or(1);
         for (k, v) in [
             ("gc_fg_ratio", fg),
             ("gc_bg_ratio", bg),
@@ -76,6 +81,7 @@ impl GcPolicy {
             fg_free_lines,
             bg_free_lines: ((lines as f64 * bg) as u32).max(fg_free_lines),
             bg_min_invalid: ((geo.pages_per_line() as f64 * inv).ceil() as u32).max(1),
+            bg_victims,
         })
     }
 }
@@ -101,6 +107,9 @@ pub struct Allocator {
     /// `(invalidations, free lines)` when the last background check found no victim: until a
     /// page is invalidated or a line changes hands, the answer stays the same.
     idle_at: Option<(u64, u32)>,
+    /// Scratch space of [`collect_line`](super::gc::collect_line): the victim's pages between
+    /// their reads and their programs, kept so a collection allocates nothing.
+    pub(super) gc_buffer: Vec<(u32, Ppa, Oob, SimTime)>,
     /// GC thresholds.
     pub policy: GcPolicy,
 }
@@ -121,6 +130,7 @@ impl Allocator {
                 streams as usize
             ],
             idle_at: None,
+            gc_buffer: Vec::new(),
             policy,
         }
     }

@@ -40,14 +40,16 @@ pub trait GcHooks {
     }
 }
 
-/// The order in which a collection moves a victim's data pages.
+/// The order in which a collection programs a victim's pages. Either way every valid page is
+/// read first (into the controller's GC buffer), so the victim's reads queue on their LUNs before
+/// any copy is programmed and the copies spread over every LUN, as in a real controller.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum GcOrder {
-    /// One page at a time in physical order, each program issued when its read completes.
+    /// Copies in the victim's physical order, each programmed when its own read completes.
     Physical,
-    /// LeaFTL §3.6: every valid page is read into a GC buffer first, then the data pages are
-    /// programmed sorted by LPN (so they are VPPN-contiguous in LPN order and learnable), issued
-    /// when the last read completes. [`GcHooks::moved`] is called in that order.
+    /// LeaFTL §3.6: data pages programmed sorted by LPN (so they are VPPN-contiguous in LPN order
+    /// and learnable), issued when the last read completes. [`GcHooks::moved`] is called in that
+    /// order.
     ByLpn,
 }
 
@@ -64,8 +66,8 @@ pub struct GcOutcome {
 
 /// Cleans `victim`: reads every valid page, programs it through the write pointer of its stream
 /// (data or translation), lets the FTL update its mapping, then erases every block of the line
-/// and returns it to the free list. Operations are issued at `t`; each program waits for its read
-/// (with [`GcOrder::ByLpn`], data programs wait for every read and go in LPN order).
+/// and returns it to the free list. Operations are issued at `t`; every read is issued before
+/// any program, and each program waits for its data ([`GcOrder`]).
 pub fn collect_line(
     dev: &mut Device,
     alloc: &mut Allocator,
@@ -79,10 +81,11 @@ pub fn collect_line(
         ..Default::default()
     };
     let ppb = geo.pages_per_block;
-    let sorted = hooks.order() == GcOrder::ByLpn;
-    // Data pages read into the GC buffer (sorted mode): (lpn, old page, oob).
-    let mut buffered: Vec<(u32, Ppa, Oob)> = Vec::new();
-    let mut buffer_full = t;
+    // The GC buffer: (sort key, old page, its OOB, when its read completes). Reused across
+    // collections so a GC allocates nothing.
+    let mut buf = std::mem::take(&mut alloc.gc_buffer);
+    buf.clear();
+    let mut all_read = t;
     for i in 0..geo.blocks_per_line() {
         let block = geo.block_in_line(victim, i);
         if dev.block_valid(block) == 0 {
@@ -96,19 +99,21 @@ pub fn collect_line(
             let is_tp = dev.peek_oob(old).is_some_and(|o| o.tpn().is_some());
             let cause = if is_tp { Cause::GcTrans } else { Cause::GcData };
             let (oob, read_done) = dev.read(old, cause, t)?;
-            match oob.lpn() {
-                Some(lpn) if sorted => {
-                    buffered.push((lpn.0, old, oob));
-                    buffer_full = buffer_full.max(read_done);
-                }
-                _ => move_page(dev, alloc, old, oob, read_done, hooks, &mut out)?,
-            }
+            all_read = all_read.max(read_done);
+            buf.push((oob.tag, old, oob, read_done));
         }
     }
-    buffered.sort_unstable_by_key(|&(lpn, ..)| lpn);
-    for (_, old, oob) in buffered {
-        move_page(dev, alloc, old, oob, buffer_full, hooks, &mut out)?;
+    if hooks.order() == GcOrder::ByLpn {
+        // Data pages (tags without the TP flag) in LPN order after every read; TPs last.
+        buf.sort_unstable_by_key(|&(tag, ..)| tag);
+        for e in buf.iter_mut().filter(|e| e.2.lpn().is_some()) {
+            e.3 = all_read;
+        }
     }
+    for &(_, old, oob, ready) in &buf {
+        move_page(dev, alloc, old, oob, ready, hooks, &mut out)?;
+    }
+    alloc.gc_buffer = buf;
     hooks.victim_moved(dev, alloc, t)?;
     for i in 0..geo.blocks_per_line() {
         let block = geo.block_in_line(victim, i);
@@ -181,7 +186,8 @@ pub fn alloc_page(
     alloc.next_page(stream)
 }
 
-/// Background GC after a request: cleans lines while the background condition holds.
+/// Background GC after a request: cleans up to `policy.bg_victims` lines (FEMU: one) while the
+/// background condition holds.
 pub fn background(
     dev: &mut Device,
     alloc: &mut Allocator,
@@ -189,7 +195,10 @@ pub fn background(
     hooks: &mut impl GcHooks,
     stats: &mut FtlStats,
 ) -> Result<(), FtlError> {
-    while let Some(victim) = alloc.background_victim(dev) {
+    for _ in 0..alloc.policy.bg_victims {
+        let Some(victim) = alloc.background_victim(dev) else {
+            break;
+        };
         let out = collect_line(dev, alloc, victim, now, hooks)?;
         record(stats, &out, true);
     }
