@@ -646,6 +646,16 @@ impl AddrMath {
     pub fn line_of_block(&self, block: u32) -> u32 {
         self.blk.modulo(block)
     }
+    /// VPPN of a PPA (as [`Geometry::ppa_to_vppn`]).
+    #[inline]
+    pub fn ppa_to_vppn(&self, ppa: Ppa) -> Vppn {
+        let (x, pg) = self.pg.divrem(ppa.0);
+        let (x, blk) = self.blk.divrem(x);
+        let (x, pl) = self.pl.divrem(x);
+        let (ch, lun) = self.lun.divrem(x);
+        let (c, w, p, n) = (self.ch.d, self.lun.d, self.pl.d, self.pg.d);
+        Vppn(ch + c * (lun + w * (pl + p * (pg + n * blk))))
+    }
     /// PPA of a VPPN (as [`Geometry::vppn_to_ppa`]).
     #[inline]
     pub fn vppn_to_ppa(&self, v: Vppn) -> Ppa {
@@ -722,6 +732,7 @@ mod fast_tests {
         for i in 0..g.pages() as u32 {
             let ppa = Ppa(i);
             assert_eq!(m.vppn_to_ppa(Vppn(i)), g.vppn_to_ppa(Vppn(i)));
+            assert_eq!(m.ppa_to_vppn(ppa), g.ppa_to_vppn(ppa));
             assert_eq!(m.block_page(ppa), (g.block_of(ppa), g.page_in_block(ppa)));
             assert_eq!(m.lun_of(ppa), g.lun_of(ppa));
             assert_eq!(m.line_of_block(g.block_of(ppa)), g.line_of(ppa));

@@ -20,7 +20,7 @@
 
 use super::demand::{Cmt, Demand, Evict};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
-use crate::config::{DeviceConfig, Geometry};
+use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::error::ConfigError;
 use crate::mapping::lru::{Links, List};
 use crate::mapping::{Lookup, TransTable, WriteBack};
@@ -71,7 +71,7 @@ struct TpLruStats {
 
 /// SFTL's cache: an LRU list of compressed TPs.
 pub struct TpLru {
-    geo: Geometry,
+    math: AddrMath,
     by_vppn: bool,
     epp: u32,
     capacity: u64,
@@ -82,6 +82,9 @@ pub struct TpLru {
     head_bits: Vec<u64>,
     bytes: u64,
     dirty: u32,
+    /// `(tpn, bytes)` of the TP a miss is making room for, so that repeated evictions for one
+    /// miss scan it once (a stale value is harmless: [`Cmt::shrink`] runs after the request).
+    pending: (u32, u64),
     stats: TpLruStats,
 }
 
@@ -90,7 +93,7 @@ impl TpLru {
     pub fn new(geo: &Geometry, capacity: u64, by_vppn: bool) -> TpLru {
         let tps = geo.tps() as usize;
         TpLru {
-            geo: geo.clone(),
+            math: AddrMath::new(geo),
             by_vppn,
             epp: geo.entries_per_tp(),
             capacity,
@@ -100,6 +103,7 @@ impl TpLru {
             head_bits: vec![0; (geo.logical_pages as usize).div_ceil(64)],
             bytes: 0,
             dirty: 0,
+            pending: (u32::MAX, 0),
             stats: TpLruStats::default(),
         }
     }
@@ -111,7 +115,7 @@ impl TpLru {
 
     fn key(&self, p: Ppa) -> u32 {
         if self.by_vppn {
-            self.geo.ppa_to_vppn(p).0
+            self.math.ppa_to_vppn(p).0
         } else {
             p.0
         }
@@ -223,7 +227,11 @@ impl Cmt for TpLru {
 
     fn evict_for(&mut self, range: &Range<u32>, table: &TransTable) -> Evict {
         let tpn = Tpn(range.start / self.epp);
-        let need = Self::cost(self.count_heads(tpn, table), self.entries(tpn.0, table));
+        if self.pending.0 != tpn.0 {
+            let need = Self::cost(self.count_heads(tpn, table), self.entries(tpn.0, table));
+            self.pending = (tpn.0, need);
+        }
+        let need = self.pending.1;
         if self.bytes + need <= self.capacity || self.lru.is_empty() {
             return Evict::Fits;
         }
@@ -232,6 +240,7 @@ impl Cmt for TpLru {
 
     fn load(&mut self, lpn: Lpn, _: Range<u32>, ready: SimTime, table: &TransTable) {
         let t = lpn.0 / self.epp;
+        self.pending.0 = u32::MAX;
         let mut heads = 0;
         for l in self.lpns(Tpn(t), table) {
             let h = self.is_head(l, table);
