@@ -7,6 +7,7 @@
 pub mod demand;
 pub mod dftl;
 pub mod ideal;
+pub mod learned;
 pub mod sftl;
 pub mod tpftl;
 
