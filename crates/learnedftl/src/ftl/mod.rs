@@ -185,7 +185,7 @@ pub trait Ftl: Send {
 }
 
 /// Names of the implemented FTLs, in `compare` order.
-pub const FTLS: &[&str] = &["ideal", "dftl", "tpftl", "sftl"];
+pub const FTLS: &[&str] = &["ideal", "dftl", "tpftl", "sftl", "learnedftl"];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
 pub fn build(
@@ -198,6 +198,7 @@ pub fn build(
         "dftl" => Ok(Box::new(dftl::new(dev, params)?)),
         "tpftl" => Ok(Box::new(tpftl::new(dev, params)?)),
         "sftl" => Ok(Box::new(sftl::new(dev, params)?)),
+        "learnedftl" => Ok(Box::new(learned::LearnedFtl::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),
             known: FTLS.join(", "),
