@@ -17,6 +17,21 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ("tpftl", &["request_prefetch=off", "selective_prefetch=off"]),
     ("tpftl", &["cmt_ratio=0.5", "prefetch_threshold=1"]),
     ("sftl", &["sftl_runs=ppa"]),
+    ("learnedftl", &["cross_group=off"]),
+    (
+        "learnedftl",
+        &["sequential_init=off", "training=equal-count-ls"],
+    ),
+    ("learnedftl", &["tp_write_cost=free", "lender=any"]),
+    ("learnedftl", &["refresh_period=1ms"]),
+    (
+        "learnedftl",
+        &[
+            "dram=equal-dram",
+            "group_line_quota=1",
+            "encroach_threshold=16",
+        ],
+    ),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {

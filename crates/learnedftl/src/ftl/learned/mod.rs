@@ -13,6 +13,8 @@
 pub mod groups;
 pub mod model;
 pub mod plr;
+#[cfg(test)]
+mod tests;
 
 use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};

@@ -101,7 +101,7 @@ pub fn f16_between(lo: f64, hi: f64) -> Option<f16> {
         return Some(m);
     }
     let mut c = f16::from_f64(lo);
-    if !(c.to_f64() > lo) {
+    if c.to_f64() <= lo || c.is_nan() {
         c = f16_from_key(f16_key(c) + 1);
     }
     inside(c).then_some(c)
