@@ -411,7 +411,7 @@ impl LearnedFtl {
         let first = self.table.gtd.lpns(tpn).start;
         for l in self.table.gtd.lpns(tpn) {
             if let Some(p) = self.table.get(Lpn(l)) {
-                points.push((l - first, self.geo.ppa_to_vppn(p).0));
+                points.push((l - first, self.math.ppa_to_vppn(p).0));
             }
         }
         if points.len() < self.cfg.train_min_pages as usize {

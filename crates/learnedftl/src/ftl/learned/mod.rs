@@ -18,11 +18,11 @@ mod tests;
 
 use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
-use crate::config::{DeviceConfig, Geometry};
+use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::tpcache::ENTRY_BYTES;
-use crate::mapping::{Allocator, Budget, GcPolicy, Lookup, TpCache, TpCacheConfig, TransTable};
+use crate::mapping::{Allocator, Budget, GcPolicy, Lookup, TpCache, TransTable};
 use crate::params::{parse_duration_ns, Params};
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
@@ -93,6 +93,7 @@ struct Counters {
 pub struct LearnedFtl {
     cfg: Config,
     geo: Geometry,
+    math: AddrMath,
     table: TransTable,
     cache: TpCache,
     models: Models,
@@ -192,13 +193,21 @@ impl LearnedFtl {
                 )
             })?),
         };
+        // TPFTL's cache knobs, parsed as TPFTL parses them.
+        let cache_cfg = super::tpftl::cache_config(params)?;
         let models = Models::new(geo.tps(), entries);
         let table = TransTable::new(&geo);
         let fixed = models.dram_bytes() + table.gtd.dram_bytes() + groups.dram_bytes();
         let (dram, budget) = match params.take_str("dram").as_deref() {
             None | Some("paper") => (
                 "paper",
-                Budget::from_params(&geo, params, PAPER_CMT_RATIO, fixed, ENTRY_BYTES)?,
+                Budget::from_params(
+                    &geo,
+                    params,
+                    PAPER_CMT_RATIO,
+                    fixed,
+                    ENTRY_BYTES + cache_cfg.node_bytes,
+                )?,
             ),
             Some("equal-dram") => {
                 if params.contains("cmt_ratio") || params.contains("mapping_dram_bytes") {
@@ -228,12 +237,7 @@ impl LearnedFtl {
                 ))
             }
         };
-        let cache = TpCache::new(
-            geo.logical_pages as u32,
-            entries,
-            budget.cache,
-            TpCacheConfig::default(),
-        );
+        let cache = TpCache::new(geo.logical_pages as u32, entries, budget.cache, cache_cfg);
         // The baseline GC thresholds do not apply (groups are collected when no line can be
         // had), but the allocator carries a policy.
         let policy = GcPolicy::from_params(&geo, &mut Params::new())?;
@@ -256,6 +260,7 @@ impl LearnedFtl {
             },
             alloc: Allocator::new(&geo, streams, policy),
             next_refresh: SimTime(refresh_period_ns.unwrap_or(0)),
+            math: AddrMath::new(&geo),
             geo,
             table,
             cache,
@@ -335,7 +340,7 @@ impl LearnedFtl {
                 }
                 Lookup::Miss => match self.models.lookup(tpn, x) {
                     Some(v) => {
-                        let want = self.table.get(lpn).map(|p| self.geo.ppa_to_vppn(p));
+                        let want = self.table.get(lpn).map(|p| self.math.ppa_to_vppn(p));
                         if want != Some(v) {
                             return Err(FtlError::Invariant(format!(
                                 "bit set for {lpn:?} but the model predicts {v:?}, truth {want:?}"
@@ -387,7 +392,7 @@ impl LearnedFtl {
             let (tpn, x) = self.locate(lpn);
             self.models.clear(tpn, x);
             self.cache_dirty(dev, lpn, req.last_lpn(), t)?;
-            let v = self.geo.ppa_to_vppn(ppa);
+            let v = self.math.ppa_to_vppn(ppa);
             run = match run {
                 Some((rt, x0, len, v0)) if rt == tpn && x0 + len == x && v0.0 + len == v.0 => {
                     Some((rt, x0, len + 1, v0))
@@ -433,7 +438,7 @@ impl LearnedFtl {
             let first = self.table.gtd.lpns(tpn).start;
             for x in self.models.set_offsets(tpn) {
                 let lpn = Lpn(first + x);
-                let truth = self.table.get(lpn).map(|p| self.geo.ppa_to_vppn(p));
+                let truth = self.table.get(lpn).map(|p| self.math.ppa_to_vppn(p));
                 let pred = model::predict(self.models.pieces(tpn), x);
                 if truth.is_none() || pred != truth {
                     return Err(format!(
