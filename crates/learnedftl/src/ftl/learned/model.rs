@@ -221,7 +221,9 @@ impl Models {
 
     /// Sequential initialisation (paper §III-E1, SPEC §5.5) after a write gave offsets
     /// `[x, x + len)` of TP `tpn` the consecutive VPPNs from `first` (their bits already
-    /// cleared by the write). If the piece covering `x` has fewer set bits than `len`, it is
+    /// cleared by the write). If the piece covering `x` already predicts the whole run (a run
+    /// continuing the one it came from), the run's bits are set and nothing else changes.
+    /// Otherwise, if the piece covering `x` has fewer set bits than `len`, it is
     /// replaced in place by `k = 1, base = first` starting at `x` (a new piece if none covers `x`
     /// and a slot is free), following pieces the run overlaps are moved past it or dropped, bits
     /// whose prediction changed are cleared and the run's bits set. Returns whether the model
@@ -246,6 +248,17 @@ impl Models {
                     .get(i + 1)
                     .filter(|q| q.used())
                     .map_or(self.entries, |q| q.off as u32);
+                if end <= piece_end
+                    && (x..end).all(|o| p[i].predict(o) == Some(Vppn(first.0 + o - x)))
+                {
+                    // The piece already predicts the run (it continues the run the piece came
+                    // from): the offsets are verified, the model stays.
+                    for o in x..end {
+                        let (w, m) = self.word(tpn, o);
+                        self.bits[w] |= m;
+                    }
+                    return false;
+                }
                 if self.bits_in(tpn, p[i].off as u32, piece_end) >= len {
                     return false;
                 }
@@ -371,6 +384,13 @@ mod tests {
         // A shorter run does not displace a piece with more verified offsets.
         assert!(!m.seq_init(t, 110, 4, Vppn(1)));
         assert_eq!(m.bits_in(t, 0, 512), 16);
+        // A run the piece already predicts (VPPNs continuing the piece's line) only sets bits.
+        assert!(!m.seq_init(t, 130, 4, Vppn(9026)));
+        assert_eq!(m.bits_in(t, 0, 512), 20);
+        m.clear(t, 130);
+        m.clear(t, 131);
+        m.clear(t, 132);
+        m.clear(t, 133);
         // A run before the first piece that overlaps it: the old piece is moved past the run and
         // keeps its remaining offsets verified.
         assert!(m.seq_init(t, 96, 12, Vppn(20_000)));
