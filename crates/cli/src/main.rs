@@ -1,5 +1,5 @@
 //! `learnedftl`: the command-line front end. Parses options into an
-//! [`Experiment`](learnedftl::run::Experiment), runs it on one FTL (`run`) or several
+//! [`Experiment`], runs it on one FTL (`run`) or several
 //! (`compare`), and prints aligned tables (and JSON with `--json`).
 
 mod progress;
@@ -11,7 +11,8 @@ use learnedftl::engine::Verify;
 use learnedftl::ftl::FTLS;
 use learnedftl::params::{parse_duration_ns, parse_size, Params};
 use learnedftl::report;
-use learnedftl::run::{Experiment, Precondition, RunReport};
+use learnedftl::run::{Experiment, Precondition, RunReport, TraceWorkload, Workload};
+use learnedftl::trace;
 use learnedftl::workload::{fio, Dist, JobSpec, Phase, RwKind};
 use std::io::Write;
 use std::path::PathBuf;
@@ -45,6 +46,78 @@ enum Cmd {
     },
     /// List the implemented FTLs and the device presets.
     List,
+    /// Trace tools: statistics and format conversion.
+    Trace {
+        #[command(subcommand)]
+        cmd: TraceCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceCmd {
+    /// Requests, read ratio, sizes, address span, footprint, sequentiality, timing.
+    Stats {
+        /// The trace (.gz and .zst are decompressed).
+        file: PathBuf,
+        #[command(flatten)]
+        input: TraceInput,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite a trace in another format (records the target cannot express are counted and
+    /// skipped).
+    Convert {
+        /// The trace (.gz and .zst are decompressed).
+        file: PathBuf,
+        #[command(flatten)]
+        input: TraceInput,
+        /// Target format: disksim, fio-iolog (v3) or msr.
+        #[arg(long)]
+        to: String,
+        /// Output file (default: stdout).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// How to read a trace.
+#[derive(Args)]
+struct TraceInput {
+    /// Trace format: disksim, msr, umass, systor, fiu, blkparse, fio-iolog (default: detected).
+    #[arg(long)]
+    format: Option<String>,
+    /// Count malformed lines as warnings instead of stopping at the first.
+    #[arg(long)]
+    skip_bad_lines: bool,
+    /// blkparse: the action to keep.
+    #[arg(long, default_value_t = 'Q')]
+    blkparse_action: char,
+}
+
+impl TraceInput {
+    fn open(&self, file: &std::path::Path) -> Result<trace::TraceReader> {
+        let format = self
+            .format
+            .as_deref()
+            .map(|f| f.parse::<trace::Format>())
+            .transpose()
+            .context("--format")?;
+        let opts = trace::ParseOptions {
+            skip_bad_lines: self.skip_bad_lines,
+            blkparse_action: self.blkparse_action,
+        };
+        let r = trace::open(file, format, &opts)?;
+        if r.detected() {
+            eprintln!(
+                "{}: detected format {} ({})",
+                r.name(),
+                r.format(),
+                r.compression()
+            );
+        }
+        Ok(r)
+    }
 }
 
 /// Options shared by `run` and `compare`.
@@ -62,6 +135,28 @@ struct Opts {
     /// fio job file; sections separated by `stonewall` run as consecutive phases.
     #[arg(long, conflicts_with = "rw")]
     job: Option<PathBuf>,
+    /// Replay a block trace open-loop (formats: see `--format`).
+    #[arg(long, conflicts_with_all = ["job", "rw"])]
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    trace_input: TraceInput,
+    /// Trace replay: divide inter-arrival times by this factor.
+    #[arg(long, requires = "trace", default_value_t = 1.0)]
+    speed: f64,
+    /// Trace replay: requests beyond the logical space are refused (naming the line), wrapped
+    /// or clipped.
+    #[arg(long, requires = "trace", default_value = "refuse")]
+    address_policy: String,
+    /// Trace replay: stop after this many requests.
+    #[arg(long, requires = "trace")]
+    max_requests: Option<u64>,
+    /// Trace replay: keep only this device number.
+    #[arg(long, requires = "trace")]
+    device_filter: Option<u32>,
+    /// Trace replay: first write every page the trace reads before writing it (a phase of its
+    /// own, not counted in the result).
+    #[arg(long, requires = "trace")]
+    fill_unwritten: bool,
     /// Access pattern: read, write, trim, randread, randwrite, randtrim, rw, randrw.
     #[arg(long)]
     rw: Option<String>,
@@ -167,29 +262,30 @@ impl Opts {
         let device = DeviceConfig::from_params(&self.preset, &mut params)?;
         let logical = device.geometry.logical_bytes();
         let mut precondition = self.precondition.as_deref();
-        let phases = match (&self.job, &self.rw) {
-            (Some(path), _) => {
+        let workload = match (&self.trace, &self.job, &self.rw) {
+            (Some(path), _, _) => Workload::Trace(self.trace_workload(path)?),
+            (None, Some(path), _) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read job file {}", path.display()))?;
-                fio::parse(&text, &path.display().to_string(), logical)?
+                Workload::Jobs(fio::parse(&text, &path.display().to_string(), logical)?)
             }
-            (None, Some(rw)) => {
+            (None, None, Some(rw)) => {
                 let job = self.job_from_flags(rw)?;
                 job.validate(logical).map_err(anyhow::Error::msg)?;
-                vec![Phase {
+                Workload::Jobs(vec![Phase {
                     name: "measure".into(),
                     jobs: vec![job],
-                }]
+                }])
             }
-            (None, None) => {
+            (None, None, None) => {
                 precondition = precondition.or(Some(DEFAULT_PRECONDITION));
                 let mut job = JobSpec::new("measure", RwKind::RandRead);
                 job.numjobs = 64;
                 job.number_ios = Some(DEFAULT_READ_IOS_PER_JOB);
-                vec![Phase {
+                Workload::Jobs(vec![Phase {
                     name: "measure".into(),
                     jobs: vec![job],
-                }]
+                }])
             }
         };
         let precondition = precondition
@@ -203,13 +299,37 @@ impl Opts {
             device,
             params,
             precondition,
-            phases,
+            workload,
             seed: self.seed,
             verify: if self.verify {
                 Verify::FailFast
             } else {
                 Verify::Off
             },
+        })
+    }
+
+    fn trace_workload(&self, path: &std::path::Path) -> Result<TraceWorkload> {
+        if !(self.speed.is_finite() && self.speed > 0.0) {
+            bail!("--speed: {} is not a positive factor", self.speed);
+        }
+        // Open once now so that a missing file or an undetectable format fails before any run,
+        // and the detected format is said once.
+        let reader = self.trace_input.open(path)?;
+        Ok(TraceWorkload {
+            path: path.to_path_buf(),
+            format: Some(reader.format()),
+            parse: trace::ParseOptions {
+                skip_bad_lines: self.trace_input.skip_bad_lines,
+                blkparse_action: self.trace_input.blkparse_action,
+            },
+            replay: trace::ReplayOptions {
+                speed: self.speed,
+                address_policy: self.address_policy.parse().context("--address-policy")?,
+                max_requests: self.max_requests,
+                device_filter: self.device_filter,
+            },
+            fill_unwritten: self.fill_unwritten,
         })
     }
 
@@ -258,11 +378,29 @@ fn describe(e: &Experiment) -> String {
             p.bs / 1024
         );
     }
-    for p in &e.phases {
-        for j in &p.jobs {
+    match &e.workload {
+        Workload::Jobs(phases) => {
+            for p in phases {
+                for j in &p.jobs {
+                    s += &format!(
+                        "phase {}: job {}: rw={} bs={} numjobs={} iodepth={} dist={}\n",
+                        p.name, j.name, j.rw, j.bs, j.numjobs, j.iodepth, j.dist
+                    );
+                }
+            }
+        }
+        Workload::Trace(t) => {
             s += &format!(
-                "phase {}: job {}: rw={} bs={} numjobs={} iodepth={} dist={}\n",
-                p.name, j.name, j.rw, j.bs, j.numjobs, j.iodepth, j.dist
+                "trace {} ({}), speed {}x, address policy {}{}\n",
+                t.path.display(),
+                t.format.map_or("detected".into(), |f| f.to_string()),
+                t.replay.speed,
+                t.replay.address_policy,
+                if t.fill_unwritten {
+                    ", unwritten pages filled first"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -275,9 +413,64 @@ fn run_one(e: &Experiment, ftl: &str, quiet: bool) -> Result<RunReport> {
         .with_context(|| format!("{ftl}: run failed"))
 }
 
+fn trace_cmd(cmd: TraceCmd) -> Result<()> {
+    match cmd {
+        TraceCmd::Stats { file, input, json } => {
+            let mut reader = input.open(&file)?;
+            let stats = trace::TraceStats::from_records(reader.by_ref())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&stats)?);
+            } else {
+                print!("{stats}");
+            }
+            report_skipped(&reader);
+        }
+        TraceCmd::Convert {
+            file,
+            input,
+            to,
+            output,
+        } => {
+            let to: trace::Format = to.parse().context("--to")?;
+            let mut reader = input.open(&file)?;
+            let out: Box<dyn Write> = match &output {
+                Some(p) => Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(p)
+                        .with_context(|| format!("cannot create {}", p.display()))?,
+                )),
+                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            };
+            let mut w = trace::TraceWriter::new(to, out)?;
+            let (mut written, mut unrepresentable) = (0u64, 0u64);
+            for rec in reader.by_ref() {
+                match w.write(&rec?) {
+                    Ok(()) => written += 1,
+                    Err(trace::TraceError::Unrepresentable { .. }) => unrepresentable += 1,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            w.finish()?.flush()?;
+            eprintln!("{written} records written as {to}; {unrepresentable} skipped ({to} cannot express them)");
+            report_skipped(&reader);
+        }
+    }
+    Ok(())
+}
+
+fn report_skipped(reader: &trace::TraceReader) {
+    if reader.skipped() > 0 {
+        eprintln!(
+            "{} malformed lines skipped; first: {}",
+            reader.skipped(),
+            reader.warnings().join("; ")
+        );
+    }
+}
+
 fn main_inner() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Trace { cmd } => trace_cmd(cmd)?,
         Cmd::List => {
             println!("FTLs: {}", FTLS.join(", "));
             println!("presets: {}", PRESETS.join(", "));

@@ -194,3 +194,102 @@ fn bad_input_gets_a_clear_error() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../learnedftl/tests/fixtures/traces/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn trace_replay_stats_and_convert() {
+    let trace = fixture("disksim.trace");
+    let (ok, stdout, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--trace",
+        &trace,
+        "--fill-unwritten",
+        "--verify",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("detected format disksim"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["phases"][0]["phase"], "fill-unwritten");
+    assert_eq!(v["result"]["phase"], "trace");
+    assert_eq!(v["result"]["unmapped_reads"], 0);
+    assert_eq!(v["trace"]["replay"]["requests"], 9);
+
+    let (ok, stdout, stderr) = learnedftl(&["trace", "stats", &trace, "--json"]);
+    assert!(ok, "{stderr}");
+    let s: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(s["requests"], 9);
+
+    let (ok, converted, stderr) = learnedftl(&["trace", "convert", &trace, "--to", "msr"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        converted.lines().filter(|l| !l.trim().is_empty()).count(),
+        9,
+        "{converted}"
+    );
+}
+
+#[test]
+fn bad_traces_name_the_line() {
+    let dir = std::env::temp_dir().join(format!("learnedftl-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.disksim");
+    std::fs::write(&bad, "0 0 8 8 0\n100 0 x 8 1\n").unwrap();
+    let (ok, _, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--trace",
+        bad.to_str().unwrap(),
+        "--format",
+        "disksim",
+        "--quiet",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("bad.disksim:2") && stderr.contains("\"x\""), "{stderr}");
+    let (ok, _, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--trace",
+        bad.to_str().unwrap(),
+        "--format",
+        "disksim",
+        "--skip-bad-lines",
+        "--quiet",
+    ]);
+    assert!(ok, "{stderr}");
+    let far = dir.join("far.disksim");
+    std::fs::write(&far, "0 0 999999999 8 1\n").unwrap();
+    let (ok, _, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--trace",
+        far.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(!ok && stderr.contains("far.disksim:1:") && stderr.contains("refuse"), "{stderr}");
+    let (ok, _, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--trace",
+        far.to_str().unwrap(),
+        "--address-policy",
+        "wrap",
+        "--quiet",
+    ]);
+    assert!(ok, "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -21,6 +21,7 @@ pub mod params;
 pub mod report;
 pub mod run;
 pub mod stats;
+pub mod trace;
 pub mod workload;
 
 pub use addr::{Lpn, Ppa, SimTime, Tpn, Vppn};

@@ -7,10 +7,12 @@ use crate::error::ConfigError;
 use crate::ftl;
 use crate::params::{parse_size, Params};
 use crate::stats::Metrics;
-use crate::workload::{JobSpec, Phase, RwKind};
+use crate::trace::{self, Format, ParseOptions, ReplayOptions};
+use crate::workload::{HostIo, JobSpec, Phase, RwKind};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 /// Preconditioning: write `multiple` × the logical capacity with `bs` writes (`RW:BS:MULTIPLE`,
@@ -69,6 +71,31 @@ impl Precondition {
     }
 }
 
+/// Open-loop replay of a block trace (SPEC §4.2).
+#[derive(Clone, Debug)]
+pub struct TraceWorkload {
+    /// The trace file (`.gz` and `.zst` are decompressed).
+    pub path: PathBuf,
+    /// Its format (`None`: detected from the content).
+    pub format: Option<Format>,
+    /// Parsing options.
+    pub parse: ParseOptions,
+    /// Replay options: speed, address policy, request limit, device filter.
+    pub replay: ReplayOptions,
+    /// Before replaying, write every page the trace reads before it writes it, as a phase of
+    /// its own.
+    pub fill_unwritten: bool,
+}
+
+/// What an experiment runs after preconditioning.
+#[derive(Clone, Debug)]
+pub enum Workload {
+    /// Closed-loop job phases (the last is the measured one).
+    Jobs(Vec<Phase>),
+    /// A trace replayed open-loop (the measured phase).
+    Trace(TraceWorkload),
+}
+
 /// One FTL's run: configuration, every phase in order, and the measured (last) phase.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReport {
@@ -84,6 +111,9 @@ pub struct RunReport {
     pub phases: Vec<Metrics>,
     /// The measured phase (the last).
     pub result: Metrics,
+    /// For trace replay: the trace, its format and what replay did to its records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<serde_json::Value>,
 }
 
 /// What to run on each FTL.
@@ -95,8 +125,8 @@ pub struct Experiment {
     pub params: Params,
     /// Preconditioning, if any.
     pub precondition: Option<Precondition>,
-    /// The workload's phases (the last is the measured one).
-    pub phases: Vec<Phase>,
+    /// The workload.
+    pub workload: Workload,
     /// Seed for everything random.
     pub seed: u64,
     /// Read verification.
@@ -141,10 +171,16 @@ impl Experiment {
         if let Some(pre) = &self.precondition {
             phases.push(sim.run_jobs("precondition", &[pre.job(logical)], self.seed, progress)?);
         }
-        for (i, phase) in self.phases.iter().enumerate() {
-            let seed = crate::engine::mix(self.seed, 1 + i as u64, 0);
-            phases.push(sim.run_jobs(&phase.name, &phase.jobs, seed, progress)?);
-        }
+        let trace = match &self.workload {
+            Workload::Jobs(jobs) => {
+                for (i, phase) in jobs.iter().enumerate() {
+                    let seed = crate::engine::mix(self.seed, 1 + i as u64, 0);
+                    phases.push(sim.run_jobs(&phase.name, &phase.jobs, seed, progress)?);
+                }
+                None
+            }
+            Workload::Trace(t) => Some(replay_trace(&mut sim, t, &mut phases, progress)?),
+        };
         let result = phases.last().cloned().unwrap_or_default();
         Ok(RunReport {
             ftl: name.to_string(),
@@ -154,16 +190,118 @@ impl Experiment {
                 "device": self.device,
                 "ftl": sim.ftl().params(),
                 "precondition": self.precondition,
-                "phases": self.phases.iter().map(|p| serde_json::json!({
-                    "name": p.name,
-                    "jobs": p.jobs,
-                })).collect::<Vec<_>>(),
+                "workload": match &self.workload {
+                    Workload::Jobs(jobs) => serde_json::json!({
+                        "phases": jobs.iter().map(|p| serde_json::json!({
+                            "name": p.name,
+                            "jobs": p.jobs,
+                        })).collect::<Vec<_>>(),
+                    }),
+                    Workload::Trace(t) => serde_json::json!({
+                        "trace": t.path.display().to_string(),
+                        "format": t.format,
+                        "speed": t.replay.speed,
+                        "address_policy": t.replay.address_policy.to_string(),
+                        "max_requests": t.replay.max_requests,
+                        "device_filter": t.replay.device_filter,
+                        "fill_unwritten": t.fill_unwritten,
+                        "skip_bad_lines": t.parse.skip_bad_lines,
+                    }),
+                },
                 "verify": self.verify != Verify::Off,
             }),
             phases,
             result,
+            trace,
         })
     }
+}
+
+/// Writes every page a trace reads before it writes it: one pass over the trace marks those
+/// pages, then they are written in runs of up to 512 KiB as a phase of their own.
+fn fill_unwritten(
+    sim: &mut Simulator,
+    t: &TraceWorkload,
+    progress: &mut dyn Progress,
+) -> Result<Metrics, EngineError> {
+    let geo = sim.device().geo().clone();
+    let ps = geo.page_size as u64;
+    let pages = geo.logical_pages as usize;
+    let mut written = vec![0u64; pages.div_ceil(64)];
+    let mut fill = vec![0u64; pages.div_ceil(64)];
+    let bit = |v: &[u64], p: usize| v[p >> 6] >> (p & 63) & 1 == 1;
+    let reader = trace::open(&t.path, t.format, &t.parse).map_err(input)?;
+    for io in reader
+        .into_replay(geo.logical_bytes(), t.replay.clone())
+        .map_err(input)?
+    {
+        let io = io.map_err(input)?;
+        let first = (io.offset / ps) as usize;
+        let end = (io.offset + io.len).div_ceil(ps) as usize;
+        for p in first..end.min(pages) {
+            match io.op {
+                crate::ftl::Op::Read if !bit(&written, p) => fill[p >> 6] |= 1 << (p & 63),
+                crate::ftl::Op::Write => written[p >> 6] |= 1 << (p & 63),
+                _ => {}
+            }
+        }
+    }
+    drop(written);
+    let max_run = (512 << 10) / ps as usize;
+    let runs =
+        (0..pages)
+            .filter(|&p| bit(&fill, p))
+            .fold(Vec::<(usize, usize)>::new(), |mut runs, p| {
+                match runs.last_mut() {
+                    Some((s, n)) if *s + *n == p && *n < max_run => *n += 1,
+                    _ => runs.push((p, 1)),
+                }
+                runs
+            });
+    let ios = runs.into_iter().map(|(p, n)| {
+        Ok::<_, std::convert::Infallible>(HostIo {
+            arrival: crate::addr::SimTime::ZERO,
+            op: crate::ftl::Op::Write,
+            offset: p as u64 * ps,
+            len: n as u64 * ps,
+        })
+    });
+    sim.run_stream("fill-unwritten", ios, None, progress)
+}
+
+fn input(e: trace::TraceError) -> EngineError {
+    EngineError::Input(e.to_string())
+}
+
+/// Replays a trace (after filling what it reads unwritten, if asked); returns what the report
+/// says about the trace.
+fn replay_trace(
+    sim: &mut Simulator,
+    t: &TraceWorkload,
+    phases: &mut Vec<Metrics>,
+    progress: &mut dyn Progress,
+) -> Result<serde_json::Value, EngineError> {
+    if t.fill_unwritten {
+        phases.push(fill_unwritten(sim, t, progress)?);
+    }
+    let reader = trace::open(&t.path, t.format, &t.parse).map_err(input)?;
+    let logical = sim.device().geo().logical_bytes();
+    let mut replay = reader
+        .into_replay(logical, t.replay.clone())
+        .map_err(input)?;
+    phases.push(sim.run_stream("trace", replay.by_ref(), t.replay.max_requests, progress)?);
+    let r = replay.inner();
+    Ok(serde_json::json!({
+        "path": t.path.display().to_string(),
+        "format": r.format(),
+        "format_detected": r.detected(),
+        "compression": r.compression().to_string(),
+        "lines": r.lines(),
+        "skipped_bad_lines": r.skipped(),
+        "ignored_lines": r.ignored(),
+        "warnings": r.warnings(),
+        "replay": replay.counters(),
+    }))
 }
 
 #[cfg(test)]
@@ -197,7 +335,7 @@ mod tests {
             device: DeviceConfig::preset("tiny").unwrap(),
             params,
             precondition: None,
-            phases: vec![],
+            workload: Workload::Jobs(vec![]),
             seed: 1,
             verify: Verify::Off,
         };
@@ -214,10 +352,10 @@ mod tests {
             device: DeviceConfig::preset("tiny").unwrap(),
             params: Params::new(),
             precondition: Some("write:512k:1".parse().unwrap()),
-            phases: vec![Phase {
+            workload: Workload::Jobs(vec![Phase {
                 name: "measure".into(),
                 jobs: vec![r],
-            }],
+            }]),
             seed: 3,
             verify: Verify::FailFast,
         };
@@ -230,5 +368,50 @@ mod tests {
             rep.phases[0].page_writes
                 >= DeviceConfig::preset("tiny").unwrap().geometry.logical_pages
         );
+    }
+
+    fn trace_experiment(fill: bool) -> Experiment {
+        let path =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces/disksim.trace");
+        Experiment {
+            device: DeviceConfig::preset("tiny").unwrap(),
+            params: Params::new(),
+            precondition: None,
+            workload: Workload::Trace(TraceWorkload {
+                path,
+                format: None,
+                parse: ParseOptions::default(),
+                replay: ReplayOptions::default(),
+                fill_unwritten: fill,
+            }),
+            seed: 1,
+            verify: Verify::FailFast,
+        }
+    }
+
+    #[test]
+    fn trace_replay_with_and_without_filling_unwritten_pages() {
+        let rep = trace_experiment(false)
+            .run("ideal", &mut crate::engine::NoProgress)
+            .unwrap();
+        assert_eq!(rep.phases.len(), 1);
+        let m = &rep.result;
+        // The fixture: 9 records, 4 reads (type bit 0 set), of which 2 touch a page never
+        // written (LBA 0 on device 1, LBA 100); the others read pages written before them.
+        assert_eq!((m.requests.read, m.requests.write), (4, 5));
+        assert_eq!(m.unmapped_reads, 2);
+        assert_eq!(m.verify.failures, 0);
+        let t = rep.trace.unwrap();
+        assert_eq!(t["format"], "disksim");
+        assert_eq!(t["format_detected"], true);
+
+        let rep = trace_experiment(true)
+            .run("ideal", &mut crate::engine::NoProgress)
+            .unwrap();
+        assert_eq!(rep.phases.len(), 2);
+        assert_eq!(rep.phases[0].phase, "fill-unwritten");
+        assert_eq!(rep.phases[0].page_writes, 2);
+        assert_eq!(rep.result.unmapped_reads, 0);
+        assert_eq!(rep.result.latency_us.read.count, 4);
     }
 }

@@ -10,7 +10,7 @@ use crate::addr::{Lpn, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::Device;
 use crate::error::{ConfigError, FtlError};
-use crate::ftl::{self, Ftl, Op, Request};
+use crate::ftl::{self, Ftl, Op, ReadSink, Request, Served};
 use crate::params::Params;
 use crate::stats::{Collector, Metrics, VerifySummary};
 use crate::workload::{HostIo, JobGen, JobSpec};
@@ -144,6 +144,23 @@ impl Progress for NoProgress {
     fn start(&mut self, _: &str, _: Option<u64>) {}
     fn advance(&mut self, _: u64) {}
     fn finish(&mut self) {}
+}
+
+/// Where the engine sends the pages a read returns: counts unmapped reads and forwards every
+/// page to the oracle when reads are verified.
+struct Delivery<'a> {
+    oracle: Option<&'a mut Oracle>,
+    unmapped: u64,
+}
+
+impl ReadSink for Delivery<'_> {
+    #[inline]
+    fn deliver(&mut self, lpn: Lpn, from: Served) {
+        self.unmapped += (from == Served::Unmapped) as u64;
+        if let Some(o) = self.oracle.as_deref_mut() {
+            o.deliver(lpn, from);
+        }
+    }
 }
 
 /// How many requests between progress updates.
@@ -300,21 +317,25 @@ impl Simulator {
             stamp,
         };
         let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
-        let done = match self.oracle.as_mut() {
-            Some(o) => self.ftl.submit(&mut self.dev, &req, o),
-            None => self.ftl.submit(&mut self.dev, &req, &mut ftl::NullSink),
-        }
-        .and_then(|done| {
-            self.ftl.background(&mut self.dev, io.arrival)?;
-            Ok(done)
-        })
-        .map_err(|source| EngineError::Ftl {
-            op: io.op,
-            lpn,
-            pages,
-            at: io.arrival.0,
-            source,
-        })?;
+        let mut sink = Delivery {
+            oracle: self.oracle.as_mut(),
+            unmapped: 0,
+        };
+        let done = self
+            .ftl
+            .submit(&mut self.dev, &req, &mut sink)
+            .and_then(|done| {
+                self.ftl.background(&mut self.dev, io.arrival)?;
+                Ok(done)
+            })
+            .map_err(|source| EngineError::Ftl {
+                op: io.op,
+                lpn,
+                pages,
+                at: io.arrival.0,
+                source,
+            })?;
+        let unmapped = sink.unmapped;
         if let Some(o) = self.oracle.as_mut() {
             if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
                 return Err(EngineError::Verify(
@@ -340,6 +361,7 @@ impl Simulator {
                 })?;
         }
         self.phase.record(io.op, pages, io.len, io.arrival, done);
+        self.phase.note_unmapped_reads(unmapped);
         self.phase.note_dram(self.ftl.dram_total());
         Ok(done)
     }

@@ -1,5 +1,5 @@
 //! Reports for people: aligned tables of runs (JSON comes straight from the serialisable
-//! [`RunReport`](crate::run::RunReport) and [`Metrics`]).
+//! [`RunReport`] and [`Metrics`]).
 
 mod table;
 

@@ -138,6 +138,8 @@ pub struct Metrics {
     pub page_reads: u64,
     /// Host pages written.
     pub page_writes: u64,
+    /// Host page reads that returned unmapped data (never written, or trimmed).
+    pub unmapped_reads: u64,
     /// Host page reads by flash reads needed.
     pub lookups: Lookups,
     /// Host page reads whose mapping came from a cached entry / host page reads.
@@ -177,6 +179,7 @@ pub struct Collector {
     bytes: u64,
     page_reads: u64,
     page_writes: u64,
+    unmapped_reads: u64,
     hist: [Histogram<u64>; 3],
     dram_peak: u64,
     wall: Instant,
@@ -198,6 +201,7 @@ impl Collector {
             bytes: 0,
             page_reads: 0,
             page_writes: 0,
+            unmapped_reads: 0,
             hist: [histogram(), histogram(), histogram()],
             dram_peak: 0,
             wall: Instant::now(),
@@ -245,6 +249,12 @@ impl Collector {
             self.hist[s].saturating_record(lat);
         }
         self.hist[2].saturating_record(lat);
+    }
+
+    /// Counts host page reads that returned unmapped data.
+    #[inline]
+    pub fn note_unmapped_reads(&mut self, n: u64) {
+        self.unmapped_reads += n;
     }
 
     /// Notes the FTL's mapping DRAM after a request.
@@ -302,6 +312,7 @@ impl Collector {
             requests: self.ops,
             page_reads: self.page_reads,
             page_writes: self.page_writes,
+            unmapped_reads: self.unmapped_reads,
             lookups: Lookups {
                 none: s.lookups[0],
                 single: s.lookups[1],
