@@ -33,6 +33,21 @@ const VARIANTS: &[(&str, &[&str])] = &[
         "leaftl",
         &["gamma=0", "compaction_interval=500", "write_buffer_pages=1"],
     ),
+    ("learnedftl", &["cross_group=off"]),
+    (
+        "learnedftl",
+        &["sequential_init=off", "training=equal-count-ls"],
+    ),
+    ("learnedftl", &["tp_write_cost=free", "lender=any"]),
+    ("learnedftl", &["refresh_period=1ms"]),
+    (
+        "learnedftl",
+        &[
+            "dram=equal-dram",
+            "group_line_quota=1",
+            "encroach_threshold=16",
+        ],
+    ),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {

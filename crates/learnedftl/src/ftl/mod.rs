@@ -8,6 +8,7 @@ pub mod demand;
 pub mod dftl;
 pub mod ideal;
 pub mod leaftl;
+pub mod learned;
 pub mod sftl;
 pub mod tpftl;
 
@@ -185,7 +186,7 @@ pub trait Ftl: Send {
 }
 
 /// Names of the implemented FTLs, in `compare` order.
-pub const FTLS: &[&str] = &["ideal", "dftl", "tpftl", "sftl", "leaftl"];
+pub const FTLS: &[&str] = &["ideal", "dftl", "tpftl", "sftl", "leaftl", "learnedftl"];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
 pub fn build(
@@ -199,6 +200,7 @@ pub fn build(
         "tpftl" => Ok(Box::new(tpftl::new(dev, params)?)),
         "sftl" => Ok(Box::new(sftl::new(dev, params)?)),
         "leaftl" => Ok(Box::new(leaftl::Leaftl::new(dev, params)?)),
+        "learnedftl" => Ok(Box::new(learned::LearnedFtl::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),
             known: FTLS.join(", "),

@@ -13,9 +13,10 @@ use crate::params::Params;
 use serde::Serialize;
 use std::collections::VecDeque;
 
-/// A write stream: data, or translation pages. Each has its own pointer and open line.
+/// A write stream: data, or translation pages. Each has its own pointer and open line. FTLs with
+/// per-group pointers (LearnedFTL) number further streams after these two.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Stream(pub u8);
+pub struct Stream(pub u16);
 
 impl Stream {
     /// Host and GC data pages.
@@ -116,7 +117,7 @@ pub struct Allocator {
 
 impl Allocator {
     /// Every line free, `streams` write pointers with no line yet.
-    pub fn new(geo: &Geometry, streams: u8, policy: GcPolicy) -> Allocator {
+    pub fn new(geo: &Geometry, streams: u16, policy: GcPolicy) -> Allocator {
         Allocator {
             ppl: geo.pages_per_line(),
             math: AddrMath::new(geo),
@@ -223,6 +224,45 @@ impl Allocator {
             .filter(|&l| self.ppl - dev.line_valid(l) >= self.policy.bg_min_invalid);
         self.idle_at = v.is_none().then_some(now);
         v
+    }
+
+    /// Pages left in `stream`'s open line (0 if it has none).
+    #[inline]
+    pub fn room(&self, stream: Stream) -> u32 {
+        let p = self.ptrs[stream.0 as usize];
+        if p.line == Pointer::NONE {
+            0
+        } else {
+            self.ppl - p.next
+        }
+    }
+
+    /// `stream`'s open line, if any.
+    #[inline]
+    pub fn open_line(&self, stream: Stream) -> Option<u32> {
+        let p = self.ptrs[stream.0 as usize];
+        (p.line != Pointer::NONE).then_some(p.line)
+    }
+
+    /// Closes `stream`'s open line even if it is not full (its unwritten pages stay unused until
+    /// the line is erased), so that it can be collected; the next allocation takes a new line.
+    pub fn close(&mut self, stream: Stream) {
+        let p = &mut self.ptrs[stream.0 as usize];
+        if p.line != Pointer::NONE {
+            self.state[p.line as usize] = LineState::Closed(stream);
+            p.line = Pointer::NONE;
+        }
+    }
+
+    /// Lines `stream` owns (open or closed), ascending.
+    pub fn lines_of(&self, stream: Stream) -> impl Iterator<Item = u32> + '_ {
+        self.state
+            .iter()
+            .enumerate()
+            .filter_map(move |(l, st)| match st {
+                LineState::Open(s) | LineState::Closed(s) if *s == stream => Some(l as u32),
+                _ => None,
+            })
     }
 
     /// Returns an erased line to the tail of the free list.

@@ -1,0 +1,526 @@
+//! Group-based allocation, opportunistic cross-group allocation, group GC with training, the
+//! refresh rewrite, and the translation stream (paper §III-D, §III-E2/E3; SPEC §5.5).
+//!
+//! * A **group** is `group_tps` consecutive TPs (one line's worth of LPNs by default). Group `g`
+//!   writes through its own pointer ([`Stream`] `FIRST_GROUP_STREAM + g` of the shared
+//!   [`Allocator`]), striping channel → LUN → plane → page inside lines it owns, so its pages get
+//!   consecutive VPPNs in write order.
+//! * A group takes a free line while it owns fewer than `group_line_quota` lines and more than
+//!   `gc_reserve_lines` lines are free (the reserve is what GC writes into).
+//! * Otherwise it may **borrow**: write into the open line of a *cold* group, the one with the
+//!   most free pages among those whose models are untrained (`lender=any`: trained ones too),
+//!   which hosts no other group's pages and whose own pages are all at home. The pair is
+//!   remembered (`host`/`guest`); once the borrower placed `encroach_threshold` pages there, both
+//!   are collected together and retrained.
+//! * Otherwise **GC** collects the group with the most invalid pages in its lines, with its
+//!   partner: the group it borrows from, or the group its lines host. A collection reads the
+//!   members' TPs, reads their valid pages wherever they are, writes them back sorted by LPN into
+//!   fresh lines of their own group (so each TP's pages are VPPN-contiguous), programs the
+//!   members' TPs, erases the members' lines and trains every member TP.
+//! * The translation stream has its own pointer; when it needs a line and lines are short (or it
+//!   owns [`TRANS_LINES`] already) its emptiest line is collected the baseline way.
+
+use super::LearnedFtl;
+use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
+use crate::config::Geometry;
+use crate::device::{Cause, Device, Oob, Src};
+use crate::error::FtlError;
+use crate::mapping::{gc, Allocator, GcHooks, LineState, Stream, TransTable};
+use std::ops::Range;
+use std::time::Instant;
+
+/// "No group".
+pub const NONE: u32 = u32::MAX;
+/// Stream number of group 0 (after the baseline data and translation streams).
+pub const FIRST_GROUP_STREAM: u16 = 2;
+/// Lines the translation stream may own before it collects its emptiest one instead of taking
+/// another.
+pub const TRANS_LINES: usize = 2;
+/// DRAM per group: write pointer (line + page, 8 B), borrowing partner and guest (2 × 2 B),
+/// encroachment counter (4 B), trained flag and spare (4 B).
+const GROUP_BYTES: u64 = 20;
+
+/// Per-group allocation state.
+#[derive(Clone, Debug)]
+pub struct Groups {
+    tps_per_group: u32,
+    lpns_per_group: u32,
+    logical: u32,
+    tps: u32,
+    count: u32,
+    /// The group `g` is currently borrowing from.
+    pub host: Vec<u32>,
+    /// The group whose pages `g`'s lines may hold.
+    pub guest: Vec<u32>,
+    /// How many groups' lines hold pages of `g`.
+    pub guest_in: Vec<u32>,
+    /// Pages `g` placed in other groups' lines since its last collection.
+    pub encroach: Vec<u32>,
+    /// When `g` was last trained (`None`: never; its models are untrained).
+    pub trained_at: Vec<Option<SimTime>>,
+    /// Mapped LPNs of `g` (simulator bookkeeping, for the refresh choice and reports).
+    pub mapped: Vec<u32>,
+    /// Collections of `g` since the last stats reset.
+    pub collections: Vec<u32>,
+}
+
+impl Groups {
+    /// Groups of `tps_per_group` TPs over the device's logical space.
+    pub fn new(geo: &Geometry, tps_per_group: u32) -> Groups {
+        let tps = geo.tps();
+        let count = tps.div_ceil(tps_per_group);
+        let n = count as usize;
+        Groups {
+            tps_per_group,
+            lpns_per_group: tps_per_group * geo.entries_per_tp(),
+            logical: geo.logical_pages as u32,
+            tps,
+            count,
+            host: vec![NONE; n],
+            guest: vec![NONE; n],
+            guest_in: vec![0; n],
+            encroach: vec![0; n],
+            trained_at: vec![None; n],
+            mapped: vec![0; n],
+            collections: vec![0; n],
+        }
+    }
+
+    /// Number of groups.
+    #[inline]
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+    /// TPs per group.
+    #[inline]
+    pub fn tps_per_group(&self) -> u32 {
+        self.tps_per_group
+    }
+    /// The group of `lpn`.
+    #[inline]
+    pub fn of(&self, lpn: Lpn) -> u32 {
+        lpn.0 / self.lpns_per_group
+    }
+    /// The write stream of group `g`.
+    #[inline]
+    pub fn stream(&self, g: u32) -> Stream {
+        Stream(FIRST_GROUP_STREAM + g as u16)
+    }
+    /// The group writing through `s`, if `s` is a group stream.
+    #[inline]
+    pub fn of_stream(&self, s: Stream) -> Option<u32> {
+        s.0.checked_sub(FIRST_GROUP_STREAM).map(u32::from)
+    }
+    /// The LPNs of group `g`.
+    pub fn lpns(&self, g: u32) -> Range<u32> {
+        let s = g * self.lpns_per_group;
+        s..(s + self.lpns_per_group).min(self.logical)
+    }
+    /// The TPs of group `g`.
+    pub fn tps(&self, g: u32) -> Range<u32> {
+        let s = g * self.tps_per_group;
+        s..(s + self.tps_per_group).min(self.tps)
+    }
+    /// DRAM of the per-group state.
+    pub fn dram_bytes(&self) -> u64 {
+        self.count as u64 * GROUP_BYTES
+    }
+
+    /// The groups collected together with `v`: its borrowing partner (the group it borrows from,
+    /// or the group its lines host), in ascending order.
+    pub fn members(&self, v: u32) -> Vec<u32> {
+        let other = if self.guest[v as usize] != NONE {
+            self.guest[v as usize]
+        } else {
+            self.host[v as usize]
+        };
+        match other {
+            NONE => vec![v],
+            o => vec![v.min(o), v.max(o)],
+        }
+    }
+
+    /// `g` starts borrowing from `lender`.
+    pub fn pair(&mut self, g: u32, lender: u32) {
+        self.host[g as usize] = lender;
+        self.guest[lender as usize] = g;
+        self.guest_in[g as usize] += 1;
+    }
+
+    /// `g` was collected: none of its pages is in another group's line any more, and the pages
+    /// its lines hosted are gone with them.
+    pub fn collected(&mut self, g: u32, t: SimTime) {
+        let i = g as usize;
+        for h in self.guest.iter_mut().filter(|h| **h == g) {
+            *h = NONE;
+        }
+        self.host[i] = NONE;
+        self.guest[i] = NONE;
+        self.guest_in[i] = 0;
+        self.encroach[i] = 0;
+        self.trained_at[i] = Some(t);
+        self.collections[i] += 1;
+    }
+}
+
+/// GC hooks for translation lines: moved TPs update the GTD.
+struct TransHooks<'a>(&'a mut TransTable);
+
+impl GcHooks for TransHooks<'_> {
+    fn moved(
+        &mut self,
+        dev: &mut Device,
+        _: &mut Allocator,
+        oob: Oob,
+        _: Ppa,
+        new: Ppa,
+        _: SimTime,
+    ) -> Result<(), FtlError> {
+        match self.0.gc_moved(dev, oob, new)? {
+            None => Ok(()),
+            Some(lpn) => Err(FtlError::Invariant(format!(
+                "data page of {lpn:?} on a translation line"
+            ))),
+        }
+    }
+}
+
+/// Pages written in `line` (its blocks' write pointers).
+fn line_written(dev: &Device, line: u32) -> u32 {
+    let geo = dev.geo();
+    (0..geo.blocks_per_line())
+        .map(|i| dev.block_written(geo.block_in_line(line, i)))
+        .sum()
+}
+
+impl LearnedFtl {
+    /// The page a host write of an LPN of group `g` goes to: the group's own line, the line it
+    /// borrows, a new line, a new lender, or after GC (see the module docs).
+    pub(super) fn data_page(
+        &mut self,
+        dev: &mut Device,
+        g: u32,
+        t: SimTime,
+    ) -> Result<Ppa, FtlError> {
+        let s = self.groups.stream(g);
+        let gi = g as usize;
+        for _ in 0..2 * self.groups.count() + 8 {
+            let h = self.groups.host[gi];
+            if h != NONE && self.groups.encroach[gi] >= self.cfg.encroach_threshold {
+                let members = self.groups.members(g);
+                self.collect(dev, &members, t, false)?;
+                continue;
+            }
+            if self.alloc.room(s) > 0 {
+                return self.alloc.next_page(s);
+            }
+            if h != NONE && self.alloc.room(self.groups.stream(h)) > 0 {
+                self.groups.encroach[gi] += 1;
+                self.extra.borrowed_pages += 1;
+                return self.alloc.next_page(self.groups.stream(h));
+            }
+            let free = self.alloc.free_lines();
+            if free > self.cfg.gc_reserve_lines
+                && self.alloc.lines_of(s).count() < self.cfg.group_line_quota as usize
+            {
+                return self.alloc.next_page(s);
+            }
+            if self.try_borrow(g, self.cfg.lend_trained) {
+                continue;
+            }
+            if let Some(v) = self.victim(dev) {
+                let members = self.groups.members(v);
+                self.collect(dev, &members, t, false)?;
+                continue;
+            }
+            // Nothing to reclaim: use whatever room is left anywhere.
+            if self.try_borrow(g, true) {
+                continue;
+            }
+            if free > self.cfg.gc_reserve_lines {
+                return self.alloc.next_page(s);
+            }
+            break;
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// Pairs `g` with a cold lender if cross-group allocation is on and one qualifies.
+    fn try_borrow(&mut self, g: u32, any: bool) -> bool {
+        if !self.cfg.cross_group || self.groups.guest[g as usize] != NONE {
+            return false;
+        }
+        let gr = &self.groups;
+        let lender = (0..gr.count())
+            .filter(|&l| {
+                let i = l as usize;
+                l != g
+                    && gr.guest[i] == NONE
+                    && gr.host[i] == NONE
+                    && gr.guest_in[i] == 0
+                    && (any || gr.trained_at[i].is_none())
+            })
+            .map(|l| (self.alloc.room(gr.stream(l)), l))
+            .filter(|&(room, _)| room > 0)
+            .max_by_key(|&(room, l)| (room, std::cmp::Reverse(l)));
+        match lender {
+            Some((_, l)) => {
+                self.groups.pair(g, l);
+                self.extra.borrow_pairings += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The group with the most invalid pages in the lines it owns, if any has one.
+    fn victim(&self, dev: &Device) -> Option<u32> {
+        let mut invalid = vec![0u32; self.groups.count() as usize];
+        for line in 0..self.geo.lines() {
+            if let LineState::Open(s) | LineState::Closed(s) = self.alloc.state(line) {
+                if let Some(g) = self.groups.of_stream(s) {
+                    invalid[g as usize] += line_written(dev, line) - dev.line_valid(line);
+                }
+            }
+        }
+        (0..self.groups.count())
+            .filter(|&g| invalid[g as usize] > 0)
+            .max_by_key(|&g| (invalid[g as usize], std::cmp::Reverse(g)))
+    }
+
+    /// Collects `members` (ascending) at `t`: TP reads, valid pages read wherever they are and
+    /// written back in LPN order into fresh lines of their group, TP programs, erases of the
+    /// members' lines, training. `refresh` marks a refresh rewrite (not counted as GC).
+    pub(super) fn collect(
+        &mut self,
+        dev: &mut Device,
+        members: &[u32],
+        t: SimTime,
+        refresh: bool,
+    ) -> Result<(), FtlError> {
+        let charged = self.cfg.tp_write_charged;
+        let tps: Vec<Tpn> = members
+            .iter()
+            .flat_map(|&g| self.groups.tps(g).map(Tpn))
+            .collect();
+        if charged {
+            self.ensure_trans_room(dev, tps.len() as u32, t)?;
+        }
+        let mut victims = Vec::new();
+        for &g in members {
+            let s = self.groups.stream(g);
+            self.alloc.close(s);
+            victims.extend(self.alloc.lines_of(s));
+        }
+        // ① Read the members' TPs and keep their valid translations, sorted by LPN.
+        let mut tp_done = t;
+        for &tpn in &tps {
+            tp_done = tp_done.max(self.table.gtd.read(dev, tpn, Cause::GcTrans, t)?);
+        }
+        let clock = Instant::now();
+        let mut moves = std::mem::take(&mut self.moves);
+        moves.clear();
+        for &g in members {
+            for l in self.groups.lpns(g) {
+                if let Some(p) = self.table.get(Lpn(l)) {
+                    moves.push((Lpn(l), p));
+                }
+            }
+        }
+        moves.sort_unstable_by_key(|m| m.0);
+        self.extra.sort_ns += clock.elapsed().as_nanos() as u64;
+        let need: u32 = members
+            .iter()
+            .map(|&g| self.groups.mapped[g as usize].div_ceil(self.geo.pages_per_line()))
+            .sum();
+        if self.alloc.free_lines() < need {
+            self.moves = moves;
+            return Err(FtlError::NoSpace);
+        }
+        // ② Write the valid pages back, VPPN-contiguously per group.
+        let mut data_done = tp_done;
+        for &(lpn, old) in &moves {
+            let s = self.groups.stream(self.groups.of(lpn));
+            let (oob, read) = dev.read(old, Cause::GcData, tp_done)?;
+            let new = self.alloc.next_page(s)?;
+            data_done =
+                data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, read)?);
+            dev.invalidate(old)?;
+            self.table.set(lpn, Some(new));
+            self.models
+                .clear(self.table.gtd.tpn_of(lpn), self.table.gtd.offset_of(lpn));
+        }
+        let moved = moves.len() as u64;
+        self.moves = moves;
+        for &line in &victims {
+            if dev.line_valid(line) != 0 {
+                return Err(FtlError::Invariant(format!(
+                    "line {line} still holds {} valid pages after collecting groups {members:?}",
+                    dev.line_valid(line)
+                )));
+            }
+        }
+        // The members' TPs now hold every new location.
+        if charged {
+            for &tpn in &tps {
+                let lpns = self.table.gtd.lpns(tpn);
+                let mapped = lpns.clone().any(|l| self.table.get(Lpn(l)).is_some());
+                if mapped || self.table.gtd.location(tpn).is_some() {
+                    let new = self.trans_page(dev, t)?;
+                    self.table
+                        .gtd
+                        .program(dev, tpn, new, Cause::GcTrans, data_done)?;
+                }
+            }
+        }
+        for &line in &victims {
+            for i in 0..self.geo.blocks_per_line() {
+                let block = self.geo.block_in_line(line, i);
+                if dev.block_written(block) > 0 {
+                    dev.erase(block, Cause::GcData, t)?;
+                }
+            }
+            self.alloc.release(line);
+        }
+        // ③④ Train every member TP and set the bits of exact predictions.
+        let clock = Instant::now();
+        for &tpn in &tps {
+            self.train(tpn);
+        }
+        self.extra.train_ns += clock.elapsed().as_nanos() as u64;
+        for &g in members {
+            self.groups.collected(g, t);
+        }
+        self.gc_epoch += 1;
+        if refresh {
+            self.extra.refresh_rewrites += 1;
+        } else {
+            self.stats.gc_events += 1;
+            self.extra.group_gcs += 1;
+            self.extra.paired_gcs += (members.len() > 1) as u64;
+        }
+        self.stats.gc_pages_moved += moved;
+        Ok(())
+    }
+
+    /// Trains TP `tpn` on its current mappings (at least `train_min_pages` of them; fewer leave
+    /// it without a model).
+    fn train(&mut self, tpn: Tpn) {
+        let mut points = std::mem::take(&mut self.points);
+        points.clear();
+        let first = self.table.gtd.lpns(tpn).start;
+        for l in self.table.gtd.lpns(tpn) {
+            if let Some(p) = self.table.get(Lpn(l)) {
+                points.push((l - first, self.math.ppa_to_vppn(p).0));
+            }
+        }
+        if points.len() < self.cfg.train_min_pages as usize {
+            points.clear();
+        }
+        self.cfg.training.fit(&points, &mut self.fit);
+        self.models
+            .install(tpn, &self.fit, points.iter().map(|&(x, v)| (x, Vppn(v))));
+        self.extra.trained_tps += !points.is_empty() as u64;
+        self.points = points;
+    }
+
+    /// Refresh rewrite (paper §III-E3): collects the least recently trained group that has
+    /// data, if a period has passed and GC's reserve is intact.
+    pub(super) fn refresh(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        let Some(period) = self.cfg.refresh_period_ns else {
+            return Ok(());
+        };
+        if now < self.next_refresh {
+            return Ok(());
+        }
+        self.next_refresh = now.after(period);
+        if self.alloc.free_lines() <= self.cfg.gc_reserve_lines {
+            return Ok(());
+        }
+        let g = (0..self.groups.count())
+            .filter(|&g| self.groups.mapped[g as usize] > 0)
+            .min_by_key(|&g| (self.groups.trained_at[g as usize], g));
+        match g {
+            Some(g) => {
+                let members = self.groups.members(g);
+                self.collect(dev, &members, now, true)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// A page of the translation stream.
+    pub(super) fn trans_page(&mut self, dev: &mut Device, t: SimTime) -> Result<Ppa, FtlError> {
+        self.ensure_trans_room(dev, 1, t)?;
+        self.alloc.next_page(Stream::TRANS)
+    }
+
+    /// Makes sure the translation stream can take `n` pages without needing a line: takes a
+    /// fresh line while lines are plentiful and it owns fewer than [`TRANS_LINES`], else
+    /// collects its emptiest line (the baseline way; moved TPs update the GTD).
+    fn ensure_trans_room(&mut self, dev: &mut Device, n: u32, t: SimTime) -> Result<(), FtlError> {
+        if self.alloc.room(Stream::TRANS) >= n {
+            return Ok(());
+        }
+        let owned = self.alloc.lines_of(Stream::TRANS).count();
+        self.alloc.close(Stream::TRANS);
+        if owned < TRANS_LINES && self.alloc.free_lines() > self.cfg.gc_reserve_lines + 1 {
+            return Ok(());
+        }
+        let victim = self
+            .alloc
+            .lines_of(Stream::TRANS)
+            .min_by_key(|&l| dev.line_valid(l))
+            .ok_or(FtlError::NoSpace)?;
+        if self.alloc.free_lines() == 0 {
+            return Err(FtlError::NoSpace);
+        }
+        let out = gc::collect_line(
+            dev,
+            &mut self.alloc,
+            victim,
+            t,
+            &mut TransHooks(&mut self.table),
+        )?;
+        self.stats.gc_events += 1;
+        self.stats.gc_pages_moved += out.tp_moved as u64;
+        self.extra.trans_gcs += 1;
+        Ok(())
+    }
+
+    /// Checks that every valid page on a group's line belongs to that group or to the group it
+    /// hosts, and that translation lines hold only TPs.
+    pub(super) fn check_groups(&self, dev: &Device) -> Result<(), String> {
+        let geo = dev.geo();
+        for line in 0..geo.lines() {
+            let owner = match self.alloc.state(line) {
+                LineState::Free => continue,
+                LineState::Open(s) | LineState::Closed(s) => s,
+            };
+            for i in 0..geo.blocks_per_line() {
+                let block = geo.block_in_line(line, i);
+                for pg in 0..dev.block_written(block) {
+                    let ppa = Ppa(block * geo.pages_per_block + pg);
+                    if !dev.is_valid(ppa) {
+                        continue;
+                    }
+                    let oob = dev.peek_oob(ppa).unwrap_or_default();
+                    let ok = match (self.groups.of_stream(owner), oob.lpn()) {
+                        (None, lpn) => owner == Stream::TRANS && lpn.is_none(),
+                        (Some(g), Some(lpn)) => {
+                            let pg = self.groups.of(lpn);
+                            pg == g || pg == self.groups.guest[g as usize]
+                        }
+                        (Some(_), None) => false,
+                    };
+                    if !ok {
+                        return Err(format!(
+                            "{ppa:?} ({oob:?}) on line {line} owned by {owner:?}"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,590 @@
+//! LearnedFTL (Wang et al., HPCA'24; SPEC §5.5): TPFTL's cached mapping table plus, for every
+//! translation page, an in-DRAM learned model that predicts VPPNs, guarded by a bitmap so that
+//! only exact predictions are used.
+//!
+//! Per host page read: a CMT hit is a single read; else, if the LPN's bit is set, the model's
+//! prediction is read directly (a model hit: single read, no CMT insertion); else TPFTL's miss
+//! path (TP read with prefetch, then the data: a double read). Writes and trims follow TPFTL's
+//! path and clear the LPN's bit; writes whose pages in one TP got consecutive VPPNs initialise
+//! the model in place (sequential initialisation). Data is placed by group-based allocation and
+//! collected group by group, which rewrites each TP's pages in LPN order and trains its model
+//! ([`groups`]). The pieces are in [`model`], the fitting in [`plr`].
+
+pub mod groups;
+pub mod model;
+pub mod plr;
+#[cfg(test)]
+mod tests;
+
+use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
+use crate::config::{AddrMath, DeviceConfig, Geometry};
+use crate::device::{Cause, Device, Oob, Src};
+use crate::error::{ConfigError, FtlError};
+use crate::mapping::tpcache::ENTRY_BYTES;
+use crate::mapping::{Allocator, Budget, GcPolicy, Lookup, TpCache, TransTable};
+use crate::params::{parse_duration_ns, Params};
+use groups::{Groups, FIRST_GROUP_STREAM};
+use model::{Models, Piece};
+use plr::Training;
+use serde::Serialize;
+
+/// LearnedFTL's parameters (all `--set` keys; see `docs/ftls/learnedftl.md`).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// TPs per group (`group_tps`; default: one line's worth of LPNs).
+    pub group_tps: u32,
+    /// Lines a group may own before it borrows or GC runs (`group_line_quota`, default 5).
+    pub group_line_quota: u32,
+    /// Free lines only GC may take (`gc_reserve_lines`, default 2: a paired GC's destinations).
+    pub gc_reserve_lines: u32,
+    /// Opportunistic cross-group allocation (`cross_group`, default on).
+    pub cross_group: bool,
+    /// Pages a borrower may place in its lender's lines before both are collected
+    /// (`encroach_threshold`, default a quarter of a line).
+    pub encroach_threshold: u32,
+    /// Lenders may have trained models (`lender=any`); the paper's `untrained` is the default.
+    pub lend_trained: bool,
+    /// Sequential initialisation (`sequential_init`, default on).
+    pub sequential_init: bool,
+    /// How models are trained (`training`, default greedy PLR).
+    pub training: Training,
+    /// Fewest valid LPNs a TP needs to be trained (`train_min_pages`, default 2).
+    pub train_min_pages: u32,
+    /// Translation-page programs cost flash operations (`tp_write_cost=charged`, default) or
+    /// are free (`free`, the authors' code).
+    pub tp_write_charged: bool,
+    /// Refresh rewrite period in simulated ns (`refresh_period`, default off).
+    pub refresh_period_ns: Option<u64>,
+    /// DRAM preset (`dram=paper|equal-dram`).
+    pub dram: &'static str,
+    /// The mapping DRAM budget.
+    pub budget: Budget,
+}
+
+/// LearnedFTL's own counters (reported by [`Ftl::extra_counters`]).
+#[derive(Clone, Debug, Default, Serialize)]
+struct Counters {
+    /// Page reads whose bitmap bit was set (whether or not the CMT hit first).
+    bitmap_positive: u64,
+    /// Pages written into another group's line.
+    borrowed_pages: u64,
+    /// Borrower/lender pairings made.
+    borrow_pairings: u64,
+    /// Group collections (GC events of data).
+    group_gcs: u64,
+    /// Of which collected a borrower with its lender.
+    paired_gcs: u64,
+    /// Translation-line collections.
+    trans_gcs: u64,
+    /// Refresh rewrites.
+    refresh_rewrites: u64,
+    /// TPs trained.
+    trained_tps: u64,
+    /// Models changed by sequential initialisation.
+    seq_init_updates: u64,
+    /// CPU time gathering and sorting valid translations in collections, ns.
+    sort_ns: u64,
+    /// CPU time training in collections, ns.
+    train_ns: u64,
+}
+
+/// The LearnedFTL.
+pub struct LearnedFtl {
+    cfg: Config,
+    geo: Geometry,
+    math: AddrMath,
+    table: TransTable,
+    cache: TpCache,
+    models: Models,
+    alloc: Allocator,
+    groups: Groups,
+    stats: FtlStats,
+    extra: Counters,
+    fixed_dram: u64,
+    gc_epoch: u64,
+    next_refresh: SimTime,
+    moves: Vec<(Lpn, Ppa)>,
+    points: Vec<(u32, u32)>,
+    fit: Vec<Piece>,
+}
+
+/// DFTL's cache share under `paper` (SPEC §5.0), the total `equal-dram` matches.
+const DFTL_CMT_RATIO: f64 = 0.03;
+/// LearnedFTL's CMT share under `paper`.
+const PAPER_CMT_RATIO: f64 = 0.015;
+
+impl LearnedFtl {
+    /// Builds the FTL, taking its keys from `params`.
+    pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<LearnedFtl, ConfigError> {
+        let geo = dev.geometry.clone();
+        let entries = geo.entries_per_tp();
+        if entries > 1 << 15 {
+            return Err(ConfigError::invalid(
+                "page_size",
+                "LearnedFTL's u16 piece offsets need at most 32,768 entries per TP",
+            ));
+        }
+        let ppl = geo.pages_per_line();
+        let max_g = (ppl / entries).max(1);
+        let group_tps = params.take::<u32>("group_tps")?.unwrap_or(max_g);
+        if group_tps == 0 || group_tps > max_g {
+            return Err(ConfigError::invalid(
+                "group_tps",
+                format!("{group_tps}: a group's LPNs must fit one line (1 to {max_g} TPs)"),
+            ));
+        }
+        let groups = Groups::new(&geo, group_tps);
+        if groups.count() as u64 + FIRST_GROUP_STREAM as u64 > u16::MAX as u64 {
+            return Err(ConfigError::invalid(
+                "group_tps",
+                format!(
+                    "{} groups are more than the allocator's streams",
+                    groups.count()
+                ),
+            ));
+        }
+        let cross_group = params.take_bool("cross_group")?.unwrap_or(true);
+        let gc_reserve_lines = params.take::<u32>("gc_reserve_lines")?.unwrap_or(2);
+        let min_reserve = if cross_group { 2 } else { 1 };
+        if gc_reserve_lines < min_reserve || gc_reserve_lines + 4 > geo.lines() {
+            return Err(ConfigError::invalid(
+                "gc_reserve_lines",
+                format!("{gc_reserve_lines}: need at least {min_reserve} (a collection's destinations) and room for data"),
+            ));
+        }
+        let group_line_quota = params.take::<u32>("group_line_quota")?.unwrap_or(5).max(1);
+        let encroach_threshold = params
+            .take::<u32>("encroach_threshold")?
+            .unwrap_or(ppl / 4)
+            .max(1);
+        let lend_trained = match params.take_str("lender").as_deref() {
+            None | Some("untrained") => false,
+            Some("any") => true,
+            Some(o) => {
+                return Err(ConfigError::invalid(
+                    "lender",
+                    format!("'{o}' is not untrained or any"),
+                ))
+            }
+        };
+        let sequential_init = params.take_bool("sequential_init")?.unwrap_or(true);
+        let training = params
+            .take::<Training>("training")?
+            .unwrap_or(Training::GreedyPlr);
+        let train_min_pages = params.take::<u32>("train_min_pages")?.unwrap_or(2).max(1);
+        let tp_write_charged = match params.take_str("tp_write_cost").as_deref() {
+            None | Some("charged") => true,
+            Some("free") => false,
+            Some(o) => {
+                return Err(ConfigError::invalid(
+                    "tp_write_cost",
+                    format!("'{o}' is not charged or free"),
+                ))
+            }
+        };
+        let refresh_period_ns = match params.take_str("refresh_period") {
+            None => None,
+            Some(t) if t == "off" || t == "0" => None,
+            Some(t) => Some(parse_duration_ns(&t).filter(|&ns| ns > 0).ok_or_else(|| {
+                ConfigError::invalid(
+                    "refresh_period",
+                    format!("'{t}' is not a duration (e.g. 50ms, 2s) or off"),
+                )
+            })?),
+        };
+        // TPFTL's cache knobs, parsed as TPFTL parses them.
+        let cache_cfg = super::tpftl::cache_config(params)?;
+        let models = Models::new(geo.tps(), entries);
+        let table = TransTable::new(&geo);
+        let fixed = models.dram_bytes() + table.gtd.dram_bytes() + groups.dram_bytes();
+        let (dram, budget) = match params.take_str("dram").as_deref() {
+            None | Some("paper") => (
+                "paper",
+                Budget::from_params(
+                    &geo,
+                    params,
+                    PAPER_CMT_RATIO,
+                    fixed,
+                    ENTRY_BYTES + cache_cfg.node_bytes,
+                )?,
+            ),
+            Some("equal-dram") => {
+                if params.contains("cmt_ratio") || params.contains("mapping_dram_bytes") {
+                    return Err(ConfigError::invalid(
+                        "dram",
+                        "equal-dram sizes the CMT itself; drop cmt_ratio / mapping_dram_bytes",
+                    ));
+                }
+                // DFTL's total (3 % CMT + GTD); the models take most of it, the CMT the rest,
+                // but never less than one TP's entries (then the total is over DFTL's).
+                let dftl = (DFTL_CMT_RATIO * geo.logical_pages as f64 * 8.0) as u64
+                    + table.gtd.dram_bytes();
+                let cache = dftl.saturating_sub(fixed).max(entries as u64 * ENTRY_BYTES);
+                (
+                    "equal-dram",
+                    Budget {
+                        total: cache + fixed,
+                        fixed,
+                        cache,
+                    },
+                )
+            }
+            Some(o) => {
+                return Err(ConfigError::invalid(
+                    "dram",
+                    format!("'{o}' is not paper or equal-dram"),
+                ))
+            }
+        };
+        let cache = TpCache::new(geo.logical_pages as u32, entries, budget.cache, cache_cfg);
+        // The baseline GC thresholds do not apply (groups are collected when no line can be
+        // had), but the allocator carries a policy.
+        let policy = GcPolicy::from_params(&geo, &mut Params::new())?;
+        let streams = FIRST_GROUP_STREAM + groups.count() as u16;
+        Ok(LearnedFtl {
+            cfg: Config {
+                group_tps,
+                group_line_quota,
+                gc_reserve_lines,
+                cross_group,
+                encroach_threshold,
+                lend_trained,
+                sequential_init,
+                training,
+                train_min_pages,
+                tp_write_charged,
+                refresh_period_ns,
+                dram,
+                budget,
+            },
+            alloc: Allocator::new(&geo, streams, policy),
+            next_refresh: SimTime(refresh_period_ns.unwrap_or(0)),
+            math: AddrMath::new(&geo),
+            geo,
+            table,
+            cache,
+            models,
+            groups,
+            stats: FtlStats::default(),
+            extra: Counters::default(),
+            fixed_dram: fixed,
+            gc_epoch: 0,
+            moves: Vec::new(),
+            points: Vec::new(),
+            fit: Vec::new(),
+        })
+    }
+
+    /// The TP and offset of `lpn`.
+    #[inline]
+    fn locate(&self, lpn: Lpn) -> (Tpn, u32) {
+        (self.table.gtd.tpn_of(lpn), self.table.gtd.offset_of(lpn))
+    }
+
+    /// TPFTL's miss path for `lpn` in a request ending at `req_last`: make room (paying dirty
+    /// write-backs), read the TP at `t`, load the prefetch range. Returns when the TP read
+    /// completes.
+    fn cache_miss(
+        &mut self,
+        dev: &mut Device,
+        lpn: Lpn,
+        req_last: Lpn,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
+        let range = self.cache.load_range(lpn, req_last);
+        while let Some(v) = self.cache.evict_for(&range) {
+            if v.written_back > 0 && self.cfg.tp_write_charged {
+                let new = self.trans_page(dev, t)?;
+                self.table
+                    .gtd
+                    .rewrite(dev, v.tpn, new, Cause::TransWrite, t)?;
+            }
+        }
+        let done = self.table.read_tp(dev, lpn, Cause::TransRead, t)?;
+        self.cache.load(lpn, range, done);
+        Ok(done)
+    }
+
+    /// The cache side of a write or trim of `lpn`: a miss loads it (the TP read tells the old
+    /// PPA; the data program does not wait for it), then the entry becomes dirty.
+    fn cache_dirty(
+        &mut self,
+        dev: &mut Device,
+        lpn: Lpn,
+        req_last: Lpn,
+        t: SimTime,
+    ) -> Result<(), FtlError> {
+        if self.cache.lookup(lpn) == Lookup::Miss {
+            self.cache_miss(dev, lpn, req_last, t)?;
+        }
+        self.cache.mark_dirty(lpn);
+        Ok(())
+    }
+
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        let t = req.arrival;
+        let mut done = t;
+        for lpn in req.lpns() {
+            let (tpn, x) = self.locate(lpn);
+            self.extra.bitmap_positive += self.models.bit(tpn, x) as u64;
+            let (at, reads) = match self.cache.lookup(lpn) {
+                Lookup::Hit { ready } => {
+                    self.stats.cmt_hits += 1;
+                    (t.max(ready), 1)
+                }
+                Lookup::Miss => match self.models.lookup(tpn, x) {
+                    Some(v) => {
+                        let want = self.table.get(lpn).map(|p| self.math.ppa_to_vppn(p));
+                        if want != Some(v) {
+                            return Err(FtlError::Invariant(format!(
+                                "bit set for {lpn:?} but the model predicts {v:?}, truth {want:?}"
+                            )));
+                        }
+                        self.stats.model_hits += 1;
+                        (t, 1)
+                    }
+                    None => (self.cache_miss(dev, lpn, req.last_lpn(), t)?, 2),
+                },
+            };
+            done = done.max(at);
+            match self.table.get(lpn) {
+                None => {
+                    self.stats.lookup(0);
+                    sink.deliver(lpn, Served::Unmapped);
+                }
+                Some(ppa) => {
+                    let (oob, d) = dev.read(ppa, Cause::User, at)?;
+                    self.stats.lookup(reads);
+                    sink.deliver(lpn, Served::Flash { ppa, oob });
+                    done = done.max(d);
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    fn write(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
+        let t = req.arrival;
+        let mut done = t;
+        // The current run of pages of one TP with consecutive offsets and VPPNs:
+        // (tpn, first offset, length, first VPPN).
+        let mut run: Option<(Tpn, u32, u32, Vppn)> = None;
+        for lpn in req.lpns() {
+            let g = self.groups.of(lpn);
+            let epoch = self.gc_epoch;
+            let ppa = self.data_page(dev, g, t)?;
+            if self.gc_epoch != epoch {
+                // A collection moved (and retrained) what the run wrote so far.
+                run = None;
+            }
+            done =
+                done.max(dev.program(ppa, Oob::data(lpn, req.stamp), Src::Host, Cause::User, t)?);
+            match self.table.set(lpn, Some(ppa)) {
+                Some(old) => dev.invalidate(old)?,
+                None => self.groups.mapped[g as usize] += 1,
+            }
+            let (tpn, x) = self.locate(lpn);
+            self.models.clear(tpn, x);
+            self.cache_dirty(dev, lpn, req.last_lpn(), t)?;
+            let v = self.math.ppa_to_vppn(ppa);
+            run = match run {
+                Some((rt, x0, len, v0)) if rt == tpn && x0 + len == x && v0.0 + len == v.0 => {
+                    Some((rt, x0, len + 1, v0))
+                }
+                prev => {
+                    if let Some(r) = prev {
+                        self.seq_init(r);
+                    }
+                    Some((tpn, x, 1, v))
+                }
+            };
+        }
+        if let Some(r) = run {
+            self.seq_init(r);
+        }
+        Ok(done)
+    }
+
+    fn seq_init(&mut self, (tpn, x, len, v): (Tpn, u32, u32, Vppn)) {
+        if self.cfg.sequential_init && self.models.seq_init(tpn, x, len, v) {
+            self.extra.seq_init_updates += 1;
+        }
+    }
+
+    fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
+        for lpn in req.lpns() {
+            if let Some(old) = self.table.set(lpn, None) {
+                dev.invalidate(old)?;
+                let g = self.groups.of(lpn) as usize;
+                self.groups.mapped[g] -= 1;
+            }
+            let (tpn, x) = self.locate(lpn);
+            self.models.clear(tpn, x);
+            self.cache_dirty(dev, lpn, req.last_lpn(), req.arrival)?;
+        }
+        Ok(req.arrival)
+    }
+
+    /// Checks the bitmap invariant: every set bit's prediction is the LPN's true VPPN.
+    fn check_bitmap(&self) -> Result<(), String> {
+        for t in 0..self.geo.tps() {
+            let tpn = Tpn(t);
+            let first = self.table.gtd.lpns(tpn).start;
+            for x in self.models.set_offsets(tpn) {
+                let lpn = Lpn(first + x);
+                let truth = self.table.get(lpn).map(|p| self.math.ppa_to_vppn(p));
+                let pred = model::predict(self.models.pieces(tpn), x);
+                if truth.is_none() || pred != truth {
+                    return Err(format!(
+                        "bitmap: {lpn:?} has its bit set but predicts {pred:?}, truth {truth:?}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for LearnedFtl {
+    fn name(&self) -> &'static str {
+        "learnedftl"
+    }
+
+    fn submit(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        match req.op {
+            Op::Read => self.read(dev, req, sink),
+            Op::Write => self.write(dev, req),
+            Op::Trim => self.trim(dev, req),
+            Op::Flush => Ok(req.arrival),
+        }
+    }
+
+    fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        self.refresh(dev, now)
+    }
+
+    fn stats(&self) -> &FtlStats {
+        &self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.extra = Counters::default();
+        self.cache.reset_stats();
+        self.groups.collections.fill(0);
+    }
+
+    fn dram(&self) -> DramUsage {
+        DramUsage {
+            parts: vec![
+                ("cmt", self.cache.bytes()),
+                ("models", self.models.dram_bytes()),
+                ("gtd", self.table.gtd.dram_bytes()),
+                ("groups", self.groups.dram_bytes()),
+            ],
+            budget: Some(self.cfg.budget.total),
+        }
+    }
+
+    fn dram_total(&self) -> u64 {
+        self.cache.bytes() + self.fixed_dram
+    }
+
+    fn params(&self) -> serde_json::Value {
+        let c = &self.cfg;
+        serde_json::json!({
+            "group_tps": c.group_tps,
+            "groups": self.groups.count(),
+            "group_line_quota": c.group_line_quota,
+            "gc_reserve_lines": c.gc_reserve_lines,
+            "cross_group": c.cross_group,
+            "encroach_threshold": c.encroach_threshold,
+            "lender": if c.lend_trained { "any" } else { "untrained" },
+            "sequential_init": c.sequential_init,
+            "training": c.training.key(),
+            "train_min_pages": c.train_min_pages,
+            "tp_write_cost": if c.tp_write_charged { "charged" } else { "free" },
+            "refresh_period_ns": c.refresh_period_ns,
+            "dram": c.dram,
+            "budget": c.budget,
+            "cmt_entries_max": c.budget.cache / ENTRY_BYTES,
+            "cache": self.cache.config(),
+        })
+    }
+
+    fn extra_counters(&self) -> serde_json::Value {
+        let mapped: u64 = self.groups.mapped.iter().map(|&m| m as u64).sum();
+        let bits = self.models.set_bits_total();
+        let per_group = &self.groups.collections;
+        let collected = per_group.iter().filter(|&&c| c > 0).count();
+        let n = per_group.len().max(1) as f64;
+        let events = self.extra.group_gcs.max(1) as f64;
+        let mut v = serde_json::to_value(&self.extra).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("model_hits".into(), self.stats.model_hits.into());
+            o.insert("mapped_lpns".into(), mapped.into());
+            o.insert("bits_set".into(), bits.into());
+            o.insert(
+                "model_coverage".into(),
+                (bits as f64 / mapped.max(1) as f64).into(),
+            );
+            o.insert("modelled_tps".into(), self.models.modelled_tps().into());
+            o.insert(
+                "gc_per_group".into(),
+                serde_json::json!({
+                    "groups_collected": collected,
+                    "min": per_group.iter().min().copied().unwrap_or(0),
+                    "mean": per_group.iter().map(|&c| c as f64).sum::<f64>() / n,
+                    "max": per_group.iter().max().copied().unwrap_or(0),
+                }),
+            );
+            o.insert(
+                "sort_us_per_gc".into(),
+                (self.extra.sort_ns as f64 / 1e3 / events).into(),
+            );
+            o.insert(
+                "train_us_per_gc".into(),
+                (self.extra.train_ns as f64 / 1e3 / events).into(),
+            );
+            o.insert(
+                "cache".into(),
+                serde_json::to_value(self.cache.stats()).unwrap_or_default(),
+            );
+        }
+        v
+    }
+
+    fn check_invariants(&self, dev: &Device) -> Result<(), String> {
+        self.table.check(dev)?;
+        self.cache.check()?;
+        self.check_bitmap()?;
+        self.check_groups(dev)?;
+        let mapped: u64 = self.groups.mapped.iter().map(|&m| m as u64).sum();
+        let truth = self.table.iter().filter(|(_, p)| p.is_some()).count() as u64;
+        if mapped != truth {
+            return Err(format!(
+                "groups count {mapped} mapped LPNs, the table {truth}"
+            ));
+        }
+        let total = self.dram_total();
+        if total > self.cfg.budget.total || total != self.dram().total() {
+            return Err(format!(
+                "DRAM {total} B (parts {:?}) over the budget of {} B",
+                self.dram().parts,
+                self.cfg.budget.total
+            ));
+        }
+        Ok(())
+    }
+}

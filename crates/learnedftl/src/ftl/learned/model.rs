@@ -1,0 +1,435 @@
+//! The in-place-update linear model of LearnedFTL (paper §III-B, SPEC §5.5): one per
+//! translation page, in DRAM.
+//!
+//! A model is 8 pieces `{off: u16, k: f16, base: u32}` (8 B each) plus a bitmap with one bit per
+//! entry of the TP (512 bits for 4 KiB pages): 128 B per TP. Piece `n` covers offsets
+//! `[off_n, off_{n+1})` and predicts `vppn = base_n + round(k_n · (x − off_n))`, always from the
+//! stored (quantised) values. Unused pieces carry `off = NONE` and sort last.
+//!
+//! **Bitmap invariant**: a set bit means the model's prediction for that offset is the LPN's true
+//! VPPN. Writes, trims and moves clear bits ([`Models::clear`]); any change of the pieces clears
+//! the set bits whose prediction changed ([`Models::replace_pieces`]) before new bits are set for
+//! offsets the caller verified.
+
+use crate::addr::{Tpn, Vppn};
+use half::f16;
+
+/// Pieces per model.
+pub const PIECES: usize = 8;
+
+/// One linear piece.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Piece {
+    /// First TP offset the piece covers ([`Piece::NONE`] if unused).
+    pub off: u16,
+    /// Slope, quantised to half precision.
+    pub k: f16,
+    /// VPPN of offset `off`.
+    pub base: u32,
+}
+
+impl Piece {
+    /// `off` of an unused piece.
+    pub const NONE: u16 = u16::MAX;
+    /// An unused piece.
+    pub const UNUSED: Piece = Piece {
+        off: Piece::NONE,
+        k: f16::ZERO,
+        base: 0,
+    };
+
+    /// Whether the piece is in use.
+    #[inline]
+    pub fn used(&self) -> bool {
+        self.off != Piece::NONE
+    }
+
+    /// This piece's prediction for offset `x` (`x ≥ off`), from the stored values; `None` if it
+    /// falls outside the VPPN range.
+    #[inline]
+    pub fn predict(&self, x: u32) -> Option<Vppn> {
+        // k has an 11-bit significand and x − off < 2^16, so the product is exact in f64 and
+        // `round` sees the true value.
+        let v = self.base as i64 + (self.k.to_f64() * (x as f64 - self.off as f64)).round() as i64;
+        (0..u32::MAX as i64).contains(&v).then_some(Vppn(v as u32))
+    }
+}
+
+/// A model's pieces, used ones first in ascending `off`.
+pub type Pieces = [Piece; PIECES];
+
+/// The prediction of `pieces` for offset `x`: the last used piece with `off ≤ x`.
+#[inline]
+pub fn predict(pieces: &Pieces, x: u32) -> Option<Vppn> {
+    let mut hit = None;
+    for p in pieces.iter().take_while(|p| p.used()) {
+        if p.off as u32 > x {
+            break;
+        }
+        hit = Some(p);
+    }
+    hit.and_then(|p| p.predict(x))
+}
+
+/// Every TP's model.
+#[derive(Clone, Debug)]
+pub struct Models {
+    pieces: Vec<Pieces>,
+    bits: Vec<u64>,
+    words: usize,
+    entries: u32,
+}
+
+impl Models {
+    /// Untrained models (no piece, no bit) for `tps` TPs of `entries` entries each.
+    pub fn new(tps: u32, entries: u32) -> Models {
+        let words = entries.div_ceil(64) as usize;
+        Models {
+            pieces: vec![[Piece::UNUSED; PIECES]; tps as usize],
+            bits: vec![0; tps as usize * words],
+            words,
+            entries,
+        }
+    }
+
+    /// Entries per TP.
+    pub fn entries(&self) -> u32 {
+        self.entries
+    }
+
+    /// DRAM the models take: 8 B per piece plus one bit per entry (128 B per TP of 512 entries).
+    pub fn dram_bytes(&self) -> u64 {
+        self.pieces.len() as u64 * (PIECES as u64 * 8 + self.entries.div_ceil(8) as u64)
+    }
+
+    /// The pieces of TP `tpn`.
+    #[inline]
+    pub fn pieces(&self, tpn: Tpn) -> &Pieces {
+        &self.pieces[tpn.idx()]
+    }
+
+    /// Whether TP `tpn` has any piece.
+    #[inline]
+    pub fn has_model(&self, tpn: Tpn) -> bool {
+        self.pieces[tpn.idx()][0].used()
+    }
+
+    #[inline]
+    fn word(&self, tpn: Tpn, x: u32) -> (usize, u64) {
+        (tpn.idx() * self.words + (x >> 6) as usize, 1u64 << (x & 63))
+    }
+
+    /// Whether offset `x` of TP `tpn` has its bit set.
+    #[inline]
+    pub fn bit(&self, tpn: Tpn, x: u32) -> bool {
+        let (w, m) = self.word(tpn, x);
+        self.bits[w] & m != 0
+    }
+
+    /// The model's VPPN for offset `x` of TP `tpn` if its bit is set (a verified prediction).
+    #[inline]
+    pub fn lookup(&self, tpn: Tpn, x: u32) -> Option<Vppn> {
+        if self.bit(tpn, x) {
+            predict(&self.pieces[tpn.idx()], x)
+        } else {
+            None
+        }
+    }
+
+    /// Clears the bit of offset `x` (its LPN was written, trimmed or moved).
+    #[inline]
+    pub fn clear(&mut self, tpn: Tpn, x: u32) {
+        let (w, m) = self.word(tpn, x);
+        self.bits[w] &= !m;
+    }
+
+    /// Sets the bit of offset `x` if the model predicts `truth` there; returns whether it did.
+    #[inline]
+    pub fn verify(&mut self, tpn: Tpn, x: u32, truth: Vppn) -> bool {
+        let ok = predict(&self.pieces[tpn.idx()], x) == Some(truth);
+        if ok {
+            let (w, m) = self.word(tpn, x);
+            self.bits[w] |= m;
+        }
+        ok
+    }
+
+    /// Set bits of TP `tpn` at offsets in `[from, to)`.
+    pub fn bits_in(&self, tpn: Tpn, from: u32, to: u32) -> u32 {
+        self.set_offsets(tpn)
+            .filter(|&x| x >= from && x < to)
+            .count() as u32
+    }
+
+    /// Offsets of TP `tpn` whose bit is set, ascending.
+    pub fn set_offsets(&self, tpn: Tpn) -> impl Iterator<Item = u32> + '_ {
+        let base = tpn.idx() * self.words;
+        self.bits[base..base + self.words]
+            .iter()
+            .enumerate()
+            .flat_map(|(wi, &w)| {
+                let mut w = w;
+                std::iter::from_fn(move || {
+                    (w != 0).then(|| {
+                        let b = w.trailing_zeros();
+                        w &= w - 1;
+                        wi as u32 * 64 + b
+                    })
+                })
+            })
+    }
+
+    /// Set bits over every TP.
+    pub fn set_bits_total(&self) -> u64 {
+        self.bits.iter().map(|w| w.count_ones() as u64).sum()
+    }
+
+    /// TPs that have at least one piece.
+    pub fn modelled_tps(&self) -> u32 {
+        self.pieces.iter().filter(|p| p[0].used()).count() as u32
+    }
+
+    /// Replaces the pieces of TP `tpn` in place, clearing every set bit whose prediction the
+    /// change alters (the invariant's "model changes clear bits"). Returns how many it cleared.
+    pub fn replace_pieces(&mut self, tpn: Tpn, new: Pieces) -> u32 {
+        let old = std::mem::replace(&mut self.pieces[tpn.idx()], new);
+        let changed: Vec<u32> = self
+            .set_offsets(tpn)
+            .filter(|&x| predict(&old, x) != predict(&new, x))
+            .collect();
+        for &x in &changed {
+            self.clear(tpn, x);
+        }
+        changed.len() as u32
+    }
+
+    /// Installs freshly trained pieces for TP `tpn`: every bit is cleared, then set for each
+    /// `(offset, true VPPN)` point the new pieces predict exactly. Returns the bits set.
+    pub fn install(
+        &mut self,
+        tpn: Tpn,
+        pieces: &[Piece],
+        points: impl Iterator<Item = (u32, Vppn)>,
+    ) -> u32 {
+        let mut p = [Piece::UNUSED; PIECES];
+        p[..pieces.len()].copy_from_slice(pieces);
+        self.pieces[tpn.idx()] = p;
+        let base = tpn.idx() * self.words;
+        self.bits[base..base + self.words].fill(0);
+        points.filter(|&(x, v)| self.verify(tpn, x, v)).count() as u32
+    }
+
+    /// Sequential initialisation (paper §III-E1, SPEC §5.5) after a write gave offsets
+    /// `[x, x + len)` of TP `tpn` the consecutive VPPNs from `first` (their bits already
+    /// cleared by the write). If the piece covering `x` already predicts the whole run (a run
+    /// continuing the one it came from), the run's bits are set and nothing else changes.
+    /// Otherwise, if the piece covering `x` has fewer set bits than `len`, it is
+    /// replaced in place by `k = 1, base = first` starting at `x` (a new piece if none covers `x`
+    /// and a slot is free), following pieces the run overlaps are moved past it or dropped, bits
+    /// whose prediction changed are cleared and the run's bits set. Returns whether the model
+    /// changed.
+    pub fn seq_init(&mut self, tpn: Tpn, x: u32, len: u32, first: Vppn) -> bool {
+        let end = x + len;
+        if len < 2 || end > self.entries {
+            return false;
+        }
+        let mut p = self.pieces[tpn.idx()];
+        let n = p.iter().take_while(|q| q.used()).count();
+        let cover = p[..n].iter().rposition(|q| q.off as u32 <= x);
+        let run = Piece {
+            off: x as u16,
+            k: f16::ONE,
+            base: first.0,
+        };
+        let mut n = n;
+        let i = match cover {
+            Some(i) => {
+                let piece_end = p
+                    .get(i + 1)
+                    .filter(|q| q.used())
+                    .map_or(self.entries, |q| q.off as u32);
+                if end <= piece_end
+                    && (x..end).all(|o| p[i].predict(o) == Some(Vppn(first.0 + o - x)))
+                {
+                    // The piece already predicts the run (it continues the run the piece came
+                    // from): the offsets are verified, the model stays.
+                    for o in x..end {
+                        let (w, m) = self.word(tpn, o);
+                        self.bits[w] |= m;
+                    }
+                    return false;
+                }
+                if self.bits_in(tpn, p[i].off as u32, piece_end) >= len {
+                    return false;
+                }
+                p[i] = run;
+                i
+            }
+            None if n < PIECES => {
+                p.copy_within(0..n, 1);
+                p[0] = run;
+                n += 1;
+                0
+            }
+            None => return false,
+        };
+        // Pieces the run overlaps: move past it (keeping their predictions where rounding
+        // allows) or drop them when wholly covered.
+        let j = i + 1;
+        while j < n && (p[j].off as u32) < end {
+            let next_off = if j + 1 < n {
+                p[j + 1].off as u32
+            } else {
+                self.entries
+            };
+            match p[j].predict(end) {
+                Some(v) if next_off > end => {
+                    p[j] = Piece {
+                        off: end as u16,
+                        k: p[j].k,
+                        base: v.0,
+                    };
+                    break;
+                }
+                _ => {
+                    p.copy_within(j + 1..n, j);
+                    n -= 1;
+                    p[n] = Piece::UNUSED;
+                }
+            }
+        }
+        self.replace_pieces(tpn, p);
+        for o in x..end {
+            let (w, m) = self.word(tpn, o);
+            self.bits[w] |= m;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(off: u16, k: f32, base: u32) -> Piece {
+        Piece {
+            off,
+            k: f16::from_f32(k),
+            base,
+        }
+    }
+
+    #[test]
+    fn model_is_128_bytes_per_tp_of_512_entries() {
+        assert_eq!(std::mem::size_of::<Piece>(), 8);
+        assert_eq!(Models::new(10, 512).dram_bytes(), 1280);
+        // The bitmap scales with entries per TP (8 KiB pages: 1024 entries).
+        assert_eq!(Models::new(1, 1024).dram_bytes(), 64 + 128);
+    }
+
+    #[test]
+    fn prediction_uses_the_piece_covering_the_offset_and_rounds() {
+        let mut p = [Piece::UNUSED; PIECES];
+        p[0] = piece(0, 1.0, 100);
+        p[1] = piece(10, 0.5, 1000);
+        assert_eq!(predict(&p, 3), Some(Vppn(103)));
+        assert_eq!(predict(&p, 10), Some(Vppn(1000)));
+        // 0.5 · 3 = 1.5 rounds away from zero.
+        assert_eq!(predict(&p, 13), Some(Vppn(1002)));
+        let mut q = [Piece::UNUSED; PIECES];
+        q[0] = piece(5, 1.0, 0);
+        assert_eq!(predict(&q, 4), None, "before the first piece");
+        q[0] = piece(0, -1.0, 2);
+        assert_eq!(predict(&q, 3), None, "negative VPPN");
+    }
+
+    #[test]
+    fn replacing_pieces_clears_exactly_the_changed_predictions() {
+        let mut m = Models::new(1, 512);
+        let t = Tpn(0);
+        let mut p = [Piece::UNUSED; PIECES];
+        p[0] = piece(0, 1.0, 100);
+        m.install(t, &p[..1], (0..20).map(|x| (x, Vppn(100 + x))));
+        assert_eq!(m.bits_in(t, 0, 512), 20);
+        // A new piece from 10 on with another base: offsets 10.. change, 0..10 do not.
+        p[1] = piece(10, 1.0, 500);
+        assert_eq!(m.replace_pieces(t, p), 10);
+        assert_eq!(
+            m.set_offsets(t).collect::<Vec<_>>(),
+            (0..10).collect::<Vec<_>>()
+        );
+        m.clear(t, 3);
+        assert!(!m.bit(t, 3) && m.lookup(t, 3).is_none());
+        assert_eq!(m.lookup(t, 4), Some(Vppn(104)));
+    }
+
+    #[test]
+    fn sequential_init_sets_exactly_the_run_and_clears_changed_bits() {
+        let mut m = Models::new(1, 512);
+        let t = Tpn(0);
+        // An empty model gets a piece for the run.
+        assert!(m.seq_init(t, 100, 8, Vppn(5000)));
+        assert_eq!(
+            m.set_offsets(t).collect::<Vec<_>>(),
+            (100..108).collect::<Vec<_>>()
+        );
+        assert_eq!(m.lookup(t, 107), Some(Vppn(5007)));
+        // A longer run inside the same piece replaces it: the old run's offsets before the new
+        // start are no longer covered, the others changed; all cleared.
+        assert!(m.seq_init(t, 104, 16, Vppn(9000)));
+        assert_eq!(
+            m.set_offsets(t).collect::<Vec<_>>(),
+            (104..120).collect::<Vec<_>>()
+        );
+        // A shorter run does not displace a piece with more verified offsets.
+        assert!(!m.seq_init(t, 110, 4, Vppn(1)));
+        assert_eq!(m.bits_in(t, 0, 512), 16);
+        // A run the piece already predicts (VPPNs continuing the piece's line) only sets bits.
+        assert!(!m.seq_init(t, 130, 4, Vppn(9026)));
+        assert_eq!(m.bits_in(t, 0, 512), 20);
+        m.clear(t, 130);
+        m.clear(t, 131);
+        m.clear(t, 132);
+        m.clear(t, 133);
+        // A run before the first piece that overlaps it: the old piece is moved past the run and
+        // keeps its remaining offsets verified.
+        assert!(m.seq_init(t, 96, 12, Vppn(20_000)));
+        let mut want: Vec<u32> = (96..108).collect();
+        want.extend(108..120);
+        assert_eq!(m.set_offsets(t).collect::<Vec<_>>(), want);
+        assert_eq!(m.lookup(t, 108), Some(Vppn(9004)));
+        assert_eq!(m.lookup(t, 100), Some(Vppn(20_004)));
+        // Too short or past the TP: nothing.
+        assert!(!m.seq_init(t, 0, 1, Vppn(0)));
+        assert!(!m.seq_init(t, 510, 4, Vppn(0)));
+    }
+
+    #[test]
+    fn sequential_init_drops_pieces_it_covers_and_respects_the_slot_limit() {
+        let mut m = Models::new(1, 512);
+        let t = Tpn(0);
+        let pieces: Vec<Piece> = (0..PIECES as u16)
+            .map(|i| piece(10 + 20 * i, 1.0, 1000 * i as u32))
+            .collect();
+        let points = (0..PIECES as u32).flat_map(|i| {
+            [
+                (10 + 20 * i, Vppn(1000 * i)),
+                (11 + 20 * i, Vppn(1000 * i + 1)),
+            ]
+        });
+        assert_eq!(m.install(t, &pieces, points), 16);
+        // A run to the right of a piece with as many verified offsets leaves it alone.
+        assert!(!m.seq_init(t, 40, 2, Vppn(77)));
+        // No slot left for a run before the first piece.
+        assert!(!m.seq_init(t, 0, 5, Vppn(7)));
+        // A long run from the first piece swallows the next two pieces and moves the third.
+        assert!(m.seq_init(t, 10, 65, Vppn(50_000)));
+        let used = m.pieces(t).iter().filter(|p| p.used()).count();
+        assert_eq!(used, PIECES - 2);
+        assert_eq!(m.pieces(t)[1].off, 75);
+        // The moved piece's verified offsets (70, 71) were overrun by the run; 90.. survive.
+        assert_eq!(m.lookup(t, 90), Some(Vppn(4000)));
+        assert_eq!(m.lookup(t, 74), Some(Vppn(50_064)));
+        assert_eq!(m.bits_in(t, 0, 512), 65 + 2 * 4);
+    }
+}

@@ -1,0 +1,300 @@
+//! LearnedFTL mechanism tests on small devices: a scripted scenario with exact flash-operation
+//! counts, VPPN contiguity of a group's write-back, sequential initialisation through the write
+//! path, and the switches.
+
+use super::*;
+use crate::device::FlashCounters;
+use crate::ftl::NullSink;
+
+/// A device of 8 lines of 512 pages (4 ch × 2 LUN, 64 pages per block), half of it logical:
+/// 2,048 LPNs = 4 TPs = 4 groups of one TP.
+fn small(kv: &[&str]) -> (Device, LearnedFtl) {
+    let mut p = Params::new();
+    for a in ["blocks_per_plane=8", "logical_ratio=0.5"] {
+        p.insert_assignment(a, "test").unwrap();
+    }
+    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    let mut p = Params::new();
+    for a in kv {
+        p.insert_assignment(a, "test").unwrap();
+    }
+    let ftl = LearnedFtl::new(&cfg, &mut p).unwrap();
+    p.finish().unwrap();
+    (Device::new(&cfg), ftl)
+}
+
+fn req(op: Op, lpn: u32, pages: u32, t: u64) -> Request {
+    Request {
+        op,
+        lpn: Lpn(lpn),
+        pages,
+        arrival: SimTime(t),
+        stamp: 1,
+    }
+}
+
+/// Submits and checks every invariant; returns the flash operations it took.
+fn step(dev: &mut Device, ftl: &mut LearnedFtl, r: Request) -> FlashCounters {
+    let before = dev.counters().clone();
+    ftl.submit(dev, &r, &mut NullSink).unwrap();
+    ftl.check_invariants(dev).unwrap();
+    let after = dev.counters();
+    FlashCounters {
+        reads: std::array::from_fn(|i| after.reads[i] - before.reads[i]),
+        programs: std::array::from_fn(|i| after.programs[i] - before.programs[i]),
+        erases: std::array::from_fn(|i| after.erases[i] - before.erases[i]),
+    }
+}
+
+fn ops(c: &FlashCounters, cause: Cause) -> (u64, u64, u64) {
+    let i = cause as usize;
+    (c.reads[i], c.programs[i], c.erases[i])
+}
+
+fn vppn(ftl: &LearnedFtl, lpn: u32) -> u32 {
+    ftl.geo.ppa_to_vppn(ftl.table.get(Lpn(lpn)).unwrap()).0
+}
+
+#[test]
+fn scripted_scenario_counts_every_flash_operation() {
+    // A CMT of two entries (fixed DRAM: 4 × 128 B models + 16 B GTD + 4 × 20 B groups), one
+    // line per group, no borrowing: every step's operations are predictable.
+    let (mut dev, mut ftl) = small(&[
+        "mapping_dram_bytes=624",
+        "group_line_quota=1",
+        "cross_group=off",
+    ]);
+    assert_eq!(ftl.cfg.budget.cache, 16);
+    // 1. Write LPNs 0..4: 4 user programs. The miss of 0 loads [0, 2) (capped at two entries;
+    //    TP 0 was never written: free); the miss of 2 evicts dirty 0, whose batch write-back
+    //    programs TP 0 (no old copy to read) and cleans 1, evicts 1, then reads TP 0.
+    let c = step(&mut dev, &mut ftl, req(Op::Write, 0, 4, 0));
+    assert_eq!(ops(&c, Cause::User), (0, 4, 0));
+    assert_eq!(ops(&c, Cause::TransWrite), (0, 1, 0));
+    assert_eq!(ops(&c, Cause::TransRead), (1, 0, 0));
+    assert_eq!(c.total_reads() + c.total_programs(), 6);
+    // Sequential initialisation verified exactly the run.
+    assert_eq!(
+        ftl.models.set_offsets(Tpn(0)).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    // 2. LPN 0 is not cached but its bit is set: a model hit, one read.
+    let c = step(&mut dev, &mut ftl, req(Op::Read, 0, 1, 1_000_000));
+    assert_eq!((c.total_reads(), c.total_programs()), (1, 0));
+    assert_eq!(ops(&c, Cause::User), (1, 0, 0));
+    assert_eq!((ftl.stats.model_hits, ftl.stats.cmt_hits), (1, 0));
+    // 3. LPN 2 is cached: a CMT hit, one read.
+    let c = step(&mut dev, &mut ftl, req(Op::Read, 2, 1, 2_000_000));
+    assert_eq!((c.total_reads(), c.total_programs()), (1, 0));
+    assert_eq!(ftl.stats.cmt_hits, 1);
+    // 4. Write LPN 10 alone (no run: its bit stays clear). Miss: room for one entry is made by
+    //    evicting the least recent entry, dirty 3 (batch write-back of TP 0, now on flash: read
+    //    + program; 2 becomes clean); then TP 0 is read.
+    let c = step(&mut dev, &mut ftl, req(Op::Write, 10, 1, 3_000_000));
+    assert_eq!(ops(&c, Cause::User), (0, 1, 0));
+    assert_eq!(ops(&c, Cause::TransWrite), (1, 1, 0));
+    assert_eq!(ops(&c, Cause::TransRead), (1, 0, 0));
+    assert!(!ftl.models.bit(Tpn(0), 10));
+    // 5. Read LPN 1: not cached, bit set: a model hit.
+    let c = step(&mut dev, &mut ftl, req(Op::Read, 1, 1, 4_000_000));
+    assert_eq!((c.total_reads(), ftl.stats.model_hits), (1, 2));
+    // 6. Reading two unmapped LPNs of TP 1 (never written: its read is free) loads both,
+    //    evicting clean 2 (free) and dirty 10 (write-back of TP 0: read + program). Then LPN 10
+    //    misses with its bit clear: TP read, then the data (a double read).
+    let c = step(&mut dev, &mut ftl, req(Op::Read, 600, 2, 5_000_000));
+    assert_eq!(ops(&c, Cause::TransWrite), (1, 1, 0));
+    assert_eq!(c.total_reads(), 1);
+    let c = step(&mut dev, &mut ftl, req(Op::Read, 10, 1, 6_000_000));
+    assert_eq!(ops(&c, Cause::TransRead), (1, 0, 0));
+    assert_eq!(ops(&c, Cause::User), (1, 0, 0));
+    assert_eq!(ftl.stats.lookups[2], 1, "one double read");
+    // 7. Group GC: overwrite LPNs 0..8 until group 0's only line is full.
+    let written = 5; // LPNs 0..4 and 10
+    let mut t = 7_000_000;
+    for i in 0..(512 - written) / 4 {
+        step(&mut dev, &mut ftl, req(Op::Write, 4 * (i % 2), 4, t));
+        t += 1_000_000;
+    }
+    // Top it up to exactly full.
+    let room = ftl.alloc.room(ftl.groups.stream(0));
+    if room > 0 {
+        step(&mut dev, &mut ftl, req(Op::Write, 20, room, t));
+        t += 1_000_000;
+    }
+    assert_eq!(ftl.alloc.room(ftl.groups.stream(0)), 0);
+    let valid_before = ftl.groups.mapped[0];
+    let gcs = ftl.stats.gc_events;
+    // The next write of group 0 has no room, cannot take a line (quota 1): GC of group 0.
+    let c = step(&mut dev, &mut ftl, req(Op::Write, 30, 1, t));
+    assert_eq!(ftl.stats.gc_events, gcs + 1);
+    // GC: TP 0 read (it exists), every valid page read and programmed, TP 0 programmed, the
+    // 8 blocks of the line erased; then the host page.
+    assert_eq!(
+        ops(&c, Cause::GcData),
+        (valid_before as u64, valid_before as u64, 8)
+    );
+    assert_eq!(ops(&c, Cause::GcTrans), (1, 1, 0));
+    assert_eq!(ops(&c, Cause::User), (0, 1, 0));
+    // Written back in LPN order, VPPN-contiguously, and trained: every moved LPN verified.
+    let lpns: Vec<u32> = (0..512)
+        .filter(|&l| l != 30 && ftl.table.get(Lpn(l)).is_some())
+        .collect();
+    assert_eq!(lpns.len() as u32, valid_before);
+    for w in lpns.windows(2) {
+        assert_eq!(vppn(&ftl, w[1]), vppn(&ftl, w[0]) + 1, "LPNs {w:?}");
+    }
+    for &l in &lpns {
+        assert!(
+            ftl.models.bit(Tpn(0), l),
+            "LPN {l} not verified after training"
+        );
+    }
+    assert!(
+        !ftl.models.bit(Tpn(0), 30),
+        "the new write's bit stays clear"
+    );
+}
+
+#[test]
+fn sequential_init_through_the_write_path_and_its_switch() {
+    for on in [true, false] {
+        let (mut dev, mut ftl) = small(&[if on {
+            "sequential_init=on"
+        } else {
+            "sequential_init=off"
+        }]);
+        step(&mut dev, &mut ftl, req(Op::Write, 512 + 100, 16, 0));
+        let bits: Vec<u32> = ftl.models.set_offsets(Tpn(1)).collect();
+        let want: Vec<u32> = if on { (100..116).collect() } else { vec![] };
+        assert_eq!(bits, want);
+        // Overwriting the middle clears those bits and, being shorter than the piece's
+        // verified run, leaves the model alone.
+        step(&mut dev, &mut ftl, req(Op::Write, 512 + 104, 4, 1_000_000));
+        let bits: Vec<u32> = ftl.models.set_offsets(Tpn(1)).collect();
+        let want: Vec<u32> = if on {
+            (100..104).chain(108..116).collect()
+        } else {
+            vec![]
+        };
+        assert_eq!(bits, want);
+        // A trim clears bits too.
+        step(&mut dev, &mut ftl, req(Op::Trim, 512 + 100, 1, 2_000_000));
+        assert!(!ftl.models.bit(Tpn(1), 100));
+    }
+}
+
+#[test]
+fn cross_group_borrowing_pairs_and_collects_both_groups() {
+    // Quota 1 and a small encroachment threshold: group 0 fills its line, borrows from the
+    // untrained group 1, and once it placed 8 pages there both are collected and trained.
+    let (mut dev, mut ftl) = small(&["group_line_quota=1", "encroach_threshold=8"]);
+    step(&mut dev, &mut ftl, req(Op::Write, 512, 16, 0)); // group 1 opens a line
+    let mut t = 1_000_000;
+    for _ in 0..4 {
+        step(&mut dev, &mut ftl, req(Op::Write, 0, 128, t)); // 512 pages: group 0's line
+        t += 10_000_000;
+    }
+    assert_eq!(ftl.alloc.room(ftl.groups.stream(0)), 0);
+    step(&mut dev, &mut ftl, req(Op::Write, 0, 8, t));
+    assert_eq!(ftl.groups.host[0], 1);
+    assert_eq!(ftl.extra.borrowed_pages, 8);
+    assert_eq!(ftl.stats.gc_events, 0, "borrowing instead of collecting");
+    step(&mut dev, &mut ftl, req(Op::Write, 8, 1, t + 1_000_000));
+    assert_eq!(ftl.extra.paired_gcs, 1);
+    assert_eq!(ftl.groups.host[0], NONE_GROUP);
+    assert!(ftl.groups.trained_at[0].is_some() && ftl.groups.trained_at[1].is_some());
+    // Both groups' pages are home and verified (group 0 holds LPNs 0..128; LPN 8 was written
+    // again after the collection).
+    assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 16);
+    assert_eq!(ftl.models.bits_in(Tpn(0), 0, 512), 127);
+    let g0: Vec<u32> = (0..128).filter(|&l| l != 8).collect();
+    for w in g0.windows(2) {
+        assert_eq!(ftl.groups.of(Lpn(w[0])), 0);
+        let (a, b) = (vppn(&ftl, w[0]), vppn(&ftl, w[1]));
+        assert_eq!(b, a + 1 + (w[1] - w[0] - 1), "LPNs {w:?}");
+    }
+}
+
+const NONE_GROUP: u32 = groups::NONE;
+
+#[test]
+fn refresh_rewrites_and_trains_without_gc() {
+    let (mut dev, mut ftl) = small(&["refresh_period=1ms", "sequential_init=off"]);
+    // Scattered single-page writes: no runs, no model.
+    for (i, l) in [5u32, 1, 9, 3, 7].iter().enumerate() {
+        step(&mut dev, &mut ftl, req(Op::Write, *l, 1, i as u64 * 10));
+    }
+    assert_eq!(ftl.models.set_bits_total(), 0);
+    ftl.background(&mut dev, SimTime(2_000_000)).unwrap();
+    ftl.check_invariants(&dev).unwrap();
+    assert_eq!(ftl.extra.refresh_rewrites, 1);
+    assert_eq!(ftl.stats.gc_events, 0);
+    // LPNs 1, 3, 5, 7, 9 rewritten contiguously: slope 1/2, one piece, all verified.
+    assert_eq!(
+        ftl.models.set_offsets(Tpn(0)).collect::<Vec<_>>(),
+        vec![1, 3, 5, 7, 9]
+    );
+    assert_eq!(vppn(&ftl, 9), vppn(&ftl, 1) + 4);
+}
+
+#[test]
+fn switches_are_parsed_and_bad_values_refused() {
+    let (_, ftl) = small(&[
+        "training=equal-count-ls",
+        "tp_write_cost=free",
+        "lender=any",
+        "dram=equal-dram",
+    ]);
+    let p = ftl.params();
+    assert_eq!(p["training"], "equal-count-ls");
+    assert_eq!(p["tp_write_cost"], "free");
+    assert_eq!(p["dram"], "equal-dram");
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    for bad in [
+        "training=sgd",
+        "tp_write_cost=cheap",
+        "group_tps=2",
+        "gc_reserve_lines=1",
+        "lender=warm",
+        "refresh_period=soon",
+        "dram=lots",
+    ] {
+        let mut p = Params::new();
+        p.insert_assignment(bad, "--set").unwrap();
+        let key = bad.split('=').next().unwrap();
+        let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
+        assert!(e.contains(key), "{bad}: {e}");
+    }
+    // paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP.
+    let ftl = LearnedFtl::new(&cfg, &mut Params::new()).unwrap();
+    let d = ftl.dram();
+    assert_eq!(d.parts[1], ("models", 60 * 128));
+    assert_eq!(ftl.cfg.budget.cache, (0.015 * 30_720.0 * 8.0) as u64);
+}
+
+#[test]
+fn the_property_setup_borrows_collects_pairs_and_predicts() {
+    use crate::engine::{NoProgress, SimOptions, Simulator};
+    use crate::workload::{JobSpec, RwKind};
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let mut sim = Simulator::new(&cfg, "learnedftl", Params::new(), SimOptions::default()).unwrap();
+    let mut fill = JobSpec::new("fill", RwKind::Write);
+    fill.bs = 512 << 10;
+    let mut frag = JobSpec::new("fragment", RwKind::RandWrite);
+    frag.bs = 16 << 10;
+    frag.io_size = Some(cfg.geometry.logical_bytes() / 2);
+    frag.iodepth = 8;
+    sim.run_jobs("fill", &[fill], 3, &mut NoProgress).unwrap();
+    let m = sim
+        .run_jobs("fragment", &[frag], 3, &mut NoProgress)
+        .unwrap();
+    let x = sim.ftl().extra_counters();
+    assert!(m.gc.events > 0);
+    assert!(x["borrowed_pages"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["paired_gcs"].as_u64().unwrap() > 0, "{x}");
+    let mut r = JobSpec::new("r", RwKind::RandRead);
+    r.number_ios = Some(2000);
+    sim.run_jobs("r", &[r], 3, &mut NoProgress).unwrap();
+    assert!(sim.ftl().stats().model_hits > 0);
+    sim.ftl().check_invariants(sim.device()).unwrap();
+}
