@@ -500,8 +500,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn conversions_round_trip_exhaustively_on_odd_geometry() {
+    /// A geometry with no power-of-two dimension, so conversions cannot work by accident.
+    pub(super) fn odd_geometry() -> Geometry {
         let mut p = Params::new();
         for kv in [
             "channels=3",
@@ -513,7 +513,12 @@ mod tests {
         ] {
             p.insert_assignment(kv, "test").unwrap();
         }
-        let g = DeviceConfig::from_params("tiny", &mut p).unwrap().geometry;
+        DeviceConfig::from_params("tiny", &mut p).unwrap().geometry
+    }
+
+    #[test]
+    fn conversions_round_trip_exhaustively_on_odd_geometry() {
+        let g = odd_geometry();
         let mut seen = vec![false; g.pages() as usize];
         for i in 0..g.pages() as u32 {
             let ppa = Ppa(i);
@@ -670,6 +675,7 @@ impl AddrMath {
 
 #[cfg(test)]
 mod fast_tests {
+    use super::tests::odd_geometry;
     use super::*;
 
     #[test]
@@ -716,18 +722,7 @@ mod fast_tests {
 
     #[test]
     fn addr_math_matches_geometry() {
-        let mut p = Params::new();
-        for kv in [
-            "channels=3",
-            "luns_per_channel=2",
-            "planes_per_lun=2",
-            "blocks_per_plane=9",
-            "pages_per_block=5",
-            "logical_ratio=0.5",
-        ] {
-            p.insert_assignment(kv, "test").unwrap();
-        }
-        let g = DeviceConfig::from_params("tiny", &mut p).unwrap().geometry;
+        let g = odd_geometry();
         let m = AddrMath::new(&g);
         for i in 0..g.pages() as u32 {
             let ppa = Ppa(i);

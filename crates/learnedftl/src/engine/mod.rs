@@ -163,8 +163,35 @@ impl ReadSink for Delivery<'_> {
     }
 }
 
-/// How many requests between progress updates.
-const PROGRESS_EVERY: u64 = 4096;
+/// Reports progress in batches, so a progress bar costs nothing per request.
+struct Ticker<'a> {
+    progress: &'a mut dyn Progress,
+    since: u64,
+}
+
+impl<'a> Ticker<'a> {
+    /// How many requests between progress updates.
+    const EVERY: u64 = 4096;
+
+    fn start(progress: &'a mut dyn Progress, phase: &str, total: Option<u64>) -> Self {
+        progress.start(phase, total);
+        Ticker { progress, since: 0 }
+    }
+
+    #[inline]
+    fn tick(&mut self) {
+        self.since += 1;
+        if self.since == Self::EVERY {
+            self.progress.advance(self.since);
+            self.since = 0;
+        }
+    }
+
+    fn finish(self) {
+        self.progress.advance(self.since);
+        self.progress.finish();
+    }
+}
 
 /// A device, an FTL on it, the oracle, and simulated time.
 pub struct Simulator {
@@ -403,22 +430,16 @@ impl Simulator {
                 }
             }
         }
-        progress.start(name, total);
-        let mut since = 0;
+        let mut ticker = Ticker::start(progress, name, total);
         while let Some(Reverse((t, gi))) = heap.pop() {
             let Some(io) = gens[gi as usize].next(SimTime(t)) else {
                 continue;
             };
             let done = self.submit(io)?;
             heap.push(Reverse((done.0, gi)));
-            since += 1;
-            if since == PROGRESS_EVERY {
-                progress.advance(since);
-                since = 0;
-            }
+            ticker.tick();
         }
-        progress.advance(since);
-        progress.finish();
+        ticker.finish();
         Ok(self.end_phase())
     }
 
@@ -433,20 +454,14 @@ impl Simulator {
     ) -> Result<Metrics, EngineError> {
         self.begin_phase(name);
         let start = self.clock;
-        progress.start(name, total);
-        let mut since = 0;
+        let mut ticker = Ticker::start(progress, name, total);
         for io in stream {
             let mut io = io.map_err(|e| EngineError::Input(e.to_string()))?;
             io.arrival = start.after(io.arrival.0);
             self.submit(io)?;
-            since += 1;
-            if since == PROGRESS_EVERY {
-                progress.advance(since);
-                since = 0;
-            }
+            ticker.tick();
         }
-        progress.advance(since);
-        progress.finish();
+        ticker.finish();
         Ok(self.end_phase())
     }
 }
