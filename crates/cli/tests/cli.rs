@@ -3,6 +3,26 @@
 
 use std::process::Command;
 
+/// A scratch directory removed when the test ends, pass or fail.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn join(&self, file: &str) -> std::path::PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
 fn learnedftl(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
         .args(args)
@@ -93,8 +113,7 @@ fn run_writes_json_with_every_documented_key() {
 
 #[test]
 fn compare_prints_one_row_per_ftl_and_a_json_array() {
-    let dir = std::env::temp_dir().join(format!("learnedftl-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("learnedftl-cli");
     let json = dir.join("out.json");
     let mut args = vec!["compare", "--ftl", "ideal,ideal"];
     args.extend_from_slice(&SMALL[..SMALL.len() - 2]);
@@ -111,13 +130,11 @@ fn compare_prints_one_row_per_ftl_and_a_json_array() {
     assert_eq!(v.as_array().unwrap().len(), 2);
     // Same seed, same workload: the same simulated result.
     assert_eq!(v[0]["result"]["iops"], v[1]["result"]["iops"]);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn job_files_run_as_phases() {
-    let dir = std::env::temp_dir().join(format!("learnedftl-job-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("learnedftl-job");
     let job = dir.join("two.fio");
     std::fs::write(
         &job,
@@ -146,7 +163,6 @@ fn job_files_run_as_phases() {
         stderr.contains("two.fio:3") && stderr.contains("bogus_option"),
         "{stderr}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -241,8 +257,7 @@ fn trace_replay_stats_and_convert() {
 
 #[test]
 fn bad_traces_name_the_line() {
-    let dir = std::env::temp_dir().join(format!("learnedftl-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("learnedftl-trace");
     let bad = dir.join("bad.disksim");
     std::fs::write(&bad, "0 0 8 8 0\n100 0 x 8 1\n").unwrap();
     let (ok, _, stderr) = learnedftl(&[
@@ -297,5 +312,4 @@ fn bad_traces_name_the_line() {
         "--quiet",
     ]);
     assert!(ok, "{stderr}");
-    std::fs::remove_dir_all(&dir).ok();
 }
