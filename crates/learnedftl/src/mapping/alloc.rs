@@ -4,8 +4,8 @@
 //! plane → page), so consecutive allocations land on different LUNs. When its line is full it
 //! takes the next line from the FIFO free list.
 
-use crate::addr::{Ppa, SimTime, Vppn};
-use crate::config::{AddrMath, Geometry};
+use crate::addr::{Ppa, SimTime};
+use crate::config::{Geometry, Stripe};
 use crate::device::Device;
 use crate::device::Oob;
 use crate::error::{ConfigError, FtlError};
@@ -91,6 +91,7 @@ impl GcPolicy {
 struct Pointer {
     line: u32,
     next: u32,
+    stripe: Stripe,
 }
 
 impl Pointer {
@@ -101,7 +102,7 @@ impl Pointer {
 #[derive(Clone, Debug)]
 pub struct Allocator {
     ppl: u32,
-    math: AddrMath,
+    geo: Geometry,
     free: VecDeque<u32>,
     state: Vec<LineState>,
     ptrs: Vec<Pointer>,
@@ -120,13 +121,14 @@ impl Allocator {
     pub fn new(geo: &Geometry, streams: u16, policy: GcPolicy) -> Allocator {
         Allocator {
             ppl: geo.pages_per_line(),
-            math: AddrMath::new(geo),
+            geo: geo.clone(),
             free: (0..geo.lines()).collect(),
             state: vec![LineState::Free; geo.lines() as usize],
             ptrs: vec![
                 Pointer {
                     line: Pointer::NONE,
-                    next: 0
+                    next: 0,
+                    stripe: Stripe::new(geo, 0),
                 };
                 streams as usize
             ],
@@ -183,12 +185,15 @@ impl Allocator {
             }
             let line = self.free.pop_front().ok_or(FtlError::NoSpace)?;
             self.state[line as usize] = LineState::Open(stream);
-            self.ptrs[s] = Pointer { line, next: 0 };
+            self.ptrs[s] = Pointer {
+                line,
+                next: 0,
+                stripe: Stripe::new(&self.geo, line),
+            };
         }
         let p = &mut self.ptrs[s];
-        let v = Vppn(p.line * ppl + p.next);
         p.next += 1;
-        Ok(self.math.vppn_to_ppa(v))
+        Ok(p.stripe.next_ppa())
     }
 
     /// The closed line with the fewest valid pages (greedy), if any has an invalid page.
