@@ -247,17 +247,15 @@ fn fill_unwritten(
         }
     }
     drop(written);
-    let max_run = (512 << 10) / ps as usize;
-    let runs =
-        (0..pages)
-            .filter(|&p| bit(&fill, p))
-            .fold(Vec::<(usize, usize)>::new(), |mut runs, p| {
-                match runs.last_mut() {
-                    Some((s, n)) if *s + *n == p && *n < max_run => *n += 1,
-                    _ => runs.push((p, 1)),
-                }
-                runs
-            });
+    // Runs of consecutive pages to fill, each at most 512 KiB.
+    let max_run = ((512 << 10) / ps as usize).max(1);
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for p in (0..pages).filter(|&p| bit(&fill, p)) {
+        match runs.last_mut() {
+            Some((start, n)) if *start + *n == p && *n < max_run => *n += 1,
+            _ => runs.push((p, 1)),
+        }
+    }
     let ios = runs.into_iter().map(|(p, n)| {
         Ok::<_, std::convert::Infallible>(HostIo {
             arrival: crate::addr::SimTime::ZERO,
