@@ -256,6 +256,7 @@ fn switches_are_parsed_and_bad_values_refused() {
         "group_tps=2",
         "gc_reserve_lines=1",
         "lender=warm",
+        "group_gc=sideways",
         "refresh_period=soon",
         "dram=lots",
     ] {
@@ -265,6 +266,13 @@ fn switches_are_parsed_and_bad_values_refused() {
         let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
         assert!(e.contains(key), "{bad}: {e}");
     }
+    // A refresh rewrites whole groups: not with line collections.
+    let mut p = Params::new();
+    for a in ["group_gc=line", "refresh_period=1ms"] {
+        p.insert_assignment(a, "--set").unwrap();
+    }
+    let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
+    assert!(e.contains("refresh_period"), "{e}");
     // paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP.
     let ftl = LearnedFtl::new(&cfg, &mut Params::new()).unwrap();
     let d = ftl.dram();
