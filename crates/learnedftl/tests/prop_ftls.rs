@@ -40,6 +40,13 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ),
     ("learnedftl", &["tp_write_cost=free", "lender=any"]),
     ("learnedftl", &["refresh_period=1ms"]),
+    // Single-line collections: with the paper's lenders, and unpaired borrowing from any group
+    // under a tight quota (pages of many groups share lines).
+    ("learnedftl", &["group_gc=line"]),
+    (
+        "learnedftl",
+        &["group_gc=line", "lender=any", "group_line_quota=1"],
+    ),
     (
         "learnedftl",
         &[

@@ -37,6 +37,7 @@
 //! // a host page write (or trim) of `lpn`: same miss path (the TP read tells the old PPA),
 //! // then cache.mark_dirty(lpn).
 //! // GC moved the data of `lpn`: if !cache.gc_update(lpn) { batch a TP update of lpn's TP }
+// the FTL programmed TP `tpn` with all its current values: cache.clean_tp(tpn)
 //! ```
 //!
 //! [`TpCache::evict_for`] evicts one entry at a time until the range fits, so the FTL pays each
@@ -138,6 +139,8 @@ pub struct TpCacheStats {
     pub evicted_dirty: u64,
     /// Dirty entries cleaned by batch write-backs (the evicted ones included).
     pub written_back: u64,
+    /// Dirty entries cleaned because the FTL rewrote their TP ([`TpCache::clean_tp`]).
+    pub cleaned: u64,
     /// TP nodes created.
     pub nodes_created: u64,
     /// TP nodes freed.
@@ -367,12 +370,7 @@ impl TpCache {
         let mut written_back = 0;
         if self.slots[victim as usize].dirty {
             // Batch write-back: one TP program cleans every dirty entry of the node.
-            written_back = node.dirty;
-            for s in node.entries.iter(&self.entry_links) {
-                self.slots[s as usize].dirty = false;
-            }
-            self.dirty -= node.dirty;
-            self.nodes[t as usize].dirty = 0;
+            written_back = self.clean_node(Tpn(t));
             self.stats.evicted_dirty += 1;
             self.stats.written_back += written_back as u64;
         } else {
@@ -384,6 +382,27 @@ impl TpCache {
             tpn: Tpn(t),
             written_back,
         })
+    }
+
+    /// Marks every entry of `t`'s node clean; returns how many were dirty.
+    fn clean_node(&mut self, t: Tpn) -> u32 {
+        let node = self.nodes[t.idx()];
+        for s in node.entries.iter(&self.entry_links) {
+            self.slots[s as usize].dirty = false;
+        }
+        self.dirty -= node.dirty;
+        self.nodes[t.idx()].dirty = 0;
+        node.dirty
+    }
+
+    /// The FTL just programmed TP `tpn` with every current mapping of its LPNs (e.g. a GC that
+    /// rewrote it): its cached entries hold nothing the TP lacks, so they become clean and will
+    /// not be written back again. LRU order is unchanged. Returns how many were dirty (the
+    /// write-back the FTL no longer owes).
+    pub fn clean_tp(&mut self, tpn: Tpn) -> u32 {
+        let n = self.clean_node(tpn);
+        self.stats.cleaned += n as u64;
+        n
     }
 
     fn remove_slot(&mut self, t: Tpn, s: u32) {
@@ -687,6 +706,29 @@ mod tests {
         assert_eq!(c.nodes(), 3);
         assert_eq!(c.stats().written_back, 2);
         assert_eq!(c.stats().nodes_freed, 1);
+    }
+
+    #[test]
+    fn clean_tp_cleans_one_node_without_reordering() {
+        let mut c = plain(4);
+        for l in [0, 1, 8, 9] {
+            miss(&mut c, l, l, 0);
+        }
+        for l in [0, 1, 8] {
+            assert!(c.mark_dirty(Lpn(l)));
+        }
+        let order = lpns(&c);
+        assert_eq!(c.clean_tp(Tpn(0)), 2);
+        assert_eq!(lpns(&c), order, "LRU order unchanged");
+        assert!(!c.is_dirty(Lpn(0)) && !c.is_dirty(Lpn(1)) && c.is_dirty(Lpn(8)));
+        assert_eq!((c.dirty_entries(), c.stats().cleaned), (1, 2));
+        assert_eq!(c.clean_tp(Tpn(0)), 0);
+        assert_eq!(c.clean_tp(Tpn(5)), 0, "an uncached TP");
+        c.check().unwrap();
+        // TP 0 is the coldest node: its evictions owe no write-back any more.
+        let ev = miss(&mut c, 16, 16, 0);
+        assert_eq!(ev[0].tpn, Tpn(0));
+        assert_eq!(ev[0].written_back, 0);
     }
 
     #[test]

@@ -17,9 +17,16 @@
 //!   members' TPs, reads their valid pages wherever they are, writes them back sorted by LPN into
 //!   fresh lines of their own group (so each TP's pages are VPPN-contiguous), programs the
 //!   members' TPs, erases the members' lines and trains every member TP.
+//! * `group_gc=line` (an ablation, closer to the authors' code, which collects single lines
+//!   inside a group): a group short of space borrows unpaired from the lender with the most
+//!   room, else the closed group line with the fewest valid pages — of any group — is collected
+//!   alone: its pages, sorted by LPN, go to their own group's open line, else to the open line
+//!   with the most room, else to a new line of their group; every TP they belong to is
+//!   rewritten once; TPs with enough moved pages are retrained, keeping the better model.
 //! * The translation stream has its own pointer; when it needs a line and lines are short (or it
 //!   owns [`TRANS_LINES`] already) its emptiest line is collected the baseline way.
 
+use super::model::{self, Piece, PIECES};
 use super::LearnedFtl;
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::Geometry;
@@ -193,6 +200,17 @@ fn line_written(dev: &Device, line: u32) -> u32 {
         .sum()
 }
 
+/// The valid pages of `line`, block by block.
+fn valid_pages(dev: &Device, line: u32) -> impl Iterator<Item = Ppa> + '_ {
+    let geo = dev.geo();
+    (0..geo.blocks_per_line()).flat_map(move |i| {
+        let block = geo.block_in_line(line, i);
+        (0..dev.block_written(block))
+            .map(move |pg| Ppa(block * geo.pages_per_block + pg))
+            .filter(|&p| dev.is_valid(p))
+    })
+}
+
 impl LearnedFtl {
     /// The page a host write of an LPN of group `g` goes to: the group's own line, the line it
     /// borrows, a new line, a new lender, or after GC (see the module docs).
@@ -202,6 +220,9 @@ impl LearnedFtl {
         g: u32,
         t: SimTime,
     ) -> Result<Ppa, FtlError> {
+        if self.cfg.line_gc {
+            return self.data_page_line(dev, g, t);
+        }
         let s = self.groups.stream(g);
         let gi = g as usize;
         for _ in 0..2 * self.groups.count() + 8 {
@@ -245,32 +266,210 @@ impl LearnedFtl {
         Err(FtlError::NoSpace)
     }
 
+    /// `group_gc=line`: the page a host write of group `g` goes to — its own line, a new line
+    /// (above the reserve, under the quota), the open line of the lender with the most room
+    /// (unpaired: a line collection sends every page home on its own), else after collecting
+    /// the emptiest line (see the module docs).
+    fn data_page_line(&mut self, dev: &mut Device, g: u32, t: SimTime) -> Result<Ppa, FtlError> {
+        let s = self.groups.stream(g);
+        for _ in 0..self.geo.lines() + 8 {
+            if self.alloc.room(s) > 0 {
+                return self.alloc.next_page(s);
+            }
+            let free = self.alloc.free_lines();
+            if free > self.cfg.gc_reserve_lines
+                && self.alloc.lines_of(s).count() < self.cfg.group_line_quota as usize
+            {
+                return self.alloc.next_page(s);
+            }
+            let any = self.cfg.lend_trained;
+            let lender =
+                self.roomiest(|gr, l| l != g && (any || gr.trained_at[l as usize].is_none()));
+            if let (true, Some(l)) = (self.cfg.cross_group, lender) {
+                self.extra.borrowed_pages += 1;
+                return self.alloc.next_page(self.groups.stream(l));
+            }
+            if let Some(line) = self.line_victim(dev) {
+                self.collect_one_line(dev, line, t)?;
+                continue;
+            }
+            // Nothing to reclaim: use whatever room is left anywhere.
+            if let Some(l) = self.roomiest(|_, _| true) {
+                self.extra.borrowed_pages += 1;
+                return self.alloc.next_page(self.groups.stream(l));
+            }
+            if free > self.cfg.gc_reserve_lines {
+                return self.alloc.next_page(s);
+            }
+            break;
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// The group, among those `ok` accepts, whose open line has the most room (ties: the lowest
+    /// number), if any has room.
+    fn roomiest(&self, ok: impl Fn(&Groups, u32) -> bool) -> Option<u32> {
+        let gr = &self.groups;
+        (0..gr.count())
+            .filter(|&l| ok(gr, l))
+            .map(|l| (self.alloc.room(gr.stream(l)), l))
+            .filter(|&(room, _)| room > 0)
+            .max_by_key(|&(room, l)| (room, std::cmp::Reverse(l)))
+            .map(|(_, l)| l)
+    }
+
     /// Pairs `g` with a cold lender if cross-group allocation is on and one qualifies.
     fn try_borrow(&mut self, g: u32, any: bool) -> bool {
         if !self.cfg.cross_group || self.groups.guest[g as usize] != NONE {
             return false;
         }
-        let gr = &self.groups;
-        let lender = (0..gr.count())
-            .filter(|&l| {
-                let i = l as usize;
-                l != g
-                    && gr.guest[i] == NONE
-                    && gr.host[i] == NONE
-                    && gr.guest_in[i] == 0
-                    && (any || gr.trained_at[i].is_none())
-            })
-            .map(|l| (self.alloc.room(gr.stream(l)), l))
-            .filter(|&(room, _)| room > 0)
-            .max_by_key(|&(room, l)| (room, std::cmp::Reverse(l)));
+        let lender = self.roomiest(|gr, l| {
+            let i = l as usize;
+            l != g
+                && gr.guest[i] == NONE
+                && gr.host[i] == NONE
+                && gr.guest_in[i] == 0
+                && (any || gr.trained_at[i].is_none())
+        });
         match lender {
-            Some((_, l)) => {
+            Some(l) => {
                 self.groups.pair(g, l);
                 self.extra.borrow_pairings += 1;
                 true
             }
             None => false,
         }
+    }
+
+    /// `group_gc=line`: the group line with the most invalid pages (greedy; ties: the fewest
+    /// valid), if any has one. Open lines count too (their unwritten room is not lost: the line
+    /// is erased at once), else groups that each keep a half-written line would leave nothing
+    /// to reclaim.
+    fn line_victim(&self, dev: &Device) -> Option<u32> {
+        (0..self.geo.lines())
+            .filter(|&line| match self.alloc.state(line) {
+                LineState::Open(s) | LineState::Closed(s) => self.groups.of_stream(s).is_some(),
+                LineState::Free => false,
+            })
+            .map(|line| {
+                let valid = dev.line_valid(line);
+                (line_written(dev, line) - valid, valid, line)
+            })
+            .filter(|&(invalid, ..)| invalid > 0)
+            .max_by_key(|&(invalid, valid, line)| (invalid, std::cmp::Reverse((valid, line))))
+            .map(|(.., line)| line)
+    }
+
+    /// `group_gc=line`: collects one line at `t`. Its valid pages are read, sorted by LPN and
+    /// each programmed into its own group's open line, else the open line with the most room,
+    /// else a new line of its group (GC may use the reserve); every TP a moved page belongs to
+    /// is rewritten once (read + program; its cached entries become clean); the line is
+    /// erased; every TP with at least `train_min_pages` moved pages is retrained, the new model
+    /// kept only if it verifies more LPNs than the current one.
+    pub(super) fn collect_one_line(
+        &mut self,
+        dev: &mut Device,
+        line: u32,
+        t: SimTime,
+    ) -> Result<(), FtlError> {
+        if let LineState::Open(s) = self.alloc.state(line) {
+            self.alloc.close(s);
+        }
+        let mut moves = std::mem::take(&mut self.line_moves);
+        moves.clear();
+        moves.extend(valid_pages(dev, line).map(|p| (Lpn(0), p, Oob::default())));
+        let mut all_read = t;
+        for m in moves.iter_mut() {
+            let (oob, done) = dev.read(m.1, Cause::GcData, t)?;
+            m.0 = oob.lpn().ok_or_else(|| {
+                FtlError::Invariant(format!("{:?} on data line {line} holds a TP", m.1))
+            })?;
+            m.2 = oob;
+            all_read = all_read.max(done);
+        }
+        let clock = Instant::now();
+        moves.sort_unstable_by_key(|m| m.0);
+        self.extra.sort_ns += clock.elapsed().as_nanos() as u64;
+        // The TPs the moved pages belong to, with each one's moved offsets (ascending).
+        let mut touched = std::mem::take(&mut self.touched);
+        let mut offsets = std::mem::take(&mut self.offsets);
+        touched.clear();
+        offsets.clear();
+        for &(lpn, ..) in &moves {
+            let (tpn, x) = self.locate(lpn);
+            if touched.last().is_none_or(|&(last, _)| last != tpn) {
+                touched.push((tpn, offsets.len() as u32));
+            }
+            offsets.push(x);
+        }
+        if self.cfg.tp_write_charged {
+            self.ensure_trans_room(dev, touched.len() as u32, t)?;
+        }
+        // Copies are programmed once every read is done, in LPN order, so the pages of one TP
+        // that share a destination get consecutive VPPNs.
+        let mut data_done = all_read;
+        let mut spill = None;
+        for &(lpn, old, oob) in &moves {
+            let home = self.groups.stream(self.groups.of(lpn));
+            let s = if self.alloc.room(home) > 0 {
+                home
+            } else {
+                if spill.is_none_or(|l| self.alloc.room(self.groups.stream(l)) == 0) {
+                    spill = self.roomiest(|_, _| true);
+                }
+                spill.map_or(home, |l| self.groups.stream(l))
+            };
+            let new = self.alloc.next_page(s)?;
+            data_done =
+                data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, all_read)?);
+            dev.invalidate(old)?;
+            self.table.set(lpn, Some(new));
+            let (tpn, x) = self.locate(lpn);
+            self.models.clear(tpn, x);
+        }
+        // Each touched TP now holds every current value, cached dirty ones included.
+        for &(tpn, _) in &touched {
+            if self.cfg.tp_write_charged {
+                let new = self.trans_page(dev, t)?;
+                self.table
+                    .gtd
+                    .rewrite(dev, tpn, new, Cause::GcTrans, data_done)?;
+            }
+            self.extra.gc_cleaned_entries += self.cache.clean_tp(tpn) as u64;
+        }
+        self.erase_line(dev, line, t)?;
+        let clock = Instant::now();
+        for (i, &(tpn, start)) in touched.iter().enumerate() {
+            let end = touched
+                .get(i + 1)
+                .map_or(offsets.len(), |&(_, e)| e as usize);
+            let moved = &offsets[start as usize..end];
+            if moved.len() >= self.cfg.train_min_pages as usize && self.retrain(tpn, moved) {
+                let g = self.groups.of(Lpn(self.table.gtd.lpns(tpn).start));
+                self.groups.trained_at[g as usize] = Some(t);
+            }
+        }
+        self.extra.train_ns += clock.elapsed().as_nanos() as u64;
+        self.gc_epoch += 1;
+        self.stats.gc_events += 1;
+        self.stats.gc_pages_moved += moves.len() as u64;
+        self.extra.line_gcs += 1;
+        self.line_moves = moves;
+        self.touched = touched;
+        self.offsets = offsets;
+        Ok(())
+    }
+
+    /// Erases every written block of `line` at `t` and returns it to the free list.
+    fn erase_line(&mut self, dev: &mut Device, line: u32, t: SimTime) -> Result<(), FtlError> {
+        for i in 0..self.geo.blocks_per_line() {
+            let block = self.geo.block_in_line(line, i);
+            if dev.block_written(block) > 0 {
+                dev.erase(block, Cause::GcData, t)?;
+            }
+        }
+        self.alloc.release(line);
+        Ok(())
     }
 
     /// The group with the most invalid pages in the lines it owns, if any has one.
@@ -360,27 +559,24 @@ impl LearnedFtl {
                 )));
             }
         }
-        // The members' TPs now hold every new location.
-        if charged {
-            for &tpn in &tps {
-                let lpns = self.table.gtd.lpns(tpn);
-                let mapped = lpns.clone().any(|l| self.table.get(Lpn(l)).is_some());
-                if mapped || self.table.gtd.location(tpn).is_some() {
-                    let new = self.trans_page(dev, t)?;
-                    self.table
-                        .gtd
-                        .program(dev, tpn, new, Cause::GcTrans, data_done)?;
-                }
+        // The members' TPs now hold every current value: the new locations, and the cached
+        // dirty entries' values (which therefore become clean).
+        for &tpn in &tps {
+            let lpns = self.table.gtd.lpns(tpn);
+            let mapped = lpns.clone().any(|l| self.table.get(Lpn(l)).is_some());
+            if !mapped && self.table.gtd.location(tpn).is_none() {
+                continue;
             }
+            if charged {
+                let new = self.trans_page(dev, t)?;
+                self.table
+                    .gtd
+                    .program(dev, tpn, new, Cause::GcTrans, data_done)?;
+            }
+            self.extra.gc_cleaned_entries += self.cache.clean_tp(tpn) as u64;
         }
         for &line in &victims {
-            for i in 0..self.geo.blocks_per_line() {
-                let block = self.geo.block_in_line(line, i);
-                if dev.block_written(block) > 0 {
-                    dev.erase(block, Cause::GcData, t)?;
-                }
-            }
-            self.alloc.release(line);
+            self.erase_line(dev, line, t)?;
         }
         // ③④ Train every member TP and set the bits of exact predictions.
         let clock = Instant::now();
@@ -403,25 +599,84 @@ impl LearnedFtl {
         Ok(())
     }
 
-    /// Trains TP `tpn` on its current mappings (at least `train_min_pages` of them; fewer leave
-    /// it without a model).
-    fn train(&mut self, tpn: Tpn) {
-        let mut points = std::mem::take(&mut self.points);
-        points.clear();
+    /// Puts TP `tpn`'s mappings `(offset, VPPN)` that `keep` accepts (ascending) into
+    /// `self.points`.
+    fn gather(&mut self, tpn: Tpn, keep: impl Fn(&model::Models, u32, u32) -> bool) {
+        self.points.clear();
         let first = self.table.gtd.lpns(tpn).start;
         for l in self.table.gtd.lpns(tpn) {
             if let Some(p) = self.table.get(Lpn(l)) {
-                points.push((l - first, self.math.ppa_to_vppn(p).0));
+                let (x, v) = (l - first, self.math.ppa_to_vppn(p).0);
+                if keep(&self.models, x, v) {
+                    self.points.push((x, v));
+                }
             }
         }
-        if points.len() < self.cfg.train_min_pages as usize {
-            points.clear();
+    }
+
+    /// Fits `self.points` into `self.fit` (nothing if fewer than `train_min_pages`).
+    fn fit_points(&mut self) {
+        if self.points.len() < self.cfg.train_min_pages as usize {
+            self.points.clear();
         }
-        self.cfg.training.fit(&points, &mut self.fit);
-        self.models
-            .install(tpn, &self.fit, points.iter().map(|&(x, v)| (x, Vppn(v))));
-        self.extra.trained_tps += !points.is_empty() as u64;
-        self.points = points;
+        self.cfg.training.fit(&self.points, &mut self.fit);
+    }
+
+    /// Installs `self.fit` as TP `tpn`'s model, verifying every mapped LPN.
+    fn install_fit(&mut self, tpn: Tpn) {
+        self.gather(tpn, |_, _, _| true);
+        self.models.install(
+            tpn,
+            &self.fit,
+            self.points.iter().map(|&(x, v)| (x, Vppn(v))),
+        );
+        self.extra.trained_tps += !self.fit.is_empty() as u64;
+    }
+
+    /// Trains TP `tpn` on its current mappings (at least `train_min_pages` of them; fewer leave
+    /// it without a model).
+    fn train(&mut self, tpn: Tpn) {
+        self.gather(tpn, |_, _, _| true);
+        self.fit_points();
+        self.install_fit(tpn);
+    }
+
+    /// `group_gc=line`: retrains TP `tpn` after a collection moved its LPNs at offsets `moved`
+    /// (their bits are clear): fits the LPNs the current model still verifies together with
+    /// those on the lines the moved ones went to (the moved ones and any run they continue;
+    /// scattered LPNs elsewhere would only fragment the pieces), and keeps the new model only if
+    /// it predicts more of those exactly than the current one verifies. Returns whether it was
+    /// kept.
+    fn retrain(&mut self, tpn: Tpn, moved: &[u32]) -> bool {
+        let ppl = self.geo.pages_per_line();
+        let first = self.table.gtd.lpns(tpn).start;
+        let mut dest = std::mem::take(&mut self.dest_lines);
+        dest.clear();
+        for &x in moved {
+            if let Some(p) = self.table.get(Lpn(first + x)) {
+                let line = self.math.ppa_to_vppn(p).0 / ppl;
+                if !dest.contains(&line) {
+                    dest.push(line);
+                }
+            }
+        }
+        self.gather(tpn, |models, x, v| {
+            models.bit(tpn, x) || dest.iter().any(|&l| (l * ppl..(l + 1) * ppl).contains(&v))
+        });
+        self.dest_lines = dest;
+        self.fit_points();
+        let mut pieces = [Piece::UNUSED; PIECES];
+        pieces[..self.fit.len()].copy_from_slice(&self.fit);
+        let exact = self
+            .points
+            .iter()
+            .filter(|&&(x, v)| model::predict(&pieces, x) == Some(Vppn(v)))
+            .count() as u32;
+        let better = exact > self.models.bits_in(tpn, 0, self.models.entries());
+        if better {
+            self.install_fit(tpn);
+        }
+        better
     }
 
     /// Refresh rewrite (paper §III-E3): collects the least recently trained group that has
@@ -491,33 +746,27 @@ impl LearnedFtl {
     /// Checks that every valid page on a group's line belongs to that group or to the group it
     /// hosts, and that translation lines hold only TPs.
     pub(super) fn check_groups(&self, dev: &Device) -> Result<(), String> {
-        let geo = dev.geo();
-        for line in 0..geo.lines() {
+        for line in 0..dev.geo().lines() {
             let owner = match self.alloc.state(line) {
                 LineState::Free => continue,
                 LineState::Open(s) | LineState::Closed(s) => s,
             };
-            for i in 0..geo.blocks_per_line() {
-                let block = geo.block_in_line(line, i);
-                for pg in 0..dev.block_written(block) {
-                    let ppa = Ppa(block * geo.pages_per_block + pg);
-                    if !dev.is_valid(ppa) {
-                        continue;
+            for ppa in valid_pages(dev, line) {
+                let oob = dev.peek_oob(ppa).unwrap_or_default();
+                let ok = match (self.groups.of_stream(owner), oob.lpn()) {
+                    (None, lpn) => owner == Stream::TRANS && lpn.is_none(),
+                    (Some(g), Some(lpn)) => {
+                        // Line collections send pages home one by one: with them, any
+                        // group's line may hold any data page.
+                        let pg = self.groups.of(lpn);
+                        self.cfg.line_gc || pg == g || pg == self.groups.guest[g as usize]
                     }
-                    let oob = dev.peek_oob(ppa).unwrap_or_default();
-                    let ok = match (self.groups.of_stream(owner), oob.lpn()) {
-                        (None, lpn) => owner == Stream::TRANS && lpn.is_none(),
-                        (Some(g), Some(lpn)) => {
-                            let pg = self.groups.of(lpn);
-                            pg == g || pg == self.groups.guest[g as usize]
-                        }
-                        (Some(_), None) => false,
-                    };
-                    if !ok {
-                        return Err(format!(
-                            "{ppa:?} ({oob:?}) on line {line} owned by {owner:?}"
-                        ));
-                    }
+                    (Some(_), None) => false,
+                };
+                if !ok {
+                    return Err(format!(
+                        "{ppa:?} ({oob:?}) on line {line} owned by {owner:?}"
+                    ));
                 }
             }
         }

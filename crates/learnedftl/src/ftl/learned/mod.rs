@@ -45,6 +45,9 @@ pub struct Config {
     pub encroach_threshold: u32,
     /// Lenders may have trained models (`lender=any`); the paper's `untrained` is the default.
     pub lend_trained: bool,
+    /// `group_gc=line`: collect single lines (greedy, any group) instead of whole groups
+    /// (`group`, the paper's design, default).
+    pub line_gc: bool,
     /// Sequential initialisation (`sequential_init`, default on).
     pub sequential_init: bool,
     /// How models are trained (`training`, default greedy PLR).
@@ -77,6 +80,11 @@ struct Counters {
     paired_gcs: u64,
     /// Translation-line collections.
     trans_gcs: u64,
+    /// Single-line collections (`group_gc=line`).
+    line_gcs: u64,
+    /// Dirty cached entries made clean because a collection rewrote their TP (write-backs
+    /// saved).
+    gc_cleaned_entries: u64,
     /// Refresh rewrites.
     refresh_rewrites: u64,
     /// TPs trained.
@@ -105,8 +113,30 @@ pub struct LearnedFtl {
     gc_epoch: u64,
     next_refresh: SimTime,
     moves: Vec<(Lpn, Ppa)>,
+    line_moves: Vec<(Lpn, Ppa, Oob)>,
+    touched: Vec<(Tpn, u32)>,
+    offsets: Vec<u32>,
+    dest_lines: Vec<u32>,
     points: Vec<(u32, u32)>,
     fit: Vec<Piece>,
+}
+
+/// A two-way switch `key=default|other`: whether `other` was chosen.
+fn take_choice(
+    params: &mut Params,
+    key: &str,
+    default: &str,
+    other: &str,
+) -> Result<bool, ConfigError> {
+    match params.take_str(key) {
+        None => Ok(false),
+        Some(v) if v == default => Ok(false),
+        Some(v) if v == other => Ok(true),
+        Some(v) => Err(ConfigError::invalid(
+            key,
+            format!("'{v}' is not {default} or {other}"),
+        )),
+    }
 }
 
 /// DFTL's cache share under `paper` (SPEC §5.0), the total `equal-dram` matches.
@@ -158,31 +188,14 @@ impl LearnedFtl {
             .take::<u32>("encroach_threshold")?
             .unwrap_or(ppl / 4)
             .max(1);
-        let lend_trained = match params.take_str("lender").as_deref() {
-            None | Some("untrained") => false,
-            Some("any") => true,
-            Some(o) => {
-                return Err(ConfigError::invalid(
-                    "lender",
-                    format!("'{o}' is not untrained or any"),
-                ))
-            }
-        };
+        let lend_trained = take_choice(params, "lender", "untrained", "any")?;
+        let line_gc = take_choice(params, "group_gc", "group", "line")?;
         let sequential_init = params.take_bool("sequential_init")?.unwrap_or(true);
         let training = params
             .take::<Training>("training")?
             .unwrap_or(Training::GreedyPlr);
         let train_min_pages = params.take::<u32>("train_min_pages")?.unwrap_or(2).max(1);
-        let tp_write_charged = match params.take_str("tp_write_cost").as_deref() {
-            None | Some("charged") => true,
-            Some("free") => false,
-            Some(o) => {
-                return Err(ConfigError::invalid(
-                    "tp_write_cost",
-                    format!("'{o}' is not charged or free"),
-                ))
-            }
-        };
+        let tp_write_charged = !take_choice(params, "tp_write_cost", "charged", "free")?;
         let refresh_period_ns = match params.take_str("refresh_period") {
             None => None,
             Some(t) if t == "off" || t == "0" => None,
@@ -193,6 +206,14 @@ impl LearnedFtl {
                 )
             })?),
         };
+        if line_gc && refresh_period_ns.is_some() {
+            // A refresh rewrites a whole group, whose lines may hold other groups' pages once
+            // line collections have spread them.
+            return Err(ConfigError::invalid(
+                "refresh_period",
+                "the refresh rewrite needs group_gc=group",
+            ));
+        }
         // TPFTL's cache knobs, parsed as TPFTL parses them.
         let cache_cfg = super::tpftl::cache_config(params)?;
         let models = Models::new(geo.tps(), entries);
@@ -250,6 +271,7 @@ impl LearnedFtl {
                 cross_group,
                 encroach_threshold,
                 lend_trained,
+                line_gc,
                 sequential_init,
                 training,
                 train_min_pages,
@@ -271,6 +293,10 @@ impl LearnedFtl {
             fixed_dram: fixed,
             gc_epoch: 0,
             moves: Vec::new(),
+            line_moves: Vec::new(),
+            touched: Vec::new(),
+            offsets: Vec::new(),
+            dest_lines: Vec::new(),
             points: Vec::new(),
             fit: Vec::new(),
         })
@@ -511,6 +537,7 @@ impl Ftl for LearnedFtl {
             "cross_group": c.cross_group,
             "encroach_threshold": c.encroach_threshold,
             "lender": if c.lend_trained { "any" } else { "untrained" },
+            "group_gc": if c.line_gc { "line" } else { "group" },
             "sequential_init": c.sequential_init,
             "training": c.training.key(),
             "train_min_pages": c.train_min_pages,

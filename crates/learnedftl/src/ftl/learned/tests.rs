@@ -256,6 +256,7 @@ fn switches_are_parsed_and_bad_values_refused() {
         "group_tps=2",
         "gc_reserve_lines=1",
         "lender=warm",
+        "group_gc=sideways",
         "refresh_period=soon",
         "dram=lots",
     ] {
@@ -265,6 +266,13 @@ fn switches_are_parsed_and_bad_values_refused() {
         let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
         assert!(e.contains(key), "{bad}: {e}");
     }
+    // A refresh rewrites whole groups: not with line collections.
+    let mut p = Params::new();
+    for a in ["group_gc=line", "refresh_period=1ms"] {
+        p.insert_assignment(a, "--set").unwrap();
+    }
+    let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
+    assert!(e.contains("refresh_period"), "{e}");
     // paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP.
     let ftl = LearnedFtl::new(&cfg, &mut Params::new()).unwrap();
     let d = ftl.dram();
@@ -273,11 +281,90 @@ fn switches_are_parsed_and_bad_values_refused() {
 }
 
 #[test]
-fn the_property_setup_borrows_collects_pairs_and_predicts() {
+fn a_line_collection_sends_pages_home_in_lpn_order_rewrites_tps_and_retrains() {
+    let (mut dev, mut ftl) = small(&["group_gc=line", "cross_group=off", "group_line_quota=2"]);
+    for i in 0..4 {
+        step(
+            &mut dev,
+            &mut ftl,
+            req(Op::Write, 128 * i, 128, i as u64 * 10_000_000),
+        );
+    }
+    // Overwrite LPNs 0..100: group 0 takes a second line; its first holds 412 valid pages.
+    step(&mut dev, &mut ftl, req(Op::Write, 0, 100, 50_000_000));
+    let first = ftl.geo.line_of(ftl.table.get(Lpn(100)).unwrap());
+    assert_ne!(first, ftl.geo.line_of(ftl.table.get(Lpn(0)).unwrap()));
+    assert_eq!(dev.line_valid(first), 412);
+    assert!(ftl.cache.dirty_entries() > 0);
+    let tp_read = ftl.table.gtd.location(Tpn(0)).is_some() as u64;
+    let before = dev.counters().clone();
+    ftl.collect_one_line(&mut dev, first, SimTime(60_000_000))
+        .unwrap();
+    ftl.check_invariants(&dev).unwrap();
+    let after = dev.counters();
+    let c = FlashCounters {
+        reads: std::array::from_fn(|i| after.reads[i] - before.reads[i]),
+        programs: std::array::from_fn(|i| after.programs[i] - before.programs[i]),
+        erases: std::array::from_fn(|i| after.erases[i] - before.erases[i]),
+    };
+    // Every valid page read and programmed once, the line's 8 blocks erased, TP 0 rewritten.
+    assert_eq!(ops(&c, Cause::GcData), (412, 412, 8));
+    assert_eq!(ops(&c, Cause::GcTrans), (tp_read, 1, 0));
+    assert_eq!(c.total_reads() + c.total_programs(), 824 + tp_read + 1);
+    assert_eq!((ftl.extra.line_gcs, ftl.stats.gc_events), (1, 1));
+    // Home, in LPN order right after LPN 99: the whole TP is one run, retrained exactly.
+    for l in 100..512 {
+        assert_eq!(vppn(&ftl, l), vppn(&ftl, 99) + l - 99, "LPN {l}");
+    }
+    assert_eq!(ftl.models.bits_in(Tpn(0), 0, 512), 512);
+    // TP 0 was rewritten with every current value: no cached entry of it is dirty any more.
+    assert_eq!(ftl.cache.dirty_entries(), 0);
+}
+
+#[test]
+fn a_collection_cleans_the_cached_entries_of_the_tps_it_rewrote() {
+    for mode in ["group_gc=group", "group_gc=line"] {
+        // A CMT of two entries (see the scripted scenario): writing LPNs 0..4 leaves 2 and 3
+        // cached and dirty.
+        let (mut dev, mut ftl) = small(&[
+            "mapping_dram_bytes=624",
+            "group_line_quota=1",
+            "cross_group=off",
+            mode,
+        ]);
+        step(&mut dev, &mut ftl, req(Op::Write, 0, 4, 0));
+        assert_eq!(ftl.cache.dirty_entries(), 2, "{mode}");
+        if mode == "group_gc=line" {
+            let line = ftl.alloc.open_line(ftl.groups.stream(0)).unwrap();
+            ftl.collect_one_line(&mut dev, line, SimTime(1_000_000))
+                .unwrap();
+        } else {
+            ftl.collect(&mut dev, &[0], SimTime(1_000_000), false)
+                .unwrap();
+        }
+        ftl.check_invariants(&dev).unwrap();
+        assert_eq!(ftl.cache.dirty_entries(), 0, "{mode}");
+        assert_eq!(ftl.extra.gc_cleaned_entries, 2, "{mode}");
+        // Reading two LPNs of TP 1 (never written: free) evicts both entries: nothing is owed
+        // (uncleaned, TP 0 would be read and programmed once more).
+        let clean = ftl.cache.stats().evicted_clean;
+        let c = step(&mut dev, &mut ftl, req(Op::Read, 600, 2, 2_000_000));
+        assert_eq!(ftl.cache.stats().evicted_clean, clean + 2, "{mode}");
+        assert_eq!(ops(&c, Cause::TransWrite), (0, 0, 0), "{mode}");
+        assert_eq!(c.total_reads() + c.total_programs(), 0, "{mode}");
+    }
+}
+
+/// Fills `tiny` with 512 KiB writes, then 16 KiB random writes over half the logical space.
+fn fill_and_fragment(kv: &[&str]) -> crate::engine::Simulator {
     use crate::engine::{NoProgress, SimOptions, Simulator};
     use crate::workload::{JobSpec, RwKind};
     let cfg = DeviceConfig::preset("tiny").unwrap();
-    let mut sim = Simulator::new(&cfg, "learnedftl", Params::new(), SimOptions::default()).unwrap();
+    let mut p = Params::new();
+    for a in kv {
+        p.insert_assignment(a, "test").unwrap();
+    }
+    let mut sim = Simulator::new(&cfg, "learnedftl", p, SimOptions::default()).unwrap();
     let mut fill = JobSpec::new("fill", RwKind::Write);
     fill.bs = 512 << 10;
     let mut frag = JobSpec::new("fragment", RwKind::RandWrite);
@@ -285,16 +372,38 @@ fn the_property_setup_borrows_collects_pairs_and_predicts() {
     frag.io_size = Some(cfg.geometry.logical_bytes() / 2);
     frag.iodepth = 8;
     sim.run_jobs("fill", &[fill], 3, &mut NoProgress).unwrap();
-    let m = sim
-        .run_jobs("fragment", &[frag], 3, &mut NoProgress)
+    sim.run_jobs("fragment", &[frag], 3, &mut NoProgress)
         .unwrap();
-    let x = sim.ftl().extra_counters();
-    assert!(m.gc.events > 0);
-    assert!(x["borrowed_pages"].as_u64().unwrap() > 0, "{x}");
-    assert!(x["paired_gcs"].as_u64().unwrap() > 0, "{x}");
+    sim
+}
+
+/// Random reads on `sim`; returns the model hits.
+fn random_reads(sim: &mut crate::engine::Simulator) -> u64 {
+    use crate::engine::NoProgress;
+    use crate::workload::{JobSpec, RwKind};
     let mut r = JobSpec::new("r", RwKind::RandRead);
     r.number_ios = Some(2000);
     sim.run_jobs("r", &[r], 3, &mut NoProgress).unwrap();
-    assert!(sim.ftl().stats().model_hits > 0);
     sim.ftl().check_invariants(sim.device()).unwrap();
+    sim.ftl().stats().model_hits
+}
+
+#[test]
+fn line_collections_with_any_lender_share_room_and_still_predict() {
+    let mut sim = fill_and_fragment(&["group_gc=line", "lender=any"]);
+    let x = sim.ftl().extra_counters();
+    assert_eq!(x["group_gcs"], 0, "{x}");
+    assert!(x["line_gcs"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["borrowed_pages"].as_u64().unwrap() > 0, "{x}");
+    assert!(random_reads(&mut sim) > 0);
+}
+
+#[test]
+fn the_property_setup_borrows_collects_pairs_and_predicts() {
+    let mut sim = fill_and_fragment(&[]);
+    let x = sim.ftl().extra_counters();
+    assert!(sim.ftl().stats().gc_events > 0);
+    assert!(x["borrowed_pages"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["paired_gcs"].as_u64().unwrap() > 0, "{x}");
+    assert!(random_reads(&mut sim) > 0);
 }
