@@ -48,6 +48,17 @@ const VARIANTS: &[(&str, &[&str])] = &[
             "encroach_threshold=16",
         ],
     ),
+    ("hpftl", &["h=2", "secondary_ratio=0.5"]),
+    ("hpftl", &["m=3", "secondary_ratio=1"]),
+    (
+        "hpftl",
+        &[
+            "probe=first",
+            "gc_relocate=primary-first",
+            "hash=md5",
+            "secondary_ratio=0.5",
+        ],
+    ),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {
