@@ -280,7 +280,7 @@ impl HpFtl {
         }
         let codec = Codec::new(h, m, p);
         let kind = take_choice(params, "hash", HashKind::Mix)?;
-        let hash_seed = params.take::<u64>("hash_seed")?.unwrap_or(0x4850_4654_4c);
+        let hash_seed = params.take::<u64>("hash_seed")?.unwrap_or(0x0048_5046_544c);
         let hashes = HashFamily::new(kind, codec.functions(), geo.blocks(), hash_seed)?;
         let probe = take_choice(params, "probe", Probe::Current)?;
         let gc_relocate = take_choice(params, "gc_relocate", Relocate::Secondary)?;
@@ -752,7 +752,8 @@ impl HpFtl {
             (Relocate::Secondary, true) => (None, Dest::Secondary),
             _ => match self.primary_slot(dev, lpn.0, 1) {
                 Some((p, d)) => (Some(p), d),
-                None if free > 0 => (None, Dest::Secondary),
+                // A secondary-mapped page keeps its slot.
+                None if in_sec || free > 0 => (None, Dest::Secondary),
                 None => return Err(FtlError::TableFull(SEC_FULL.into())),
             },
         };
