@@ -50,15 +50,6 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ),
     ("hpftl", &["h=2", "secondary_ratio=0.5"]),
     ("hpftl", &["m=3", "secondary_ratio=1"]),
-    (
-        "hpftl",
-        &[
-            "probe=first",
-            "gc_relocate=primary-first",
-            "hash=md5",
-            "secondary_ratio=0.5",
-        ],
-    ),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {
