@@ -105,6 +105,9 @@ pub enum FtlError {
     /// No free space can be reclaimed (every page is valid).
     #[error("device full: no line can be reclaimed")]
     NoSpace,
+    /// A mapping structure of fixed size has no room left (e.g. HP-FTL's secondary table).
+    #[error("mapping table full: {0}")]
+    TableFull(String),
     /// A request outside the logical space.
     #[error("request for {lpn:?}+{len} beyond the logical space of {logical_pages} pages")]
     OutOfRange {

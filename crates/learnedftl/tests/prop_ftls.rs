@@ -55,6 +55,8 @@ const VARIANTS: &[(&str, &[&str])] = &[
             "encroach_threshold=16",
         ],
     ),
+    ("hpftl", &["h=2", "secondary_ratio=0.5"]),
+    ("hpftl", &["m=3", "secondary_ratio=1"]),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {

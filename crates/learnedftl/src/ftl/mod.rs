@@ -6,6 +6,7 @@
 
 pub mod demand;
 pub mod dftl;
+pub mod hpftl;
 pub mod ideal;
 pub mod leaftl;
 pub mod learned;
@@ -186,7 +187,15 @@ pub trait Ftl: Send {
 }
 
 /// Names of the implemented FTLs, in `compare` order.
-pub const FTLS: &[&str] = &["ideal", "dftl", "tpftl", "sftl", "leaftl", "learnedftl"];
+pub const FTLS: &[&str] = &[
+    "ideal",
+    "dftl",
+    "tpftl",
+    "sftl",
+    "leaftl",
+    "hpftl",
+    "learnedftl",
+];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
 pub fn build(
@@ -201,6 +210,7 @@ pub fn build(
         "sftl" => Ok(Box::new(sftl::new(dev, params)?)),
         "leaftl" => Ok(Box::new(leaftl::Leaftl::new(dev, params)?)),
         "learnedftl" => Ok(Box::new(learned::LearnedFtl::new(dev, params)?)),
+        "hpftl" => Ok(Box::new(hpftl::HpFtl::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),
             known: FTLS.join(", "),

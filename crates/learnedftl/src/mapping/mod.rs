@@ -1,13 +1,16 @@
 //! Machinery shared by the FTLs: line allocation through striped write pointers, the free-line
 //! list, greedy victim choice and line garbage collection (SPEC §3.5); translation pages with
 //! their directory and the translation table of demand-based FTLs (SPEC §5.0); the mapping DRAM
-//! budget; intrusive LRU lists and TPFTL's two-level mapping cache, reused by LearnedFTL.
+//! budget; intrusive LRU lists and TPFTL's two-level mapping cache, reused by LearnedFTL; bit-packed tables and hash families
+//! for hash-based mappings (HP-FTL).
 
 pub mod alloc;
 pub mod budget;
 pub mod gc;
 pub mod gtd;
+pub mod hash;
 pub mod lru;
+pub mod packed;
 pub mod table;
 pub mod tpcache;
 
@@ -15,5 +18,7 @@ pub use alloc::{Allocator, GcPolicy, LineState, Stream};
 pub use budget::Budget;
 pub use gc::{GcHooks, GcOrder, GcOutcome};
 pub use gtd::Gtd;
+pub use hash::{HashFamily, HashKind};
+pub use packed::PackedVec;
 pub use table::{write_tp, HasTable, TransTable, WriteBack};
 pub use tpcache::{Evicted, Lookup, TpCache, TpCacheConfig, TpCacheStats};

@@ -1,0 +1,1092 @@
+//! HP-FTL (Ni et al., "A Hash-based Space-efficient Page-level FTL for Large-capacity SSDs";
+//! SPEC §5.7): the whole page-level mapping stays in DRAM, compactly.
+//!
+//! * **Primary table** ([`Codec`]): one `h + m`-bit entry per LPN, bit-packed. HID `1 ..= 2^h−2`
+//!   names the hash function `H_HID` whose block holds the page; the PPID gives the page offset
+//!   (with the LPN's low `p − m` bits when `m < p`). HID 0 = unmapped, `2^h − 1` = secondary.
+//! * **Secondary table** ([`Secondary`]): 8-byte `(lpn, ppa)` slots for the writes no hash
+//!   candidate could take; the primary entry's PPID keeps the slot's segment.
+//! * **Write** (paper Algorithm 1): try `H_hid(lpn)` for `hid` from the LPN's current HID
+//!   (`probe=current`, the algorithm as printed; `probe=first` restarts at `H_1`) up to
+//!   `H_{2^h−2}`, taking the first block whose next free page (sequential programming) is
+//!   representable for this LPN; else program the page anywhere through the secondary writer and
+//!   record it in the secondary table (reusing the LPN's slot if it has one).
+//! * **Secondary writer**: LUNs in turn, so secondary (and GC) pages spread over the LUNs; in a
+//!   LUN, the block with the most free pages (`sec_pick=emptiest`, which keeps as many blocks
+//!   as possible non-full and so open to hash candidates; `fullest` is the other choice). Every
+//!   block stays a hash target.
+//! * **Read**: primary entry → PPA, or a scan of one secondary segment; one flash read, never a
+//!   translation read.
+//! * **GC** (paper §II-D): runs when the secondary's free slots fall below the low watermark or
+//!   free pages below `gc_free_low`, until free slots reach the high watermark and free pages
+//!   `gc_free_high`. A round takes up to `gc_batch` full blocks with the fewest valid pages,
+//!   relocates their valid pages (`gc_relocate=secondary`: into the secondary table, as the
+//!   paper does, while it has room; `primary-first`: hash candidates first), erases them, then
+//!   moves secondary entries back into primary positions in the erased blocks.
+//!
+//! Internal work is issued at the arrival time of the request being served; GC reads, programs
+//! and erases carry cause `GcData`. See `docs/ftls/hpftl.md` for every choice.
+
+mod codec;
+mod secondary;
+
+pub use codec::Codec;
+pub use secondary::Secondary;
+
+use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use crate::addr::{Lpn, Ppa, SimTime};
+use crate::config::DeviceConfig;
+use crate::device::{Cause, Device, Oob, Src};
+use crate::error::{ConfigError, FtlError};
+use crate::mapping::{HashFamily, HashKind, PackedVec};
+use crate::params::Params;
+use serde::Serialize;
+use std::str::FromStr;
+
+const NONE: u32 = u32::MAX;
+
+/// GC runs a host write may wait for before it gives up on finding a place.
+const HOST_GC_TRIES: u32 = 8;
+
+/// Why a write or a GC move found no place.
+const SEC_FULL: &str = "HP-FTL secondary table full and no hash candidate fits \
+                        (raise secondary_ratio, h or m)";
+
+/// Where a write starts probing the hash functions.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Probe {
+    /// From the LPN's current HID (paper Algorithm 1); an LPN in the secondary table stays there
+    /// until GC moves it back.
+    Current,
+    /// From `H_1` on every write.
+    First,
+}
+
+/// Where GC relocates valid pages.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Relocate {
+    /// Into the secondary table while it has a free slot, else a hash candidate (paper §II-D).
+    Secondary,
+    /// A hash candidate if one fits, else the secondary table.
+    PrimaryFirst,
+}
+
+/// Which block of a LUN the secondary writer opens when its block is full.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecPick {
+    /// The block with the most free pages.
+    Emptiest,
+    /// The non-full block with the fewest free pages.
+    Fullest,
+}
+
+/// How a GC round chooses its victims.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Victims {
+    /// The full blocks with the fewest valid pages anywhere.
+    Global,
+    /// In each LUN, its full block with the fewest valid pages (erases proceed in parallel).
+    PerLun,
+}
+
+macro_rules! choice {
+    ($t:ty, $($s:literal => $v:expr),+) => {
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($s => Ok($v),)+
+                    _ => Err(format!("expected one of: {}", [$($s),+].join(", "))),
+                }
+            }
+        }
+    };
+}
+choice!(Probe, "current" => Probe::Current, "first" => Probe::First);
+choice!(Relocate, "secondary" => Relocate::Secondary, "primary-first" => Relocate::PrimaryFirst);
+choice!(SecPick, "emptiest" => SecPick::Emptiest, "fullest" => SecPick::Fullest);
+choice!(Victims, "global" => Victims::Global, "per-lun" => Victims::PerLun);
+
+/// Takes `key` as a `FromStr` choice, naming the key in errors.
+fn take_choice<T: FromStr<Err = String>>(
+    params: &mut Params,
+    key: &str,
+    default: T,
+) -> Result<T, ConfigError> {
+    match params.take_str(key) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|e: String| ConfigError::invalid(key, format!("'{v}': {e}"))),
+    }
+}
+
+/// Takes a fraction in `[0, 1]`.
+fn take_fraction(params: &mut Params, key: &str, default: f64) -> Result<f64, ConfigError> {
+    let v = params.take::<f64>(key)?.unwrap_or(default);
+    if !(0.0..=1.0).contains(&v) {
+        return Err(ConfigError::invalid(
+            key,
+            format!("{v} is not a fraction in [0, 1]"),
+        ));
+    }
+    Ok(v)
+}
+
+/// HP-FTL's effective parameters.
+#[derive(Clone, Debug, Serialize)]
+pub struct HpConfig {
+    /// HID bits.
+    pub h: u32,
+    /// PPID bits.
+    pub m: u32,
+    /// Bits to index a page in a block.
+    pub p: u32,
+    /// Hash family.
+    pub hash: String,
+    /// Seed of the `mix` family.
+    pub hash_seed: u64,
+    /// Where writes start probing.
+    pub probe: Probe,
+    /// Where GC relocates.
+    pub gc_relocate: Relocate,
+    /// Which block the secondary writer opens.
+    pub sec_pick: SecPick,
+    /// Secondary slots.
+    pub secondary_slots: u32,
+    /// GC starts when free slots fall below this.
+    pub sec_low_slots: u32,
+    /// ... and runs until free slots reach this.
+    pub sec_high_slots: u32,
+    /// Host writes leave this many slots to GC relocation (foreground GC first).
+    pub slot_reserve: u32,
+    /// GC starts when free pages fall below this.
+    pub gc_free_low_pages: u64,
+    /// ... and runs until free pages reach this.
+    pub gc_free_high_pages: u64,
+    /// Host writes run foreground GC first when free pages are at or below this.
+    pub page_reserve: u64,
+    /// Victim blocks per GC round.
+    pub gc_batch: u32,
+    /// How victims are chosen.
+    pub gc_victims: Victims,
+    /// After moving entries back into erased blocks, also move entries into any hash candidate
+    /// whose next page fits, while free slots are below the high watermark.
+    pub merge_any: bool,
+    /// Mapping DRAM budget (primary + secondary allocation), bytes.
+    pub budget: u64,
+}
+
+/// Scheme counters beyond [`FtlStats`].
+#[derive(Clone, Debug, Default, Serialize)]
+struct Counters {
+    host_pages_primary: u64,
+    host_pages_secondary: u64,
+    reads_primary: u64,
+    reads_secondary: u64,
+    gc_runs: u64,
+    gc_rounds: u64,
+    gc_relocated_primary: u64,
+    gc_relocated_secondary: u64,
+    gc_moved_back: u64,
+}
+
+/// Where an LPN's data is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Loc {
+    Unmapped,
+    Primary { hid: u32, ppa: Ppa },
+    Secondary { pos: u32, ppa: Ppa },
+}
+
+impl Loc {
+    fn ppa(self) -> Option<Ppa> {
+        match self {
+            Loc::Unmapped => None,
+            Loc::Primary { ppa, .. } | Loc::Secondary { ppa, .. } => Some(ppa),
+        }
+    }
+}
+
+/// Where a page is being written.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Dest {
+    Primary { hid: u32, ppid: u32 },
+    Secondary,
+}
+
+/// A secondary entry that could move into erased victim `key / r` at a page with low bits
+/// `key % r`, through hash function `hid`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct MoveBack {
+    key: u32,
+    hid: u32,
+    pos: u32,
+    lpn: u32,
+}
+
+/// The HP-FTL.
+pub struct HpFtl {
+    cfg: HpConfig,
+    codec: Codec,
+    hashes: HashFamily,
+    primary: PackedVec,
+    sec: Secondary,
+    ppb: u32,
+    blocks: u32,
+    blocks_per_lun: u32,
+    free_pages: u64,
+    sec_lun: u32,
+    lun_programs: Vec<u64>,
+    stats: FtlStats,
+    ctr: Counters,
+    /// Per block, its valid pages mapped through the primary table (what relocating it may
+    /// add to the secondary table).
+    blk_primary: Vec<u16>,
+    victims: Vec<(u32, u32)>,
+    victim_idx: Vec<u32>,
+    moves: Vec<MoveBack>,
+    move_start: Vec<u32>,
+}
+
+impl HpFtl {
+    /// Builds the FTL. Parameters (defaults in `docs/ftls/hpftl.md`): `h`, `m`, `hash`
+    /// (`mix|md5`), `hash_seed`, `probe` (`current|first`), `gc_relocate`
+    /// (`secondary|primary-first`), `sec_pick` (`emptiest|fullest`), `secondary_ratio` (slots
+    /// per logical page) or `dram_ratio` (whole budget as a fraction of an 8 B/LPN table),
+    /// `sec_low`, `sec_high` (free-slot watermarks as fractions of the slots), `gc_free_low`,
+    /// `gc_free_high` (free-page thresholds as fractions of physical pages), `gc_batch`.
+    pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError> {
+        let geo = &dev.geometry;
+        let ppb = geo.pages_per_block;
+        let p = u32::BITS - (ppb - 1).leading_zeros();
+        let h = params.take::<u32>("h")?.unwrap_or(3);
+        let m = params.take::<u32>("m")?.unwrap_or(p);
+        if !(2..=8).contains(&h) {
+            return Err(ConfigError::invalid(
+                "h",
+                format!("{h} HID bits: need 2..=8 (at least one hash function)"),
+            ));
+        }
+        if m > p {
+            return Err(ConfigError::invalid(
+                "m",
+                format!("{m} PPID bits exceed the {p} bits of a page offset"),
+            ));
+        }
+        let codec = Codec::new(h, m, p);
+        let kind = take_choice(params, "hash", HashKind::Mix)?;
+        let hash_seed = params.take::<u64>("hash_seed")?.unwrap_or(0x0048_5046_544c);
+        let hashes = HashFamily::new(kind, codec.functions(), geo.blocks(), hash_seed)?;
+        let probe = take_choice(params, "probe", Probe::Current)?;
+        let gc_relocate = take_choice(params, "gc_relocate", Relocate::Secondary)?;
+        let sec_pick = take_choice(params, "sec_pick", SecPick::Emptiest)?;
+
+        let lp = geo.logical_pages;
+        let primary = PackedVec::new(lp as usize, codec.bits());
+        let sec_ratio = params.take::<f64>("secondary_ratio")?;
+        let dram_ratio = params.take::<f64>("dram_ratio")?;
+        let slots = match (sec_ratio, dram_ratio) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    "dram_ratio",
+                    "give secondary_ratio or dram_ratio, not both",
+                ))
+            }
+            (None, Some(r)) => {
+                if !(r > 0.0 && r.is_finite()) {
+                    return Err(ConfigError::invalid(
+                        "dram_ratio",
+                        format!("{r} must be > 0"),
+                    ));
+                }
+                let budget = (r * lp as f64 * 8.0) as u64;
+                budget.saturating_sub(primary.bytes()) / 8
+            }
+            (r, None) => {
+                let r = r.unwrap_or(0.25);
+                if !(r > 0.0 && r <= 1.0) {
+                    return Err(ConfigError::invalid(
+                        "secondary_ratio",
+                        format!("{r} is not in (0, 1]"),
+                    ));
+                }
+                (r * lp as f64) as u64
+            }
+        };
+        let slot_reserve = ppb;
+        if slots < 4 * ppb as u64 || slots > u32::MAX as u64 / 2 {
+            return Err(ConfigError::invalid(
+                if dram_ratio.is_some() {
+                    "dram_ratio"
+                } else {
+                    "secondary_ratio"
+                },
+                format!(
+                    "{slots} secondary slots: need at least 4 blocks' worth ({}) beside the \
+                     {} B primary table",
+                    4 * ppb,
+                    primary.bytes()
+                ),
+            ));
+        }
+        let slots = slots as u32;
+        let sec_low = take_fraction(params, "sec_low", 0.05)?;
+        let sec_high = take_fraction(params, "sec_high", 0.15)?;
+        let sec_low_slots = ((sec_low * slots as f64).ceil() as u32).max(slot_reserve + 1);
+        let sec_high_slots = ((sec_high * slots as f64).ceil() as u32).max(sec_low_slots + 1);
+        if sec_high_slots > slots {
+            return Err(ConfigError::invalid(
+                "sec_high",
+                format!("{sec_high_slots} free slots wanted of {slots}"),
+            ));
+        }
+        let spare = geo.pages() - lp;
+        let free_low = take_fraction(params, "gc_free_low", 0.3)?;
+        let free_high = take_fraction(params, "gc_free_high", 0.4)?;
+        let page_reserve = ppb as u64;
+        let gc_free_low_pages = ((free_low * spare as f64) as u64).max(page_reserve + 1);
+        let gc_free_high_pages = ((free_high * spare as f64) as u64).max(gc_free_low_pages + 1);
+        if gc_free_high_pages >= spare {
+            return Err(ConfigError::invalid(
+                "gc_free_high",
+                format!("{gc_free_high_pages} free pages wanted of {spare} spare"),
+            ));
+        }
+        let gc_batch = params.take::<u32>("gc_batch")?.unwrap_or(geo.luns());
+        if gc_batch == 0 || gc_batch > geo.blocks() / 8 {
+            return Err(ConfigError::invalid(
+                "gc_batch",
+                format!(
+                    "{gc_batch} victims per round: need 1..={}",
+                    geo.blocks() / 8
+                ),
+            ));
+        }
+        let gc_victims = take_choice(params, "gc_victims", Victims::Global)?;
+        let merge_any = params.take_bool("merge_any")?.unwrap_or(true);
+        let cfg = HpConfig {
+            gc_victims,
+            merge_any,
+            h,
+            m,
+            p,
+            hash: kind.to_string(),
+            hash_seed,
+            probe,
+            gc_relocate,
+            sec_pick,
+            secondary_slots: slots,
+            sec_low_slots,
+            sec_high_slots,
+            slot_reserve,
+            gc_free_low_pages,
+            gc_free_high_pages,
+            page_reserve,
+            gc_batch,
+            budget: primary.bytes() + slots as u64 * 8,
+        };
+        Ok(HpFtl {
+            sec: Secondary::new(slots, 1 << m),
+            codec,
+            hashes,
+            primary,
+            ppb,
+            blocks: geo.blocks(),
+            blocks_per_lun: geo.planes_per_lun * geo.blocks_per_plane,
+            free_pages: geo.pages(),
+            sec_lun: 0,
+            lun_programs: vec![0; geo.luns() as usize],
+            stats: FtlStats::default(),
+            ctr: Counters::default(),
+            blk_primary: vec![0; geo.blocks() as usize],
+            victims: Vec::new(),
+            victim_idx: vec![NONE; geo.blocks() as usize],
+            moves: Vec::new(),
+            move_start: Vec::new(),
+            cfg,
+        })
+    }
+
+    /// The effective parameters.
+    pub fn config(&self) -> &HpConfig {
+        &self.cfg
+    }
+
+    /// The secondary table.
+    pub fn secondary(&self) -> &Secondary {
+        &self.sec
+    }
+
+    /// Free (erased, unprogrammed) pages on the device.
+    pub fn free_pages(&self) -> u64 {
+        self.free_pages
+    }
+
+    /// Where `lpn`'s data is, from the DRAM tables alone.
+    fn locate(&self, lpn: u32) -> Result<Loc, FtlError> {
+        let e = self.primary.get(lpn as usize);
+        let hid = self.codec.hid(e);
+        if hid == 0 {
+            Ok(Loc::Unmapped)
+        } else if hid == self.codec.sec_hid() {
+            let seg = self.codec.ppid(e);
+            let pos = self.sec.find(lpn, seg).ok_or_else(|| {
+                FtlError::Invariant(format!(
+                    "LPN {lpn} marked secondary but not in segment {seg}"
+                ))
+            })?;
+            let (_, ppa) = self.sec.get(pos).unwrap_or((lpn, 0));
+            Ok(Loc::Secondary { pos, ppa: Ppa(ppa) })
+        } else {
+            let block = self.hashes.hash(hid - 1, lpn);
+            let off = self.codec.offset(lpn, self.codec.ppid(e));
+            Ok(Loc::Primary {
+                hid,
+                ppa: Ppa(block * self.ppb + off),
+            })
+        }
+    }
+
+    /// The first hash candidate `H_f(lpn)`, `f ≥ first`, whose next free page is representable
+    /// for `lpn`: its page and primary destination.
+    fn primary_slot(&self, dev: &Device, lpn: u32, first: u32) -> Option<(Ppa, Dest)> {
+        let mut buf = [0u32; 256];
+        let n = self.codec.functions();
+        let cand = &mut buf[..n as usize];
+        self.hashes.all(lpn, cand);
+        (first..=n).find_map(|hid| {
+            let block = cand[hid as usize - 1];
+            if self.victim_idx[block as usize] != NONE {
+                return None; // a GC victim, about to be (or just) erased
+            }
+            let w = dev.block_written(block);
+            if w >= self.ppb {
+                return None;
+            }
+            let ppid = self.codec.ppid_for(lpn, w)?;
+            Some((Ppa(block * self.ppb + w), Dest::Primary { hid, ppid }))
+        })
+    }
+
+    /// The next page of the secondary writer: LUNs in turn; in a LUN, the block chosen by
+    /// `sec_pick` among those with a free page.
+    fn sec_page(&mut self, dev: &Device) -> Option<Ppa> {
+        let luns = self.lun_programs.len() as u32;
+        for _ in 0..luns {
+            let lun = self.sec_lun;
+            self.sec_lun = (lun + 1) % luns;
+            let blocks = lun * self.blocks_per_lun..(lun + 1) * self.blocks_per_lun;
+            let free = |b: &u32| self.ppb - dev.block_written(*b);
+            let open = blocks.filter(|&b| free(&b) > 0 && self.victim_idx[b as usize] == NONE);
+            let pick = match self.cfg.sec_pick {
+                SecPick::Emptiest => open.max_by_key(|b| (free(b), std::cmp::Reverse(*b))),
+                SecPick::Fullest => open.min_by_key(|b| (free(b), *b)),
+            };
+            if let Some(b) = pick {
+                return Some(Ppa(b * self.ppb + dev.block_written(b)));
+            }
+        }
+        None
+    }
+
+    /// Programs a page, keeping the free-page and per-LUN counts.
+    fn program(
+        &mut self,
+        dev: &mut Device,
+        ppa: Ppa,
+        oob: Oob,
+        src: Src,
+        cause: Cause,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
+        let done = dev.program(ppa, oob, src, cause, t)?;
+        self.free_pages -= 1;
+        self.lun_programs[dev.geo().lun_of(ppa) as usize] += 1;
+        Ok(done)
+    }
+
+    /// Records that `lpn`, found at `old`, now lives at `new` through `dest`; invalidates the old
+    /// page and keeps the secondary table in step.
+    fn remap(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        old: Loc,
+        new: Ppa,
+        dest: Dest,
+    ) -> Result<(), FtlError> {
+        if let Some(p) = old.ppa() {
+            dev.invalidate(p)?;
+        }
+        if let Loc::Primary { ppa, .. } = old {
+            self.blk_primary[(ppa.0 / self.ppb) as usize] -= 1;
+        }
+        if let Dest::Primary { .. } = dest {
+            self.blk_primary[(new.0 / self.ppb) as usize] += 1;
+        }
+        let entry = match (dest, old) {
+            (Dest::Primary { hid, ppid }, _) => {
+                if let Loc::Secondary { pos, .. } = old {
+                    self.sec.remove(pos);
+                }
+                self.codec.encode(hid, ppid)
+            }
+            (Dest::Secondary, Loc::Secondary { pos, .. }) => {
+                // Algorithm 1: an LPN already in the secondary table keeps its slot.
+                self.sec.set_ppa(pos, new.0);
+                self.codec
+                    .encode(self.codec.sec_hid(), self.sec.segment(pos))
+            }
+            (Dest::Secondary, _) => {
+                let seg = self
+                    .sec
+                    .insert(lpn, new.0)
+                    .ok_or_else(|| FtlError::TableFull(SEC_FULL.into()))?;
+                self.codec.encode(self.codec.sec_hid(), seg)
+            }
+        };
+        self.primary.set(lpn as usize, entry);
+        Ok(())
+    }
+
+    /// Whether GC should move secondary entries back into primary positions: free slots are
+    /// below the high watermark, and free pages (each move takes one) above twice the page
+    /// reserve, so moving back never eats the pages GC needs to relocate its next victim.
+    fn may_move_back(&self) -> bool {
+        self.sec.free_slots() < self.cfg.sec_high_slots
+            && self.free_pages > 2 * self.cfg.page_reserve
+    }
+
+    /// Whether the watermarks call for GC.
+    fn gc_needed(&self) -> bool {
+        self.sec.free_slots() < self.cfg.sec_low_slots
+            || self.free_pages < self.cfg.gc_free_low_pages
+    }
+
+    /// Writes one host page at `t` (Algorithm 1); returns its completion.
+    fn write_page(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        stamp: u32,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
+        if self.free_pages <= self.cfg.page_reserve {
+            self.gc_run(dev, t, false)?;
+        }
+        let oob = Oob::data(Lpn(lpn), stamp);
+        for attempt in 0..HOST_GC_TRIES {
+            let old = self.locate(lpn)?;
+            let first = match (self.cfg.probe, old) {
+                (Probe::First, _) | (Probe::Current, Loc::Unmapped) => Some(1),
+                (Probe::Current, Loc::Primary { hid, .. }) => Some(hid),
+                (Probe::Current, Loc::Secondary { .. }) => None,
+            };
+            if let Some((ppa, dest)) = first.and_then(|f| self.primary_slot(dev, lpn, f)) {
+                let done = self.program(dev, ppa, oob, Src::Host, Cause::User, t)?;
+                self.remap(dev, lpn, old, ppa, dest)?;
+                self.ctr.host_pages_primary += 1;
+                return Ok(done);
+            }
+            // Host writes leave `slot_reserve` slots to GC relocation, so a GC round can always
+            // relocate at least its best victim; only when GC cannot free slots does the host
+            // take them (GC then picks victims whose valid pages fit the slots left).
+            let reserve = if attempt + 1 < HOST_GC_TRIES {
+                self.cfg.slot_reserve
+            } else {
+                0
+            };
+            if matches!(old, Loc::Secondary { .. }) || self.sec.free_slots() > reserve {
+                let ppa = self.sec_page(dev).ok_or(FtlError::NoSpace)?;
+                let done = self.program(dev, ppa, oob, Src::Host, Cause::User, t)?;
+                self.remap(dev, lpn, old, ppa, Dest::Secondary)?;
+                self.ctr.host_pages_secondary += 1;
+                return Ok(done);
+            }
+            self.gc_run(dev, t, false)?;
+        }
+        Err(FtlError::TableFull(SEC_FULL.into()))
+    }
+
+    /// GC rounds at `t` until the high watermarks are reached or a round makes no progress on
+    /// what is short.
+    fn gc_run(&mut self, dev: &mut Device, t: SimTime, background: bool) -> Result<(), FtlError> {
+        self.ctr.gc_runs += 1;
+        for _ in 0..self.blocks {
+            let slots_short = self.sec.free_slots() < self.cfg.sec_high_slots;
+            let pages_short = self.free_pages < self.cfg.gc_free_high_pages;
+            if !slots_short && !pages_short {
+                break;
+            }
+            let before = (self.sec.free_slots(), self.free_pages);
+            if !self.gc_round(dev, t, background)? {
+                // Nothing to erase (a young device): entries can still move into candidates.
+                if slots_short && self.cfg.merge_any {
+                    self.merge_any(dev, t)?;
+                }
+                break;
+            }
+            // Free pages are progress even when slots are short: they let later rounds move
+            // entries back.
+            let progress =
+                (slots_short && self.sec.free_slots() > before.0) || self.free_pages > before.1;
+            if !progress {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Chooses this round's victims into `self.victims`: full blocks with the fewest valid
+    /// pages, at most `gc_batch`, as many as the free pages (and, relocating into the secondary
+    /// table, its free slots) can absorb — always at least the best one.
+    fn choose_victims(&mut self, dev: &Device) {
+        let v = &mut self.victims;
+        v.clear();
+        let per_lun = self.cfg.gc_victims == Victims::PerLun;
+        for b in 0..self.blocks {
+            let valid = dev.block_valid(b);
+            let invalid = dev.block_written(b) - valid;
+            if invalid == 0 {
+                continue;
+            }
+            // Ranked by invalid pages (what erasing gains), then valid pages (what it costs):
+            // for full blocks, the paper's "fewest valid pages".
+            let key = (self.ppb - invalid) * (self.ppb + 1) + valid;
+            // Blocks of a LUN are contiguous: per LUN, keep only its best block.
+            match v.last_mut() {
+                Some(last)
+                    if per_lun && last.1 / self.blocks_per_lun == b / self.blocks_per_lun =>
+                {
+                    if key < last.0 {
+                        *last = (key, b);
+                    }
+                }
+                _ => v.push((key, b)),
+            }
+        }
+        v.sort_unstable();
+        // Every moved page needs a free page outside the victims, and every primary-mapped one
+        // may need a slot (even primary-first, when no candidate fits; secondary-mapped pages
+        // keep theirs): take the best victims that fit. Host writes leave `slot_reserve` = a
+        // block's pages of slots, so the best victim normally fits.
+        let (mut pages, mut slots) = (self.free_pages, self.sec.free_slots() as u64);
+        let mut room = self.cfg.gc_batch;
+        v.retain(|&(_, b)| {
+            let need = self.blk_primary[b as usize] as u64;
+            let unusable = (dev.block_valid(b) + self.ppb - dev.block_written(b)) as u64;
+            let fits = room > 0 && unusable <= pages && need <= slots;
+            if fits {
+                pages -= unusable;
+                slots -= need;
+                room -= 1;
+            }
+            fits
+        });
+        for (i, &(_, b)) in v.iter().enumerate() {
+            self.victim_idx[b as usize] = i as u32;
+        }
+    }
+
+    /// One GC round at `t`; `false` if there was no victim.
+    fn gc_round(
+        &mut self,
+        dev: &mut Device,
+        t: SimTime,
+        background: bool,
+    ) -> Result<bool, FtlError> {
+        self.choose_victims(dev);
+        if self.victims.is_empty() {
+            return Ok(false);
+        }
+        let victims: Vec<u32> = self.victims.iter().map(|&(_, b)| b).collect();
+        for &b in &victims {
+            for pg in 0..self.ppb {
+                let old_ppa = Ppa(b * self.ppb + pg);
+                if dev.is_valid(old_ppa) {
+                    self.relocate(dev, old_ppa, t)?;
+                }
+            }
+        }
+        for &b in &victims {
+            self.free_pages += dev.block_written(b) as u64;
+            dev.erase(b, Cause::GcData, t)?;
+        }
+        self.stats.gc_events += victims.len() as u64;
+        if background {
+            self.stats.gc_background += victims.len() as u64;
+        }
+        self.ctr.gc_rounds += 1;
+        let moved = self.move_back(dev, &victims, t);
+        for &b in &victims {
+            self.victim_idx[b as usize] = NONE;
+        }
+        moved.map(|_| true)
+    }
+
+    /// Moves the valid page `old_ppa` of a victim (read at `t`, programmed when the read is
+    /// done).
+    fn relocate(&mut self, dev: &mut Device, old_ppa: Ppa, t: SimTime) -> Result<(), FtlError> {
+        let (oob, read) = dev.read(old_ppa, Cause::GcData, t)?;
+        let lpn = oob
+            .lpn()
+            .ok_or_else(|| FtlError::Invariant(format!("{old_ppa:?}: not a data page")))?;
+        let old = self.locate(lpn.0)?;
+        if old.ppa() != Some(old_ppa) {
+            return Err(FtlError::Invariant(format!(
+                "valid {old_ppa:?} holds {lpn:?}, which maps to {old:?}"
+            )));
+        }
+        // Paper §II-D: relocated mappings go to the secondary table "until the table is almost
+        // full" (down to the slot reserve); then to a hash candidate; the reserve is the last
+        // resort. `primary-first` tries the candidates first.
+        let in_sec = matches!(old, Loc::Secondary { .. });
+        let free = self.sec.free_slots();
+        let roomy = in_sec || free > self.cfg.slot_reserve;
+        let (new, dest) = match (self.cfg.gc_relocate, roomy) {
+            (Relocate::Secondary, true) => (None, Dest::Secondary),
+            _ => match self.primary_slot(dev, lpn.0, 1) {
+                Some((p, d)) => (Some(p), d),
+                // A secondary-mapped page keeps its slot.
+                None if in_sec || free > 0 => (None, Dest::Secondary),
+                None => return Err(FtlError::TableFull(SEC_FULL.into())),
+            },
+        };
+        let new = match new {
+            Some(p) => p,
+            None => self.sec_page(dev).ok_or(FtlError::NoSpace)?,
+        };
+        self.program(dev, new, oob, Src::Page(old_ppa), Cause::GcData, read)?;
+        self.remap(dev, lpn.0, old, new, dest)?;
+        match dest {
+            Dest::Primary { .. } => self.ctr.gc_relocated_primary += 1,
+            Dest::Secondary => self.ctr.gc_relocated_secondary += 1,
+        }
+        self.stats.gc_pages_moved += 1;
+        Ok(())
+    }
+
+    /// After erasing `victims`, moves secondary entries whose hash candidates include an erased
+    /// block back into primary positions there, filling each block in page order, until the
+    /// free slots reach the high watermark.
+    fn move_back(&mut self, dev: &mut Device, victims: &[u32], t: SimTime) -> Result<(), FtlError> {
+        if !self.may_move_back() {
+            return Ok(());
+        }
+        let r = 1u32 << (self.cfg.p - self.cfg.m);
+        // Candidates keyed by (erased block, low LPN bits): a block at page w takes an LPN whose
+        // low p − m bits equal w's.
+        self.moves.clear();
+        let n = self.codec.functions() as usize;
+        let mut buf = [0u32; 256];
+        for (pos, lpn, _) in self.sec.entries() {
+            self.hashes.all(lpn, &mut buf[..n]);
+            for (f, &b) in buf[..n].iter().enumerate() {
+                let i = self.victim_idx[b as usize];
+                if i != NONE {
+                    self.moves.push(MoveBack {
+                        key: i * r + (lpn & (r - 1)),
+                        hid: f as u32 + 1,
+                        pos,
+                        lpn,
+                    });
+                }
+            }
+        }
+        self.moves.sort_unstable();
+        // move_start[key] = first candidate of key; consumed candidates advance it.
+        let keys = victims.len() * r as usize;
+        self.move_start.clear();
+        self.move_start.resize(keys + 1, 0);
+        for mv in &self.moves {
+            self.move_start[mv.key as usize + 1] += 1;
+        }
+        for k in 0..keys {
+            self.move_start[k + 1] += self.move_start[k];
+        }
+        let mut cursor: Vec<u32> = self.move_start[..keys].to_vec();
+        'blocks: for (i, &b) in victims.iter().enumerate() {
+            loop {
+                if !self.may_move_back() {
+                    break 'blocks;
+                }
+                let w = dev.block_written(b);
+                if w >= self.ppb {
+                    break;
+                }
+                let key = i * r as usize + (w & (r - 1)) as usize;
+                let end = self.move_start[key + 1];
+                // Skip entries already moved through another candidate.
+                while cursor[key] < end {
+                    let mv = self.moves[cursor[key] as usize];
+                    if self.sec.get(mv.pos).is_some_and(|(l, _)| l == mv.lpn) {
+                        break;
+                    }
+                    cursor[key] += 1;
+                }
+                if cursor[key] == end {
+                    break; // no entry can take this page: the block waits for host writes
+                }
+                let mv = self.moves[cursor[key] as usize];
+                cursor[key] += 1;
+                let ppid = self.codec.ppid_for(mv.lpn, w).ok_or_else(|| {
+                    FtlError::Invariant(format!("page {w} not representable for {}", mv.lpn))
+                })?;
+                let dest = Dest::Primary { hid: mv.hid, ppid };
+                self.move_to_primary(dev, mv.lpn, Ppa(b * self.ppb + w), dest, t)?;
+            }
+        }
+        if self.cfg.merge_any && self.may_move_back() {
+            self.merge_any(dev, t)?;
+        }
+        Ok(())
+    }
+
+    /// Moves secondary entries into any hash candidate whose next page is representable for
+    /// them, in slot order, until the free slots reach the high watermark.
+    fn merge_any(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
+        let lpns: Vec<u32> = self.sec.entries().map(|(_, lpn, _)| lpn).collect();
+        for lpn in lpns {
+            if !self.may_move_back() {
+                break;
+            }
+            if let Some((new, dest)) = self.primary_slot(dev, lpn, 1) {
+                self.move_to_primary(dev, lpn, new, dest, t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves secondary-mapped `lpn` to `new` (read at `t`, programmed when the read is done).
+    fn move_to_primary(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        new: Ppa,
+        dest: Dest,
+        t: SimTime,
+    ) -> Result<(), FtlError> {
+        let old = self.locate(lpn)?;
+        let Loc::Secondary { ppa: old_ppa, .. } = old else {
+            return Err(FtlError::Invariant(format!(
+                "LPN {lpn} is not in the secondary table"
+            )));
+        };
+        let (oob, read) = dev.read(old_ppa, Cause::GcData, t)?;
+        self.program(dev, new, oob, Src::Page(old_ppa), Cause::GcData, read)?;
+        self.remap(dev, lpn, old, new, dest)?;
+        self.ctr.gc_moved_back += 1;
+        self.stats.gc_pages_moved += 1;
+        Ok(())
+    }
+
+    /// LPNs whose entry is in the primary table (HID `1 ..= 2^h − 2`).
+    fn primary_mapped(&self) -> u64 {
+        let sec = self.codec.sec_hid();
+        self.primary
+            .iter()
+            .filter(|&e| {
+                let hid = self.codec.hid(e);
+                hid != 0 && hid != sec
+            })
+            .count() as u64
+    }
+}
+
+impl Ftl for HpFtl {
+    fn name(&self) -> &'static str {
+        "hpftl"
+    }
+
+    fn submit(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        let t = req.arrival;
+        let mut done = t;
+        match req.op {
+            Op::Read => {
+                for lpn in req.lpns() {
+                    let ppa = match self.locate(lpn.0)? {
+                        Loc::Unmapped => {
+                            self.stats.lookup(0);
+                            sink.deliver(lpn, Served::Unmapped);
+                            continue;
+                        }
+                        Loc::Primary { ppa, .. } => {
+                            self.ctr.reads_primary += 1;
+                            ppa
+                        }
+                        Loc::Secondary { ppa, .. } => {
+                            self.ctr.reads_secondary += 1;
+                            ppa
+                        }
+                    };
+                    let (oob, d) = dev.read(ppa, Cause::User, t)?;
+                    self.stats.lookup(1);
+                    self.stats.cmt_hits += 1;
+                    sink.deliver(lpn, Served::Flash { ppa, oob });
+                    done = done.max(d);
+                }
+            }
+            Op::Write => {
+                for lpn in req.lpns() {
+                    done = done.max(self.write_page(dev, lpn.0, req.stamp, t)?);
+                }
+            }
+            Op::Trim => {
+                for lpn in req.lpns() {
+                    let old = self.locate(lpn.0)?;
+                    match old {
+                        Loc::Unmapped => {}
+                        Loc::Primary { ppa, .. } => {
+                            dev.invalidate(ppa)?;
+                            self.blk_primary[(ppa.0 / self.ppb) as usize] -= 1;
+                        }
+                        Loc::Secondary { pos, ppa } => {
+                            dev.invalidate(ppa)?;
+                            self.sec.remove(pos);
+                        }
+                    }
+                    self.primary.set(lpn.idx(), 0);
+                }
+            }
+            Op::Flush => {}
+        }
+        Ok(done)
+    }
+
+    fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        if self.gc_needed() {
+            self.gc_run(dev, now, true)?;
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> &FtlStats {
+        &self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.ctr = Counters::default();
+        self.lun_programs.fill(0);
+        self.sec.reset_peak();
+    }
+
+    fn dram(&self) -> DramUsage {
+        let used = self.sec.used() as u64 * 8;
+        DramUsage {
+            parts: vec![
+                ("primary", self.primary.bytes()),
+                ("secondary_used", used),
+                ("secondary_free", self.sec.capacity() as u64 * 8 - used),
+            ],
+            budget: Some(self.cfg.budget),
+        }
+    }
+
+    fn dram_total(&self) -> u64 {
+        self.primary.bytes() + self.sec.capacity() as u64 * 8
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(&self.cfg).unwrap_or_default()
+    }
+
+    fn extra_counters(&self) -> serde_json::Value {
+        let n = self.lun_programs.len() as f64;
+        let mean = self.lun_programs.iter().sum::<u64>() as f64 / n;
+        let ratio = |x: u64| if mean > 0.0 { x as f64 / mean } else { 0.0 };
+        let max = self.lun_programs.iter().copied().max().unwrap_or(0);
+        let min = self.lun_programs.iter().copied().min().unwrap_or(0);
+        let mut v = serde_json::to_value(&self.ctr).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            for (k, x) in [
+                ("secondary_entries", serde_json::json!(self.sec.used())),
+                ("secondary_peak_entries", serde_json::json!(self.sec.peak())),
+                (
+                    "secondary_used_bytes",
+                    serde_json::json!(self.sec.used() as u64 * 8),
+                ),
+                (
+                    "secondary_peak_bytes",
+                    serde_json::json!(self.sec.peak() as u64 * 8),
+                ),
+                (
+                    "secondary_allocated_bytes",
+                    serde_json::json!(self.sec.capacity() as u64 * 8),
+                ),
+                ("primary_bytes", serde_json::json!(self.primary.bytes())),
+                (
+                    "primary_mapped_lpns",
+                    serde_json::json!(self.primary_mapped()),
+                ),
+                ("lun_programs_max_over_mean", serde_json::json!(ratio(max))),
+                ("lun_programs_min_over_mean", serde_json::json!(ratio(min))),
+            ] {
+                o.insert(k.to_string(), x);
+            }
+        }
+        v
+    }
+
+    fn check_invariants(&self, dev: &Device) -> Result<(), String> {
+        let mut sec_marked = 0u32;
+        let mut blk_primary = vec![0u16; self.blocks as usize];
+        let mut err = None;
+        let map = (0..self.primary.len() as u32).map(|lpn| {
+            let loc = self.locate(lpn).unwrap_or_else(|e| {
+                err.get_or_insert(e.to_string());
+                Loc::Unmapped
+            });
+            match loc {
+                Loc::Secondary { .. } => sec_marked += 1,
+                Loc::Primary { ppa, .. } => blk_primary[(ppa.0 / self.ppb) as usize] += 1,
+                Loc::Unmapped => {}
+            }
+            (Lpn(lpn), loc.ppa())
+        });
+        check_page_map(dev, map, 0)?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        self.sec.check()?;
+        if blk_primary != self.blk_primary {
+            return Err("per-block primary-mapped counts disagree with the tables".into());
+        }
+        if sec_marked != self.sec.used() {
+            return Err(format!(
+                "{sec_marked} LPNs marked secondary but {} secondary entries",
+                self.sec.used()
+            ));
+        }
+        let free: u64 = (0..self.blocks)
+            .map(|b| (self.ppb - dev.block_written(b)) as u64)
+            .sum();
+        if free != self.free_pages {
+            return Err(format!(
+                "{free} free pages on the device, {} counted",
+                self.free_pages
+            ));
+        }
+        if self.dram_total() > self.cfg.budget {
+            return Err(format!(
+                "DRAM {} B over the budget {} B",
+                self.dram_total(),
+                self.cfg.budget
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,195 @@
+//! HP-FTL's secondary table (paper §II-B): `n` fully associative 8-byte slots `(lpn, ppa)`
+//! divided into `2^m` segments. Slot `pos` belongs to segment `⌊pos · 2^m / n⌋`; the LPN's
+//! primary entry keeps that segment in its PPID, so a lookup scans one segment (about `n / 2^m`
+//! slots) instead of the table.
+//!
+//! Free slots are found through a stack kept beside the table (simulator bookkeeping; a
+//! controller would scan for the empty marker), charged nothing: the DRAM charge is 8 B per slot.
+
+/// Marks an empty slot.
+const EMPTY: u32 = u32::MAX;
+
+/// The secondary mapping table.
+#[derive(Clone, Debug)]
+pub struct Secondary {
+    lpn: Vec<u32>,
+    ppa: Vec<u32>,
+    free: Vec<u32>,
+    segments: u64,
+    peak: u32,
+}
+
+impl Secondary {
+    /// An empty table of `n` slots in `segments` segments.
+    pub fn new(n: u32, segments: u32) -> Secondary {
+        Secondary {
+            lpn: vec![EMPTY; n as usize],
+            ppa: vec![0; n as usize],
+            // Popped from the end: slot 0 first.
+            free: (0..n).rev().collect(),
+            segments: segments as u64,
+            peak: 0,
+        }
+    }
+
+    /// Slots.
+    #[inline]
+    pub fn capacity(&self) -> u32 {
+        self.lpn.len() as u32
+    }
+
+    /// Free slots.
+    #[inline]
+    pub fn free_slots(&self) -> u32 {
+        self.free.len() as u32
+    }
+
+    /// Slots in use.
+    #[inline]
+    pub fn used(&self) -> u32 {
+        self.capacity() - self.free_slots()
+    }
+
+    /// Most slots in use at once since the last [`Secondary::reset_peak`].
+    pub fn peak(&self) -> u32 {
+        self.peak
+    }
+
+    /// Restarts the peak from the current use.
+    pub fn reset_peak(&mut self) {
+        self.peak = self.used();
+    }
+
+    /// Segment of slot `pos`.
+    #[inline]
+    pub fn segment(&self, pos: u32) -> u32 {
+        (pos as u64 * self.segments / self.capacity() as u64) as u32
+    }
+
+    /// Slots of segment `s`: those `pos` with `⌊pos · 2^m / n⌋ = s`.
+    #[inline]
+    fn segment_slots(&self, s: u32) -> std::ops::Range<usize> {
+        let n = self.capacity() as u64;
+        let first = |s: u64| (s * n).div_ceil(self.segments) as usize;
+        first(s as u64)..first(s as u64 + 1)
+    }
+
+    /// Records `lpn → ppa` in a free slot; returns its segment (`None` when full).
+    pub fn insert(&mut self, lpn: u32, ppa: u32) -> Option<u32> {
+        let pos = self.free.pop()?;
+        self.lpn[pos as usize] = lpn;
+        self.ppa[pos as usize] = ppa;
+        self.peak = self.peak.max(self.used());
+        Some(self.segment(pos))
+    }
+
+    /// Slot of `lpn`, searching segment `seg`.
+    #[inline]
+    pub fn find(&self, lpn: u32, seg: u32) -> Option<u32> {
+        let r = self.segment_slots(seg);
+        let base = r.start;
+        self.lpn[r]
+            .iter()
+            .position(|&l| l == lpn)
+            .map(|i| (base + i) as u32)
+    }
+
+    /// The mapping in slot `pos`: `(lpn, ppa)`, `None` if the slot is free.
+    #[inline]
+    pub fn get(&self, pos: u32) -> Option<(u32, u32)> {
+        let l = self.lpn[pos as usize];
+        (l != EMPTY).then(|| (l, self.ppa[pos as usize]))
+    }
+
+    /// Points slot `pos` at a new page (an overwrite or a GC move keeps its slot).
+    #[inline]
+    pub fn set_ppa(&mut self, pos: u32, ppa: u32) {
+        debug_assert!(self.lpn[pos as usize] != EMPTY);
+        self.ppa[pos as usize] = ppa;
+    }
+
+    /// Frees slot `pos`.
+    pub fn remove(&mut self, pos: u32) {
+        debug_assert!(self.lpn[pos as usize] != EMPTY);
+        self.lpn[pos as usize] = EMPTY;
+        self.free.push(pos);
+    }
+
+    /// Every used slot: `(pos, lpn, ppa)`.
+    pub fn entries(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+        self.lpn
+            .iter()
+            .zip(&self.ppa)
+            .enumerate()
+            .filter(|(_, (&l, _))| l != EMPTY)
+            .map(|(i, (&l, &p))| (i as u32, l, p))
+    }
+
+    /// Checks that the free stack and the slots agree.
+    pub fn check(&self) -> Result<(), String> {
+        let used = self.lpn.iter().filter(|&&l| l != EMPTY).count() as u32;
+        if used != self.used() {
+            return Err(format!(
+                "secondary: {used} slots hold entries but {} are counted used",
+                self.used()
+            ));
+        }
+        if self.free.iter().any(|&p| self.lpn[p as usize] != EMPTY) {
+            return Err("secondary: a slot on the free stack holds an entry".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_lookup_update_remove() {
+        let mut s = Secondary::new(100, 8);
+        let mut segs = Vec::new();
+        for lpn in 0..100u32 {
+            let seg = s.insert(lpn * 7, lpn).unwrap();
+            assert!(seg < 8);
+            segs.push(seg);
+        }
+        assert_eq!(s.insert(1, 1), None, "full");
+        assert_eq!(s.peak(), 100);
+        for (lpn, &seg) in segs.iter().enumerate() {
+            let pos = s.find(lpn as u32 * 7, seg).unwrap();
+            assert_eq!(s.get(pos), Some((lpn as u32 * 7, lpn as u32)));
+            assert_eq!(s.segment(pos), seg);
+            // Not found through another segment.
+            assert_eq!(s.find(lpn as u32 * 7, (seg + 1) % 8), None);
+        }
+        let pos = s.find(21, segs[3]).unwrap();
+        s.set_ppa(pos, 999);
+        assert_eq!(s.get(pos), Some((21, 999)));
+        s.remove(pos);
+        assert_eq!(s.get(pos), None);
+        assert_eq!(s.find(21, segs[3]), None);
+        assert_eq!(s.free_slots(), 1);
+        s.check().unwrap();
+        // The freed slot is reused, in the same segment.
+        assert_eq!(s.insert(5000, 1), Some(segs[3]));
+        assert_eq!(s.entries().count(), 100);
+        s.check().unwrap();
+    }
+
+    #[test]
+    fn segments_partition_the_slots() {
+        for (n, segs) in [(100u32, 8u32), (7, 16), (64, 64), (1000, 1)] {
+            let s = Secondary::new(n, segs);
+            let mut seen = vec![false; n as usize];
+            for seg in 0..segs {
+                for pos in s.segment_slots(seg) {
+                    assert!(!seen[pos]);
+                    seen[pos] = true;
+                    assert_eq!(s.segment(pos as u32), seg);
+                }
+            }
+            assert!(seen.iter().all(|&x| x), "n {n} segs {segs}");
+        }
+    }
+}
