@@ -55,6 +55,7 @@ const VARIANTS: &[(&str, &[&str])] = &[
             "encroach_threshold=16",
         ],
     ),
+    // Fewer hash functions; a page offset that borrows LPN bits.
     ("hpftl", &["h=2", "secondary_ratio=0.5"]),
     ("hpftl", &["m=3", "secondary_ratio=1"]),
 ];
@@ -156,16 +157,35 @@ fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> 
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+/// One property test per FTL, so the test harness runs them in parallel.
+macro_rules! property_tests {
+    ($($ftl:ident),* $(,)?) => {
+        /// The FTLs with a property test below.
+        const TESTED: &[&str] = &[$(stringify!($ftl)),*];
 
-    #[test]
-    fn every_ftl_survives_random_operations_under_gc(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
-        for ftl in FTLS {
-            for kv in variants(ftl) {
-                run(ftl, &kv, &steps, seed).map_err(TestCaseError::fail)?;
-            }
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+            $(
+                #[test]
+                fn $ftl(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
+                    for kv in variants(stringify!($ftl)) {
+                        run(stringify!($ftl), &kv, &steps, seed).map_err(TestCaseError::fail)?;
+                    }
+                }
+            )*
         }
+    };
+}
+
+property_tests!(ideal, dftl, tpftl, sftl, leaftl, learnedftl, hpftl);
+
+#[test]
+fn every_registered_ftl_has_a_property_test() {
+    for ftl in FTLS {
+        assert!(
+            TESTED.contains(ftl),
+            "{ftl} is registered but has no property test here"
+        );
     }
 }
 

@@ -50,7 +50,7 @@ const HOST_GC_TRIES: u32 = 8;
 
 /// Why a write or a GC move found no place.
 const SEC_FULL: &str = "HP-FTL secondary table full and no hash candidate fits \
-                        (raise secondary_ratio, h or m)";
+                        (raise secondary_ratio, h or m, or let the table grow: secondary_growth > 0)";
 
 /// Where a write starts probing the hash functions.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -177,7 +177,10 @@ pub struct HpConfig {
     /// After moving entries back into erased blocks, also move entries into any hash candidate
     /// whose next page fits, while free slots are below the high watermark.
     pub merge_any: bool,
-    /// Mapping DRAM budget (primary + secondary allocation), bytes.
+    /// Slots the secondary table grows by when a mapping has nowhere else to go (0: the
+    /// table is fixed and such a write fails with "table full").
+    pub secondary_growth: u32,
+    /// Mapping DRAM budget (primary + secondary allocation), bytes; grows with the table.
     pub budget: u64,
 }
 
@@ -193,6 +196,7 @@ struct Counters {
     gc_relocated_primary: u64,
     gc_relocated_secondary: u64,
     gc_moved_back: u64,
+    secondary_grown: u64,
 }
 
 /// Where an LPN's data is.
@@ -335,6 +339,10 @@ impl HpFtl {
             ));
         }
         let slots = slots as u32;
+        // The paper's table is as large as it needs to be (its Figs. 4-5 measure that size); a
+        // fixed table cannot hold every mapping a nearly full device may have to place there.
+        let growth = take_fraction(params, "secondary_growth", 0.125)?;
+        let secondary_growth = (growth * slots as f64).ceil() as u32;
         let sec_low = take_fraction(params, "sec_low", 0.05)?;
         let sec_high = take_fraction(params, "sec_high", 0.15)?;
         let sec_low_slots = ((sec_low * slots as f64).ceil() as u32).max(slot_reserve + 1);
@@ -388,6 +396,7 @@ impl HpFtl {
             gc_free_high_pages,
             page_reserve,
             gc_batch,
+            secondary_growth,
             budget: primary.bytes() + slots as u64 * 8,
         };
         Ok(HpFtl {
@@ -543,6 +552,7 @@ impl HpFtl {
                     .encode(self.codec.sec_hid(), self.sec.segment(pos))
             }
             (Dest::Secondary, _) => {
+                self.ensure_slot()?;
                 let seg = self
                     .sec
                     .insert(lpn, new.0)
@@ -610,7 +620,14 @@ impl HpFtl {
             }
             self.gc_run(dev, t, false)?;
         }
-        Err(FtlError::TableFull(SEC_FULL.into()))
+        // GC could not free a slot: the table grows (or, fixed, the write fails).
+        self.ensure_slot()?;
+        let old = self.locate(lpn)?;
+        let ppa = self.sec_page(dev).ok_or(FtlError::NoSpace)?;
+        let done = self.program(dev, ppa, oob, Src::Host, Cause::User, t)?;
+        self.remap(dev, lpn, old, ppa, Dest::Secondary)?;
+        self.ctr.host_pages_secondary += 1;
+        Ok(done)
     }
 
     /// GC rounds at `t` until the high watermarks are reached or a round makes no progress on
@@ -729,6 +746,20 @@ impl HpFtl {
         moved.map(|_| true)
     }
 
+    /// Makes sure the secondary table has a free slot, growing it (and the DRAM it is charged)
+    /// by `secondary_growth` slots if it is full; a fixed table that is full is an error.
+    fn ensure_slot(&mut self) -> Result<(), FtlError> {
+        if self.sec.free_slots() == 0 {
+            if self.cfg.secondary_growth == 0 {
+                return Err(FtlError::TableFull(SEC_FULL.into()));
+            }
+            self.sec.grow(self.cfg.secondary_growth);
+            self.cfg.budget = self.cfg.budget.max(self.dram_total());
+            self.ctr.secondary_grown += 1;
+        }
+        Ok(())
+    }
+
     /// Moves the valid page `old_ppa` of a victim (read at `t`, programmed when the read is
     /// done).
     fn relocate(&mut self, dev: &mut Device, old_ppa: Ppa, t: SimTime) -> Result<(), FtlError> {
@@ -753,7 +784,9 @@ impl HpFtl {
             _ => match self.primary_slot(dev, lpn.0, 1) {
                 Some((p, d)) => (Some(p), d),
                 // A secondary-mapped page keeps its slot.
-                None if in_sec || free > 0 => (None, Dest::Secondary),
+                None if in_sec || free > 0 || self.cfg.secondary_growth > 0 => {
+                    (None, Dest::Secondary)
+                }
                 None => return Err(FtlError::TableFull(SEC_FULL.into())),
             },
         };

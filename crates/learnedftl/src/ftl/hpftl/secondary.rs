@@ -1,7 +1,8 @@
 //! HP-FTL's secondary table (paper §II-B): `n` fully associative 8-byte slots `(lpn, ppa)`
-//! divided into `2^m` segments. Slot `pos` belongs to segment `⌊pos · 2^m / n⌋`; the LPN's
-//! primary entry keeps that segment in its PPID, so a lookup scans one segment (about `n / 2^m`
-//! slots) instead of the table.
+//! divided into `2^m` segments. Slot `pos` belongs to segment `pos mod 2^m` (interleaved, so the
+//! table can grow without moving an entry to another segment); the LPN's primary entry keeps
+//! that segment in its PPID, so a lookup scans one segment (about `n / 2^m` slots) instead of
+//! the table.
 //!
 //! Free slots are found through a stack kept beside the table (simulator bookkeeping; a
 //! controller would scan for the empty marker), charged nothing: the DRAM charge is 8 B per slot.
@@ -63,15 +64,22 @@ impl Secondary {
     /// Segment of slot `pos`.
     #[inline]
     pub fn segment(&self, pos: u32) -> u32 {
-        (pos as u64 * self.segments / self.capacity() as u64) as u32
+        (pos as u64 % self.segments) as u32
     }
 
-    /// Slots of segment `s`: those `pos` with `⌊pos · 2^m / n⌋ = s`.
+    /// Slots of segment `s`: those `pos` with `pos mod 2^m = s`.
     #[inline]
-    fn segment_slots(&self, s: u32) -> std::ops::Range<usize> {
-        let n = self.capacity() as u64;
-        let first = |s: u64| (s * n).div_ceil(self.segments) as usize;
-        first(s as u64)..first(s as u64 + 1)
+    fn segment_slots(&self, s: u32) -> impl Iterator<Item = usize> {
+        (s as usize..self.lpn.len()).step_by(self.segments as usize)
+    }
+
+    /// Adds `extra` empty slots (rounded up to whole rows of segments).
+    pub fn grow(&mut self, extra: u32) {
+        let old = self.capacity();
+        let new = (old as u64 + extra.max(1) as u64).next_multiple_of(self.segments) as u32;
+        self.lpn.resize(new as usize, EMPTY);
+        self.ppa.resize(new as usize, 0);
+        self.free.extend((old..new).rev());
     }
 
     /// Records `lpn → ppa` in a free slot; returns its segment (`None` when full).
@@ -86,12 +94,9 @@ impl Secondary {
     /// Slot of `lpn`, searching segment `seg`.
     #[inline]
     pub fn find(&self, lpn: u32, seg: u32) -> Option<u32> {
-        let r = self.segment_slots(seg);
-        let base = r.start;
-        self.lpn[r]
-            .iter()
-            .position(|&l| l == lpn)
-            .map(|i| (base + i) as u32)
+        self.segment_slots(seg)
+            .find(|&pos| self.lpn[pos] == lpn)
+            .map(|pos| pos as u32)
     }
 
     /// The mapping in slot `pos`: `(lpn, ppa)`, `None` if the slot is free.
@@ -174,6 +179,15 @@ mod tests {
         // The freed slot is reused, in the same segment.
         assert_eq!(s.insert(5000, 1), Some(segs[3]));
         assert_eq!(s.entries().count(), 100);
+        s.check().unwrap();
+        // Growing keeps every entry in its segment and adds free slots.
+        s.grow(5);
+        assert_eq!(s.capacity(), 112);
+        assert_eq!(s.free_slots(), 12);
+        for (lpn, &seg) in segs.iter().enumerate().filter(|&(l, _)| l != 3) {
+            assert!(s.find(lpn as u32 * 7, seg).is_some());
+        }
+        assert!(s.insert(6000, 2).is_some());
         s.check().unwrap();
     }
 
