@@ -21,7 +21,8 @@
 #   cmt-sweep       TPFTL random reads with the CMT at 1..50 % of the mappings
 #   traces          WebSearch and TPC-C samples from ../shared/traces at speed 1 and 4
 #
-# Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names).
+# Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names),
+# TRACES_DIR (default ../shared/traces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +38,7 @@ experiments=("$@")
 [[ ${#experiments[@]} -eq 0 ]] && experiments=("${all_experiments[@]}")
 
 # Per preset: the slice each of 64 jobs owns (logical space / 64), and request counts per job.
-# `quick` is sized so that the whole suite takes about 10 minutes on one core.
+# `quick` is sized so that the whole suite takes a few minutes on one core; `paper` takes hours.
 case $preset in
   quick)
     slice_mib=60
@@ -50,7 +51,7 @@ case $preset in
     slice_mib=480
     rr_drain=4000 rr_ios=10000
     sr_drain=4000 sr_ios=10000
-    rw_ios=300 sw_ios=8000
+    rw_ios=300 sw_ios=2000
     th_ios=8000
     ;;
   -h | --help | help) usage ;;
@@ -67,7 +68,7 @@ for e in "${experiments[@]}"; do
 done
 
 seed=${SEED:-1}
-traces_dir=../shared/traces
+traces_dir=${TRACES_DIR:-../shared/traces}
 out=results/$preset
 jobs=$out/jobs
 mkdir -p "$jobs"

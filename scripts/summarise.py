@@ -315,18 +315,29 @@ def tpftl_threads_section(exp, warnings):
     s.text(commands(exp))
     runs = {r["label"]: r["reports"][0] for r in exp["runs"]}
     rnd, seq = runs.get("random"), runs.get("sequential")
+    seq0 = runs.get("sequential, prefetch_threshold=0")
     if not rnd or not seq:
-        s.text("(incomplete: needs both runs)")
+        s.text("(incomplete: needs the random and sequential runs)")
         return s
-    t = Table(["jobs", "random IOPS", "sequential IOPS", "random below sequential",
-               "CMT hit random", "CMT hit sequential"])
+    head = ["jobs", "random IOPS", "sequential IOPS", "random below sequential",
+            "CMT hit random", "CMT hit sequential"]
+    if seq0:
+        head += ["sequential IOPS, counter off", "random below it", "CMT hit, counter off"]
+    t = Table(head)
     for p in rnd["phases"]:
         if not p["phase"].startswith("jobs-"):
             continue
         q = phase(seq, p["phase"])
         warnings += check(rnd, p) + check(seq, q)
-        t.add(p["phase"][5:], num(p["iops"]), num(q["iops"]), pct(1 - p["iops"] / q["iops"]),
-              pct(p["cmt_hit_ratio"]), pct(q["cmt_hit_ratio"]))
+        row = [p["phase"][5:], num(p["iops"]), num(q["iops"]), pct(1 - p["iops"] / q["iops"]),
+               pct(p["cmt_hit_ratio"]), pct(q["cmt_hit_ratio"])]
+        if seq0:
+            q0 = phase(seq0, p["phase"])
+            warnings += check(seq0, q0)
+            row += [num(q0["iops"]), pct(1 - p["iops"] / q0["iops"]), pct(q0["cmt_hit_ratio"])]
+        t.add(*row)
+    s.text("\"counter off\": `--set prefetch_threshold=0`, TPFTL's selective prefetch never "
+           "switches off (docs/ftls/tpftl.md).")
     s.table(t)
     return s
 
