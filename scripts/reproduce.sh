@@ -1,0 +1,291 @@
+#!/usr/bin/env bash
+# Reproduce the LearnedFTL paper's experiments (SPEC §7) with the release CLI.
+#
+#   scripts/reproduce.sh [quick|paper] [experiment ...]
+#
+# Each experiment runs `learnedftl compare` (all FTLs, same seed) one run at a time and writes
+# results/<preset>/<experiment>.json: {"experiment", "preset", "runs": [{"label", "command",
+# "wall_seconds", "reports": [one report per FTL, as `compare --json` writes them]}]}, plus the
+# printed tables in <experiment>.log. Then scripts/summarise.py prints our numbers beside the
+# paper's and writes results/<preset>/summary.md. See docs/reproduction.md.
+#
+# Experiments (default: all, in this order):
+#   randread        random 512 KiB x6 preconditioning, 4 KiB random reads, 64 jobs
+#   seqread         sequential x1 preconditioning, 4 KiB sequential reads, 64 jobs in own regions
+#   seqread-shared  the same, all 64 jobs over the same pages (fio's default without
+#                   offset_increment)
+#   randwrite       4 KiB random writes, 64 jobs, after random 512 KiB x6 (also gives the
+#                   LearnedFTL training + sorting share of GC time)
+#   seqwrite        4 KiB sequential writes, 64 jobs in own regions, after sequential 512 KiB x6
+#   tpftl-threads   TPFTL random vs sequential reads for 1..64 jobs
+#   cmt-sweep       TPFTL random reads with the CMT at 1..50 % of the mappings
+#   traces          WebSearch and TPC-C samples from ../shared/traces at speed 1 and 4
+#
+# Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names),
+# TRACES_DIR (default ../shared/traces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+  exit 2
+}
+
+preset=${1:-quick}
+[[ $# -gt 0 ]] && shift
+all_experiments=(randread seqread seqread-shared randwrite seqwrite tpftl-threads cmt-sweep traces)
+experiments=("$@")
+[[ ${#experiments[@]} -eq 0 ]] && experiments=("${all_experiments[@]}")
+
+# Per preset: the slice each of 64 jobs owns (logical space / 64), and request counts per job.
+# `quick` is sized so that the whole suite takes a few minutes on one core; `paper` takes hours.
+case $preset in
+  quick)
+    slice_mib=60
+    rr_drain=1000 rr_ios=5000  # random reads: drain phase, measured phase
+    sr_drain=1000 sr_ios=5000  # sequential reads
+    rw_ios=300 sw_ios=2000     # random / sequential writes
+    th_ios=2000                # TPFTL motivation: reads per job per thread count
+    ;;
+  paper)
+    slice_mib=480
+    rr_drain=4000 rr_ios=10000
+    sr_drain=4000 sr_ios=10000
+    rw_ios=300 sw_ios=2000
+    th_ios=8000
+    ;;
+  -h | --help | help) usage ;;
+  *)
+    echo "unknown preset '$preset' (quick or paper)" >&2
+    usage
+    ;;
+esac
+for e in "${experiments[@]}"; do
+  [[ " ${all_experiments[*]} " == *" $e "* ]] || {
+    echo "unknown experiment '$e'" >&2
+    usage
+  }
+done
+
+seed=${SEED:-1}
+traces_dir=${TRACES_DIR:-../shared/traces}
+out=results/$preset
+jobs=$out/jobs
+mkdir -p "$jobs"
+
+cargo build --release -q -p learnedftl-cli
+bin=target/release/learnedftl
+ftls=${FTLS:-$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ' ')}
+has_ftl() { [[ ",$ftls," == *",$1,"* ]]; }
+# LearnedFTL's comparisons: ideal, the baselines and LearnedFTL itself (SFTL and HP-FTL too when
+# present: they are cheap and the reader may want them).
+echo "preset $preset, seed $seed, FTLs $ftls"
+
+# ---- job files (written per preset, kept beside the results) --------------------------------
+drain_bytes() { echo $(($1 * 4))k; }
+cat >"$jobs/randread.fio" <<EOF
+; 4 KiB random reads, 64 jobs. The drain phase empties the dirty cache entries the precondition
+; leaves (DFTL writes each back alone); the measured phase follows.
+[global]
+rw=randread
+bs=4k
+numjobs=64
+
+[drain]
+number_ios=$rr_drain
+
+[measure]
+stonewall
+number_ios=$rr_ios
+EOF
+
+# Sequential reads: every job owns a slice of the logical space (offset_increment); the measured
+# phase continues each job's stream where the drain phase stopped.
+cat >"$jobs/seqread.fio" <<EOF
+; 4 KiB sequential reads, 64 jobs, each in its own ${slice_mib} MiB slice (offset_increment).
+[global]
+rw=read
+bs=4k
+numjobs=64
+offset_increment=${slice_mib}m
+
+[drain]
+size=${slice_mib}m
+number_ios=$sr_drain
+
+[measure]
+stonewall
+offset=$(drain_bytes "$sr_drain")
+size=$((slice_mib * 1024 - sr_drain * 4))k
+number_ios=$sr_ios
+EOF
+
+cat >"$jobs/seqread-shared.fio" <<EOF
+; 4 KiB sequential reads, 64 jobs all from the same offset (fio's default without
+; offset_increment): the clones read the same pages at nearly the same time.
+[global]
+rw=read
+bs=4k
+numjobs=64
+
+[drain]
+number_ios=$sr_drain
+
+[measure]
+stonewall
+offset=$(drain_bytes "$sr_drain")
+number_ios=$sr_ios
+EOF
+
+cat >"$jobs/seqwrite.fio" <<EOF
+; 4 KiB sequential writes, 64 jobs, each in its own ${slice_mib} MiB slice.
+[global]
+rw=write
+bs=4k
+numjobs=64
+offset_increment=${slice_mib}m
+size=${slice_mib}m
+
+[measure]
+number_ios=$sw_ios
+EOF
+
+# TPFTL motivation: one phase per thread count. Sequential phases read fresh pages of each slice
+# (a later phase must not hit what an earlier one loaded).
+thread_counts=(1 2 4 8 16 32 64)
+{
+  printf '; TPFTL random reads for 1..64 jobs, %s reads per job per phase\n' "$th_ios"
+  printf '[global]\nrw=randread\nbs=4k\nnumber_ios=%s\n\n[drain]\nnumjobs=64\nnumber_ios=%s\n' \
+    "$th_ios" "$rr_drain"
+  for n in "${thread_counts[@]}"; do
+    printf '\n[jobs-%s]\nstonewall\nnumjobs=%s\n' "$n" "$n"
+  done
+} >"$jobs/tpftl-threads-rand.fio"
+{
+  printf '; TPFTL sequential reads for 1..64 jobs, each job in its own slice, %s reads per job\n' \
+    "$th_ios"
+  printf '[global]\nrw=read\nbs=4k\noffset_increment=%sm\nnumber_ios=%s\n\n' "$slice_mib" "$th_ios"
+  printf '[drain]\nnumjobs=64\nsize=%sm\nnumber_ios=%s\n' "$slice_mib" "$sr_drain"
+  start=$sr_drain
+  for n in "${thread_counts[@]}"; do
+    printf '\n[jobs-%s]\nstonewall\nnumjobs=%s\noffset=%sk\nsize=%sk\n' \
+      "$n" "$n" $((start * 4)) $((th_ios * 4))
+    start=$((start + th_ios))
+  done
+} >"$jobs/tpftl-threads-seq.fio"
+if ((sr_drain + ${#thread_counts[@]} * th_ios > slice_mib * 256)); then
+  echo "internal: the TPFTL sequential phases do not fit a slice" >&2
+  exit 1
+fi
+
+# ---- running -------------------------------------------------------------------------------
+runs_dir=
+nruns=0
+begin() { # begin EXPERIMENT: start collecting runs
+  exp=$1
+  runs_dir=$(mktemp -d)
+  nruns=0
+  : >"$out/$exp.log"
+  echo "== $exp"
+}
+run() { # run LABEL compare-args...: one `compare`, its JSON kept for the experiment
+  local label=$1
+  shift
+  local cmd=(compare --preset "$preset" --seed "$seed" "$@")
+  local base t0
+  base=$runs_dir/$(printf %03d $nruns)
+  nruns=$((nruns + 1))
+  echo "  $label: learnedftl ${cmd[*]}"
+  t0=$(date +%s%N)
+  {
+    echo "## $label"
+    echo "\$ learnedftl ${cmd[*]}"
+    "$bin" "${cmd[@]}" --quiet --json "$base.json"
+    echo
+  } >>"$out/$exp.log" 2>&1 || {
+    echo "  failed; see $out/$exp.log" >&2
+    return 1
+  }
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  printf '%s\n%s\n%s\n' "$label" "learnedftl ${cmd[*]}" "$ms" >"$base.meta"
+  echo "    $((ms / 1000)) s"
+}
+finish() { # write results/<preset>/<experiment>.json
+  python3 scripts/summarise.py collect "$exp" "$preset" "$runs_dir" "$out/$exp.json"
+  rm -rf "$runs_dir"
+}
+
+rand_pre=(--precondition randwrite:512k:6)
+seq_pre=(--precondition write:512k:1)
+t_start=$(date +%s)
+for e in "${experiments[@]}"; do
+  case $e in
+    randread)
+      begin randread
+      run "randread" --ftl "$ftls" "${rand_pre[@]}" --job "$jobs/randread.fio"
+      finish
+      ;;
+    seqread)
+      begin seqread
+      run "seqread" --ftl "$ftls" "${seq_pre[@]}" --job "$jobs/seqread.fio"
+      finish
+      ;;
+    seqread-shared)
+      begin seqread-shared
+      run "seqread-shared" --ftl "$ftls" "${seq_pre[@]}" --job "$jobs/seqread-shared.fio"
+      finish
+      ;;
+    randwrite)
+      begin randwrite
+      run "randwrite" --ftl "$ftls" "${rand_pre[@]}" \
+        --rw randwrite --bs 4k --numjobs 64 --number-ios "$rw_ios"
+      finish
+      ;;
+    seqwrite)
+      begin seqwrite
+      run "seqwrite" --ftl "$ftls" --precondition write:512k:6 --job "$jobs/seqwrite.fio"
+      finish
+      ;;
+    tpftl-threads)
+      has_ftl tpftl || { echo "== tpftl-threads: skipped (no tpftl in FTLS)"; continue; }
+      begin tpftl-threads
+      run "random" --ftl tpftl "${rand_pre[@]}" --job "$jobs/tpftl-threads-rand.fio"
+      run "sequential" --ftl tpftl "${seq_pre[@]}" --job "$jobs/tpftl-threads-seq.fio"
+      # TPFTL's +-3 counter switches selective prefetch off under 64 streams for good (see
+      # docs/ftls/tpftl.md); the paper's FEMU TPFTL evidently kept prefetching.
+      run "sequential, prefetch_threshold=0" --ftl tpftl --set prefetch_threshold=0 \
+        "${seq_pre[@]}" --job "$jobs/tpftl-threads-seq.fio"
+      finish
+      ;;
+    cmt-sweep)
+      has_ftl tpftl || { echo "== cmt-sweep: skipped (no tpftl in FTLS)"; continue; }
+      begin cmt-sweep
+      for r in 0.01 0.03 0.05 0.10 0.25 0.50; do
+        run "cmt_ratio=$r" --ftl tpftl --set "cmt_ratio=$r" "${rand_pre[@]}" \
+          --job "$jobs/randread.fio"
+      done
+      finish
+      ;;
+    traces)
+      if [[ ! -d $traces_dir ]]; then
+        echo "== traces: skipped ($traces_dir is absent)"
+        continue
+      fi
+      begin traces
+      for t in websearch-small tpcc-small; do
+        if [[ ! -f $traces_dir/$t.disksim ]]; then
+          echo "  $t: skipped ($traces_dir/$t.disksim is absent)"
+          continue
+        fi
+        for s in 1 4; do
+          run "$t speed=$s" --ftl "$ftls" --precondition randwrite:512k:2 \
+            --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
+        done
+      done
+      finish
+      ;;
+  esac
+done
+echo "all experiments: $(($(date +%s) - t_start)) s"
+
+python3 scripts/summarise.py "$out"
