@@ -262,6 +262,14 @@ def writes_section(exp, name, title, warnings):
               num(m["gc"]["pages_moved"]),
               num(m["latency_us"]["write"]["p99"], 0), num(pre["waf"], 2),
               num(pre["gc"]["events"]), PAPER.get(name, {}).get(r["ftl"], ""))
+    for run in exp["runs"][1:]:  # variants, e.g. LearnedFTL with line-level GC
+        for r in run["reports"]:
+            m, pre = r["result"], phase(r, "precondition")
+            warnings += check(r, m) + check(r, pre)
+            t.add(run["label"], num(m["iops"]), "", num(m["waf"], 2), num(m["gc"]["events"]),
+                  times(m["gc"]["events"], dftl_gcs), num(m["gc"]["pages_moved"]),
+                  num(m["latency_us"]["write"]["p99"], 0), num(pre["waf"], 2),
+                  num(pre["gc"]["events"]), "")
     s.table(t)
     return s
 
@@ -392,8 +400,8 @@ def links_section():
     s = Section("Covered by the FTLs' own pages")
     hp = "docs/ftls/hpftl.md"
     s.text("* HP-FTL's Fig. 2 (throughput vs DRAM table size, random and Zipf 0.99 writes): "
-           + (f"[{hp}](../../{hp})" if os.path.exists(hp) else "HP-FTL's page (not on this "
-                                                               "branch yet)") + ".\n"
+           + (f"[{hp}](../../{hp}) (listed there as not done yet)" if os.path.exists(hp)
+              else "HP-FTL's page (not on this branch yet)") + ".\n"
            "* LeaFTL's mapping-table size against DFTL and SFTL: "
            "[docs/ftls/leaftl.md](../../docs/ftls/leaftl.md#behaviour-to-demonstrate-quick-"
            "preset-commit-of-this-doc).")
