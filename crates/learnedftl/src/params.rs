@@ -28,6 +28,18 @@ impl Params {
         );
     }
 
+    /// Parses every `key=value` of `items` (e.g. a list of `--set` flags).
+    pub fn from_assignments<'a>(
+        items: impl IntoIterator<Item = &'a str>,
+        origin: &str,
+    ) -> Result<Params, ConfigError> {
+        let mut p = Params::new();
+        for a in items {
+            p.insert_assignment(a, origin)?;
+        }
+        Ok(p)
+    }
+
     /// Parses `key=value` and adds it.
     pub fn insert_assignment(&mut self, text: &str, origin: &str) -> Result<(), ConfigError> {
         let (k, v) = text.split_once('=').ok_or_else(|| ConfigError::Syntax {

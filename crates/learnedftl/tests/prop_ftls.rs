@@ -101,10 +101,7 @@ fn step() -> impl Strategy<Value = Step> {
 /// Fills the device, fragments it, then runs `steps` with every check on.
 fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> {
     let cfg = DeviceConfig::preset("tiny").unwrap();
-    let mut params = Params::new();
-    for a in kv {
-        params.insert_assignment(a, "test").unwrap();
-    }
+    let params = Params::from_assignments(kv.iter().copied(), "test").unwrap();
     let opts = SimOptions {
         check_invariants: false,
         ..SimOptions::checked()

@@ -50,6 +50,17 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request for `pages` pages from `lpn`, arriving at `arrival` ns.
+    pub fn new(op: Op, lpn: u32, pages: u32, arrival: u64, stamp: u32) -> Request {
+        Request {
+            op,
+            lpn: Lpn(lpn),
+            pages,
+            arrival: SimTime(arrival),
+            stamp,
+        }
+    }
+
     /// The pages of the request.
     #[inline]
     pub fn lpns(&self) -> impl Iterator<Item = Lpn> {

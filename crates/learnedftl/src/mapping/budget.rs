@@ -95,10 +95,7 @@ mod tests {
 
     fn budget(kv: &[&str]) -> Result<Budget, ConfigError> {
         let geo = DeviceConfig::preset("tiny").unwrap().geometry;
-        let mut p = Params::new();
-        for a in kv {
-            p.insert_assignment(a, "--set").unwrap();
-        }
+        let mut p = Params::from_assignments(kv.iter().copied(), "--set").unwrap();
         let b = Budget::from_params(&geo, &mut p, 0.03, 240, 8);
         p.finish().unwrap();
         b

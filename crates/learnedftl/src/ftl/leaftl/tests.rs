@@ -8,23 +8,14 @@ use crate::workload::{JobSpec, RwKind};
 
 fn tiny(kv: &[&str]) -> (Device, Leaftl) {
     let cfg = DeviceConfig::preset("tiny").unwrap();
-    let mut p = Params::new();
-    for a in kv {
-        p.insert_assignment(a, "test").unwrap();
-    }
+    let mut p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
     let ftl = Leaftl::new(&cfg, &mut p).unwrap();
     p.finish().unwrap();
     (Device::new(&cfg), ftl)
 }
 
 fn req(op: Op, lpn: u32, pages: u32, t: u64, stamp: u32) -> Request {
-    Request {
-        op,
-        lpn: Lpn(lpn),
-        pages,
-        arrival: SimTime(t),
-        stamp,
-    }
+    Request::new(op, lpn, pages, t, stamp)
 }
 
 /// Collects what a read returned.

@@ -9,28 +9,17 @@ use crate::ftl::NullSink;
 /// A device of 8 lines of 512 pages (4 ch × 2 LUN, 64 pages per block), half of it logical:
 /// 2,048 LPNs = 4 TPs = 4 groups of one TP.
 fn small(kv: &[&str]) -> (Device, LearnedFtl) {
-    let mut p = Params::new();
-    for a in ["blocks_per_plane=8", "logical_ratio=0.5"] {
-        p.insert_assignment(a, "test").unwrap();
-    }
+    let mut p =
+        Params::from_assignments(["blocks_per_plane=8", "logical_ratio=0.5"], "test").unwrap();
     let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
-    let mut p = Params::new();
-    for a in kv {
-        p.insert_assignment(a, "test").unwrap();
-    }
+    let mut p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
     let ftl = LearnedFtl::new(&cfg, &mut p).unwrap();
     p.finish().unwrap();
     (Device::new(&cfg), ftl)
 }
 
 fn req(op: Op, lpn: u32, pages: u32, t: u64) -> Request {
-    Request {
-        op,
-        lpn: Lpn(lpn),
-        pages,
-        arrival: SimTime(t),
-        stamp: 1,
-    }
+    Request::new(op, lpn, pages, t, 1)
 }
 
 /// Submits and checks every invariant; returns the flash operations it took.
@@ -267,10 +256,7 @@ fn switches_are_parsed_and_bad_values_refused() {
         assert!(e.contains(key), "{bad}: {e}");
     }
     // A refresh rewrites whole groups: not with line collections.
-    let mut p = Params::new();
-    for a in ["group_gc=line", "refresh_period=1ms"] {
-        p.insert_assignment(a, "--set").unwrap();
-    }
+    let mut p = Params::from_assignments(["group_gc=line", "refresh_period=1ms"], "--set").unwrap();
     let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
     assert!(e.contains("refresh_period"), "{e}");
     // paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP.
@@ -360,10 +346,7 @@ fn fill_and_fragment(kv: &[&str]) -> crate::engine::Simulator {
     use crate::engine::{NoProgress, SimOptions, Simulator};
     use crate::workload::{JobSpec, RwKind};
     let cfg = DeviceConfig::preset("tiny").unwrap();
-    let mut p = Params::new();
-    for a in kv {
-        p.insert_assignment(a, "test").unwrap();
-    }
+    let p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
     let mut sim = Simulator::new(&cfg, "learnedftl", p, SimOptions::default()).unwrap();
     let mut fill = JobSpec::new("fill", RwKind::Write);
     fill.bs = 512 << 10;
