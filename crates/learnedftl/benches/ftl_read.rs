@@ -5,22 +5,15 @@
 //!
 //! `cargo bench -p learnedftl --bench ftl_read`
 
+mod common;
+
+use common::filled;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use learnedftl::engine::{NoProgress, SimOptions, Simulator};
-use learnedftl::workload::{HostIo, JobSpec, RwKind};
-use learnedftl::{DeviceConfig, Op, Params};
+use learnedftl::engine::Simulator;
+use learnedftl::workload::HostIo;
+use learnedftl::Op;
 
 const N: u64 = 50_000;
-
-fn filled(ftl: &str) -> Simulator {
-    let cfg = DeviceConfig::preset("quick").unwrap();
-    let mut sim = Simulator::new(&cfg, ftl, Params::new(), SimOptions::default()).unwrap();
-    let mut fill = JobSpec::new("fill", RwKind::Write);
-    fill.bs = 512 << 10;
-    fill.iodepth = 64;
-    sim.run_jobs("fill", &[fill], 1, &mut NoProgress).unwrap();
-    sim
-}
 
 fn random_reads(c: &mut Criterion) {
     let mut g = c.benchmark_group("random_4k_reads");

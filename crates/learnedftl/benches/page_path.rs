@@ -3,11 +3,13 @@
 //!
 //! `cargo bench -p learnedftl --bench page_path`
 
+mod common;
+
+use common::filled;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use learnedftl::device::{Cause, Device, Oob, Src};
-use learnedftl::engine::{NoProgress, SimOptions, Simulator};
-use learnedftl::workload::{HostIo, JobSpec, RwKind};
-use learnedftl::{DeviceConfig, Lpn, Op, Params, SimTime, Vppn};
+use learnedftl::workload::HostIo;
+use learnedftl::{DeviceConfig, Lpn, Op, SimTime, Vppn};
 
 /// Programs, reads and invalidates a whole line in VPPN order, then erases it.
 fn device_line_cycle(c: &mut Criterion) {
@@ -43,16 +45,6 @@ fn device_line_cycle(c: &mut Criterion) {
         )
     });
     g.finish();
-}
-
-fn filled(ftl: &str) -> Simulator {
-    let cfg = DeviceConfig::preset("quick").unwrap();
-    let mut sim = Simulator::new(&cfg, ftl, Params::new(), SimOptions::default()).unwrap();
-    let mut fill = JobSpec::new("fill", RwKind::Write);
-    fill.bs = 512 << 10;
-    fill.iodepth = 64;
-    sim.run_jobs("fill", &[fill], 1, &mut NoProgress).unwrap();
-    sim
 }
 
 /// Host requests straight into the engine (no job machinery): random 4 KiB writes (GC included)
