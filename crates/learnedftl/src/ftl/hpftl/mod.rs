@@ -27,10 +27,14 @@
 //! Internal work is issued at the arrival time of the request being served; GC reads, programs
 //! and erases carry cause `GcData`. See `docs/ftls/hpftl.md` for every choice.
 
+mod candidates;
 mod codec;
+mod levels;
 mod secondary;
 
+use candidates::CandidateIndex;
 pub use codec::Codec;
+use levels::FreeLevels;
 pub use secondary::Secondary;
 
 use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
@@ -253,6 +257,10 @@ pub struct HpFtl {
     blk_primary: Vec<u16>,
     victims: Vec<(u32, u32)>,
     victim_idx: Vec<u32>,
+    /// Per block, the secondary entries hashing there (for move-back).
+    cands: CandidateIndex,
+    /// Blocks by LUN and free pages (for the secondary writer).
+    levels: FreeLevels,
     moves: Vec<MoveBack>,
     move_start: Vec<u32>,
 }
@@ -400,7 +408,7 @@ impl HpFtl {
             budget: primary.bytes() + slots as u64 * 8,
         };
         Ok(HpFtl {
-            sec: Secondary::new(slots, 1 << m),
+            sec: Secondary::new(slots, 1 << m, lp as u32),
             codec,
             hashes,
             primary,
@@ -415,6 +423,8 @@ impl HpFtl {
             blk_primary: vec![0; geo.blocks() as usize],
             victims: Vec::new(),
             victim_idx: vec![NONE; geo.blocks() as usize],
+            cands: CandidateIndex::new(geo.blocks()),
+            levels: FreeLevels::new(geo.luns(), geo.planes_per_lun * geo.blocks_per_plane, ppb),
             moves: Vec::new(),
             move_start: Vec::new(),
             cfg,
@@ -486,17 +496,12 @@ impl HpFtl {
     /// `sec_pick` among those with a free page.
     fn sec_page(&mut self, dev: &Device) -> Option<Ppa> {
         let luns = self.lun_programs.len() as u32;
+        let emptiest = self.cfg.sec_pick == SecPick::Emptiest;
         for _ in 0..luns {
             let lun = self.sec_lun;
             self.sec_lun = (lun + 1) % luns;
-            let blocks = lun * self.blocks_per_lun..(lun + 1) * self.blocks_per_lun;
-            let free = |b: &u32| self.ppb - dev.block_written(*b);
-            let open = blocks.filter(|&b| free(&b) > 0 && self.victim_idx[b as usize] == NONE);
-            let pick = match self.cfg.sec_pick {
-                SecPick::Emptiest => open.max_by_key(|b| (free(b), std::cmp::Reverse(*b))),
-                SecPick::Fullest => open.min_by_key(|b| (free(b), *b)),
-            };
-            if let Some(b) = pick {
+            let victim = |b: u32| self.victim_idx[b as usize] != NONE;
+            if let Some(b) = self.levels.pick(lun, emptiest, victim) {
                 return Some(Ppa(b * self.ppb + dev.block_written(b)));
             }
         }
@@ -513,10 +518,22 @@ impl HpFtl {
         cause: Cause,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
+        let block = ppa.0 / self.ppb;
+        let free = self.ppb - dev.block_written(block);
         let done = dev.program(ppa, oob, src, cause, t)?;
+        self.levels.moved(block, free, free - 1);
         self.free_pages -= 1;
         self.lun_programs[dev.geo().lun_of(ppa) as usize] += 1;
         Ok(done)
+    }
+
+    /// Erases block `b` (cause `GcData`), keeping the free-page counts.
+    fn erase(&mut self, dev: &mut Device, b: u32, t: SimTime) -> Result<(), FtlError> {
+        let written = dev.block_written(b);
+        dev.erase(b, Cause::GcData, t)?;
+        self.free_pages += written as u64;
+        self.levels.moved(b, self.ppb - written, self.ppb);
+        Ok(())
     }
 
     /// Records that `lpn`, found at `old`, now lives at `new` through `dest`; invalidates the old
@@ -557,6 +574,7 @@ impl HpFtl {
                     .sec
                     .insert(lpn, new.0)
                     .ok_or_else(|| FtlError::TableFull(SEC_FULL.into()))?;
+                self.cands.add(lpn, &self.hashes, &self.sec);
                 self.codec.encode(self.codec.sec_hid(), seg)
             }
         };
@@ -687,24 +705,39 @@ impl HpFtl {
                 _ => v.push((key, b)),
             }
         }
-        v.sort_unstable();
         // Every moved page needs a free page outside the victims, and every primary-mapped one
         // may need a slot (even primary-first, when no candidate fits; secondary-mapped pages
         // keep theirs): take the best victims that fit. Host writes leave `slot_reserve` = a
         // block's pages of slots, so the best victim normally fits.
         let (mut pages, mut slots) = (self.free_pages, self.sec.free_slots() as u64);
         let mut room = self.cfg.gc_batch;
-        v.retain(|&(_, b)| {
+        // Usually only the best few are looked at: order those, and the rest only if needed.
+        let mut sorted = (4 * room as usize).min(v.len());
+        if sorted < v.len() {
+            v.select_nth_unstable(sorted);
+        }
+        v[..sorted].sort_unstable();
+        let mut taken = 0;
+        for i in 0..v.len() {
+            if room == 0 {
+                break;
+            }
+            if i == sorted {
+                v[i..].sort_unstable();
+                sorted = v.len();
+            }
+            let b = v[i].1;
             let need = self.blk_primary[b as usize] as u64;
             let unusable = (dev.block_valid(b) + self.ppb - dev.block_written(b)) as u64;
-            let fits = room > 0 && unusable <= pages && need <= slots;
-            if fits {
+            if unusable <= pages && need <= slots {
                 pages -= unusable;
                 slots -= need;
                 room -= 1;
+                v[taken] = v[i];
+                taken += 1;
             }
-            fits
-        });
+        }
+        v.truncate(taken);
         for (i, &(_, b)) in v.iter().enumerate() {
             self.victim_idx[b as usize] = i as u32;
         }
@@ -731,8 +764,7 @@ impl HpFtl {
             }
         }
         for &b in &victims {
-            self.free_pages += dev.block_written(b) as u64;
-            dev.erase(b, Cause::GcData, t)?;
+            self.erase(dev, b, t)?;
         }
         self.stats.gc_events += victims.len() as u64;
         if background {
@@ -817,13 +849,15 @@ impl HpFtl {
         self.moves.clear();
         let n = self.codec.functions() as usize;
         let mut buf = [0u32; 256];
-        for (pos, lpn, _) in self.sec.entries() {
-            self.hashes.all(lpn, &mut buf[..n]);
-            for (f, &b) in buf[..n].iter().enumerate() {
-                let i = self.victim_idx[b as usize];
-                if i != NONE {
+        for (i, &b) in victims.iter().enumerate() {
+            for &lpn in self.cands.live(b, &self.sec) {
+                let pos = self.sec.slot(lpn).ok_or_else(|| {
+                    FtlError::Invariant(format!("LPN {lpn} indexed but not in the table"))
+                })?;
+                self.hashes.all(lpn, &mut buf[..n]);
+                for (f, _) in buf[..n].iter().enumerate().filter(|&(_, &c)| c == b) {
                     self.moves.push(MoveBack {
-                        key: i * r + (lpn & (r - 1)),
+                        key: i as u32 * r + (lpn & (r - 1)),
                         hid: f as u32 + 1,
                         pos,
                         lpn,
@@ -1092,6 +1126,7 @@ impl Ftl for HpFtl {
             return Err(e);
         }
         self.sec.check()?;
+        self.levels.check(|b| self.ppb - dev.block_written(b))?;
         if blk_primary != self.blk_primary {
             return Err("per-block primary-mapped counts disagree with the tables".into());
         }

@@ -4,8 +4,11 @@
 //! that segment in its PPID, so a lookup scans one segment (about `n / 2^m` slots) instead of
 //! the table.
 //!
-//! Free slots are found through a stack kept beside the table (simulator bookkeeping; a
-//! controller would scan for the empty marker), charged nothing: the DRAM charge is 8 B per slot.
+//! Simulator bookkeeping beside the table, charged nothing (the DRAM charge is 8 B per slot): a
+//! stack of free slots (a controller would scan for the empty marker) and an LPN-indexed array of
+//! slots (4 B per logical page of simulator memory). The paper's controller scans the segment the
+//! PPID names; the array finds the same slot without the scan (no FTL's DRAM lookup time is
+//! modelled) and [`Secondary::find`] still answers only through the right segment.
 
 /// Marks an empty slot.
 const EMPTY: u32 = u32::MAX;
@@ -16,18 +19,23 @@ pub struct Secondary {
     lpn: Vec<u32>,
     ppa: Vec<u32>,
     free: Vec<u32>,
+    /// Per LPN, its slot (`EMPTY` if none).
+    slot_of: Vec<u32>,
     segments: u64,
     peak: u32,
 }
 
 impl Secondary {
-    /// An empty table of `n` slots in `segments` segments.
-    pub fn new(n: u32, segments: u32) -> Secondary {
+    /// An empty table of `n` slots in `segments` (a power of two: `2^m`) segments, for LPNs
+    /// below `lpns`.
+    pub fn new(n: u32, segments: u32, lpns: u32) -> Secondary {
+        debug_assert!(segments.is_power_of_two());
         Secondary {
             lpn: vec![EMPTY; n as usize],
             ppa: vec![0; n as usize],
             // Popped from the end: slot 0 first.
             free: (0..n).rev().collect(),
+            slot_of: vec![EMPTY; lpns as usize],
             segments: segments as u64,
             peak: 0,
         }
@@ -64,13 +72,7 @@ impl Secondary {
     /// Segment of slot `pos`.
     #[inline]
     pub fn segment(&self, pos: u32) -> u32 {
-        (pos as u64 % self.segments) as u32
-    }
-
-    /// Slots of segment `s`: those `pos` with `pos mod 2^m = s`.
-    #[inline]
-    fn segment_slots(&self, s: u32) -> impl Iterator<Item = usize> {
-        (s as usize..self.lpn.len()).step_by(self.segments as usize)
+        pos & (self.segments - 1) as u32
     }
 
     /// Adds `extra` empty slots (rounded up to whole rows of segments).
@@ -82,21 +84,33 @@ impl Secondary {
         self.free.extend((old..new).rev());
     }
 
-    /// Records `lpn → ppa` in a free slot; returns its segment (`None` when full).
+    /// Records `lpn → ppa` in a free slot; returns its segment (`None` when full). `lpn` must
+    /// not be in the table already.
     pub fn insert(&mut self, lpn: u32, ppa: u32) -> Option<u32> {
+        debug_assert_eq!(self.slot_of[lpn as usize], EMPTY);
         let pos = self.free.pop()?;
+        self.slot_of[lpn as usize] = pos;
         self.lpn[pos as usize] = lpn;
         self.ppa[pos as usize] = ppa;
         self.peak = self.peak.max(self.used());
         Some(self.segment(pos))
     }
 
-    /// Slot of `lpn`, searching segment `seg`.
+    /// Slot of `lpn`, searching segment `seg`: `None` if `lpn` is not in the table or not in
+    /// that segment.
     #[inline]
     pub fn find(&self, lpn: u32, seg: u32) -> Option<u32> {
-        self.segment_slots(seg)
-            .find(|&pos| self.lpn[pos] == lpn)
-            .map(|pos| pos as u32)
+        let pos = *self.slot_of.get(lpn as usize)?;
+        (pos != EMPTY && self.segment(pos) == seg).then_some(pos)
+    }
+
+    /// Slot of `lpn`, whatever its segment (`None` if it is not in the table).
+    #[inline]
+    pub fn slot(&self, lpn: u32) -> Option<u32> {
+        self.slot_of
+            .get(lpn as usize)
+            .copied()
+            .filter(|&p| p != EMPTY)
     }
 
     /// The mapping in slot `pos`: `(lpn, ppa)`, `None` if the slot is free.
@@ -115,7 +129,9 @@ impl Secondary {
 
     /// Frees slot `pos`.
     pub fn remove(&mut self, pos: u32) {
-        debug_assert!(self.lpn[pos as usize] != EMPTY);
+        let lpn = self.lpn[pos as usize];
+        debug_assert!(lpn != EMPTY);
+        self.slot_of[lpn as usize] = EMPTY;
         self.lpn[pos as usize] = EMPTY;
         self.free.push(pos);
     }
@@ -142,6 +158,20 @@ impl Secondary {
         if self.free.iter().any(|&p| self.lpn[p as usize] != EMPTY) {
             return Err("secondary: a slot on the free stack holds an entry".into());
         }
+        if let Some((pos, lpn, _)) = self
+            .entries()
+            .find(|&(pos, lpn, _)| self.slot_of[lpn as usize] != pos)
+        {
+            return Err(format!(
+                "secondary: LPN {lpn} in slot {pos} is not indexed there"
+            ));
+        }
+        let indexed = self.slot_of.iter().filter(|&&p| p != EMPTY).count() as u32;
+        if indexed != used {
+            return Err(format!(
+                "secondary: {indexed} LPNs indexed, {used} slots used"
+            ));
+        }
         Ok(())
     }
 }
@@ -152,7 +182,7 @@ mod tests {
 
     #[test]
     fn insert_lookup_update_remove() {
-        let mut s = Secondary::new(100, 8);
+        let mut s = Secondary::new(100, 8, 10_000);
         let mut segs = Vec::new();
         for lpn in 0..100u32 {
             let seg = s.insert(lpn * 7, lpn).unwrap();
@@ -189,21 +219,26 @@ mod tests {
         }
         assert!(s.insert(6000, 2).is_some());
         s.check().unwrap();
+        assert_eq!(s.slot(21), None);
+        assert_eq!(s.slot(7000), None);
+        let pos = s.slot(6000).unwrap();
+        assert_eq!(s.get(pos), Some((6000, 2)));
+        assert_eq!(s.find(7000, 0), None, "beyond the LPN range");
     }
 
     #[test]
-    fn segments_partition_the_slots() {
+    fn segments_stay_balanced_as_the_table_grows() {
         for (n, segs) in [(100u32, 8u32), (7, 16), (64, 64), (1000, 1)] {
-            let s = Secondary::new(n, segs);
-            let mut seen = vec![false; n as usize];
-            for seg in 0..segs {
-                for pos in s.segment_slots(seg) {
-                    assert!(!seen[pos]);
-                    seen[pos] = true;
-                    assert_eq!(s.segment(pos as u32), seg);
+            let mut s = Secondary::new(n, segs, 1);
+            for grown in [false, true] {
+                let mut per = vec![0u32; segs as usize];
+                for pos in 0..s.capacity() {
+                    per[s.segment(pos) as usize] += 1;
                 }
+                let (lo, hi) = (per.iter().min().unwrap(), per.iter().max().unwrap());
+                assert!(hi - lo <= 1, "n {n} segs {segs} grown {grown}: {per:?}");
+                s.grow(3);
             }
-            assert!(seen.iter().all(|&x| x), "n {n} segs {segs}");
         }
     }
 }

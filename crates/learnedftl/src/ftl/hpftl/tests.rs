@@ -134,8 +134,7 @@ fn probing_starts_at_the_current_hid_or_the_first() {
         assert!(matches!(f.locate(7).unwrap(), Loc::Secondary { .. }));
         // Erase H_1's block: a rewrite with probe=first goes back to the primary table; with
         // probe=current (Algorithm 1) it stays in its secondary slot.
-        f.free_pages += ppb as u64;
-        d.erase(cands[0], Cause::GcData, SimTime(0)).unwrap();
+        f.erase(&mut d, cands[0], SimTime(0)).unwrap();
         let used = f.sec.used();
         serve(&mut f, &mut d, req(Op::Write, 7, 1, 0, 100));
         let loc = f.locate(7).unwrap();
