@@ -55,9 +55,27 @@ const VARIANTS: &[(&str, &[&str])] = &[
             "encroach_threshold=16",
         ],
     ),
-    // Fewer hash functions; a page offset that borrows LPN bits.
-    ("hpftl", &["h=2", "secondary_ratio=0.5"]),
-    ("hpftl", &["m=3", "secondary_ratio=1"]),
+    // Fewer hash functions and a page offset that borrows LPN bits: most writes go to the
+    // secondary table.
+    ("hpftl", &["h=2", "m=3", "secondary_ratio=0.5"]),
+    // A fixed table that can hold every LPN.
+    ("hpftl", &["m=3", "secondary_growth=0", "secondary_ratio=1"]),
+    // The paper's MD5 hashes restarting at H_1, relocating to candidates first (once a
+    // TableFull before the table could grow).
+    (
+        "hpftl",
+        &[
+            "hash=md5",
+            "probe=first",
+            "gc_relocate=primary-first",
+            "secondary_ratio=0.5",
+        ],
+    ),
+    // Once a deadlock: no LUN's single best victim fitted the free slots.
+    (
+        "hpftl",
+        &["sec_pick=fullest", "gc_victims=per-lun", "merge_any=off"],
+    ),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {

@@ -82,7 +82,9 @@ mod tests {
         let mut x = 99u64;
         let mut max_records = 0;
         for step in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let lpn = (x >> 33) as u32 % lpns;
             match sec.slot(lpn) {
                 Some(pos) => sec.remove(pos),
@@ -105,6 +107,9 @@ mod tests {
             }
         }
         // Stale records are bounded: rebuilt before they outnumber the live ones 3:1.
-        assert!(max_records <= 3 * 64 * 6 + blocks as u64 + 6, "{max_records}");
+        assert!(
+            max_records <= 3 * 64 * 6 + blocks as u64 + 6,
+            "{max_records}"
+        );
     }
 }

@@ -93,7 +93,8 @@ pub enum SecPick {
 pub enum Victims {
     /// The full blocks with the fewest valid pages anywhere.
     Global,
-    /// In each LUN, its full block with the fewest valid pages (erases proceed in parallel).
+    /// At most one block per LUN a round, each LUN's best that fits (erases proceed in
+    /// parallel).
     PerLun,
 }
 
@@ -692,18 +693,7 @@ impl HpFtl {
             }
             // Ranked by invalid pages (what erasing gains), then valid pages (what it costs):
             // for full blocks, the paper's "fewest valid pages".
-            let key = (self.ppb - invalid) * (self.ppb + 1) + valid;
-            // Blocks of a LUN are contiguous: per LUN, keep only its best block.
-            match v.last_mut() {
-                Some(last)
-                    if per_lun && last.1 / self.blocks_per_lun == b / self.blocks_per_lun =>
-                {
-                    if key < last.0 {
-                        *last = (key, b);
-                    }
-                }
-                _ => v.push((key, b)),
-            }
+            v.push(((self.ppb - invalid) * (self.ppb + 1) + valid, b));
         }
         // Every moved page needs a free page outside the victims, and every primary-mapped one
         // may need a slot (even primary-first, when no candidate fits; secondary-mapped pages
@@ -727,6 +717,14 @@ impl HpFtl {
                 sorted = v.len();
             }
             let b = v[i].1;
+            let lun = b / self.blocks_per_lun;
+            if per_lun
+                && v[..taken]
+                    .iter()
+                    .any(|&(_, t)| t / self.blocks_per_lun == lun)
+            {
+                continue;
+            }
             let need = self.blk_primary[b as usize] as u64;
             let unusable = (dev.block_valid(b) + self.ppb - dev.block_written(b)) as u64;
             if unusable <= pages && need <= slots {
