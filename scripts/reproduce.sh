@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Reproduce the LearnedFTL paper's experiments (SPEC §7) with the release CLI.
+# Reproduce the LearnedFTL paper's experiments (SPEC §7), and HP-FTL's Figs. 2 and 4-7, with the
+# release CLI.
 #
 #   scripts/reproduce.sh [quick|paper] [experiment ...]
 #
 # Each experiment runs `learnedftl compare` (all FTLs, same seed) one run at a time and writes
 # results/<preset>/<experiment>.json: {"experiment", "preset", "runs": [{"label", "command",
-# "wall_seconds", "reports": [one report per FTL, as `compare --json` writes them]}]}, plus the
-# printed tables in <experiment>.log. Then scripts/summarise.py prints our numbers beside the
-# paper's and writes results/<preset>/summary.md. See docs/reproduction.md.
+# "wall_seconds", "reports": [one report per FTL, as `compare --json` writes them]}]} (a run the
+# CLI refused has "error" and no reports), plus the printed tables in <experiment>.log. Then
+# scripts/summarise.py prints our numbers beside the paper's and writes
+# results/<preset>/summary.md. See docs/reproduction.md.
 #
 # Experiments (default: all, in this order):
 #   randread        random 512 KiB x6 preconditioning, 4 KiB random reads, 64 jobs
@@ -20,6 +22,9 @@
 #   tpftl-threads   TPFTL random vs sequential reads for 1..64 jobs
 #   cmt-sweep       TPFTL random reads with the CMT at 1..50 % of the mappings
 #   traces          WebSearch and TPC-C samples from ../shared/traces at speed 1 and 4
+#   hpftl-fig2      HP-FTL paper Fig. 2: ideal / DFTL / HP-FTL IOPS against the DRAM given to the
+#                   mapping table, uniform and Zipf 0.99 4 KiB writes on a fresh device
+#   hpftl-secondary HP-FTL paper Figs. 4-7: secondary-table peak size and IOPS for h and m
 #
 # Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names),
 # TRACES_DIR (default ../shared/traces).
@@ -33,7 +38,8 @@ usage() {
 
 preset=${1:-quick}
 [[ $# -gt 0 ]] && shift
-all_experiments=(randread seqread seqread-shared randwrite seqwrite tpftl-threads cmt-sweep traces)
+all_experiments=(randread seqread seqread-shared randwrite seqwrite tpftl-threads cmt-sweep traces
+  hpftl-fig2 hpftl-secondary)
 experiments=("$@")
 [[ ${#experiments[@]} -eq 0 ]] && experiments=("${all_experiments[@]}")
 
@@ -46,6 +52,8 @@ case $preset in
     sr_drain=1000 sr_ios=5000  # sequential reads
     rw_ios=300 sw_ios=2000     # random / sequential writes
     th_ios=2000                # TPFTL motivation: reads per job per thread count
+    hp_ios=11468               # HP-FTL experiments: 1.4 x logical / 64 at logical_ratio=0.5
+    hp_ms="2 3 4 5"            # HP-FTL m sweep below p = 6 (the paper's m values)
     ;;
   paper)
     slice_mib=480
@@ -53,6 +61,8 @@ case $preset in
     sr_drain=4000 sr_ios=10000
     rw_ios=300 sw_ios=2000
     th_ios=8000
+    hp_ios=91750
+    hp_ms="6 7 8"              # p - 3 .. p - 1, the paper's range relative to p (p = 9)
     ;;
   -h | --help | help) usage ;;
   *)
@@ -191,11 +201,18 @@ begin() { # begin EXPERIMENT: start collecting runs
   : >"$out/$exp.log"
   echo "== $exp"
 }
-run() { # run LABEL compare-args...: one `compare`, its JSON kept for the experiment
+run() { # run [--may-refuse] LABEL compare-args...: one `compare`, its JSON kept for the
+  # experiment. With --may-refuse, a run the CLI refuses (e.g. a DRAM budget below HP-FTL's
+  # primary table) is kept with its error message instead of stopping the experiment.
+  local may_refuse=
+  [[ $1 == --may-refuse ]] && {
+    may_refuse=1
+    shift
+  }
   local label=$1
   shift
   local cmd=(compare --preset "$preset" --seed "$seed" "$@")
-  local base t0
+  local base t0 status=0
   base=$runs_dir/$(printf %03d $nruns)
   nruns=$((nruns + 1))
   echo "  $label: learnedftl ${cmd[*]}"
@@ -203,15 +220,22 @@ run() { # run LABEL compare-args...: one `compare`, its JSON kept for the experi
   {
     echo "## $label"
     echo "\$ learnedftl ${cmd[*]}"
-    "$bin" "${cmd[@]}" --quiet --json "$base.json"
+    "$bin" "${cmd[@]}" --quiet --json "$base.json" 2>"$base.err" || status=$?
+    cat "$base.err"
     echo
-  } >>"$out/$exp.log" 2>&1 || {
-    echo "  failed; see $out/$exp.log" >&2
-    return 1
-  }
+  } >>"$out/$exp.log" 2>&1
   local ms=$((($(date +%s%N) - t0) / 1000000))
-  printf '%s\n%s\n%s\n' "$label" "learnedftl ${cmd[*]}" "$ms" >"$base.meta"
-  echo "    $((ms / 1000)) s"
+  local err=
+  if ((status)); then
+    [[ -n $may_refuse ]] || {
+      echo "  failed; see $out/$exp.log" >&2
+      return 1
+    }
+    err=$(grep -m1 '^error' "$base.err" || tail -n1 "$base.err")
+    rm -f "$base.json"
+  fi
+  printf '%s\n%s\n%s\n%s\n' "$label" "learnedftl ${cmd[*]}" "$ms" "$err" >"$base.meta"
+  if [[ -n $err ]]; then echo "    refused: $err"; else echo "    $((ms / 1000)) s"; fi
 }
 finish() { # write results/<preset>/<experiment>.json
   python3 scripts/summarise.py collect "$exp" "$preset" "$runs_dir" "$out/$exp.json"
@@ -220,6 +244,13 @@ finish() { # write results/<preset>/<experiment>.json
 
 rand_pre=(--precondition randwrite:512k:6)
 seq_pre=(--precondition write:512k:1)
+# HP-FTL's experiments (docs/ftls/hpftl.md "Paper experiments"): a fresh device with twice the
+# physical pages of the logical space, 64 jobs x 4 KiB writes of 1.4x the logical space in all
+# (0.7 of the physical pages: no FTL reaches its GC threshold; the writes touch 75 % of the LPNs,
+# more than DFTL caches at 70 % of the table).
+hp_fresh=(--set logical_ratio=0.5 --rw randwrite --bs 4k --numjobs 64 --number-ios "$hp_ios")
+hp_workloads=(uniform:random zipf0.99:zipf:0.99)
+hp_ratios=(0.1 0.2 0.3 0.4 0.5 0.7 1.0)
 t_start=$(date +%s)
 for e in "${experiments[@]}"; do
   case $e in
@@ -290,6 +321,43 @@ for e in "${experiments[@]}"; do
         for s in 1 4; do
           run "$t speed=$s" --ftl "$write_ftls" --precondition randwrite:512k:2 \
             --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
+        done
+      done
+      finish
+      ;;
+    hpftl-fig2)
+      has_ftl hpftl || { echo "== hpftl-fig2: skipped (no hpftl in FTLS)"; continue; }
+      begin hpftl-fig2
+      for w in "${hp_workloads[@]}"; do
+        wl=("${hp_fresh[@]}" --random-distribution "${w#*:}")
+        w=${w%%:*}
+        run "$w ideal" --ftl ideal "${wl[@]}"
+        for r in "${hp_ratios[@]}"; do
+          run "$w dftl ratio=$r" --ftl dftl --set "cmt_ratio=$r" "${wl[@]}"
+          # Below the primary table's share of the budget HP-FTL refuses the configuration.
+          run --may-refuse "$w hpftl ratio=$r" --ftl hpftl --set "dram_ratio=$r" "${wl[@]}"
+        done
+        # Four requests in flight per job, at 40 %: how much of each gap is LUN collisions.
+        run "$w ideal iodepth=4" --ftl ideal "${wl[@]}" --iodepth 4
+        run "$w dftl iodepth=4" --ftl dftl --set cmt_ratio=0.4 "${wl[@]}" --iodepth 4
+        run "$w hpftl iodepth=4" --ftl hpftl --set dram_ratio=0.4 "${wl[@]}" --iodepth 4
+      done
+      finish
+      ;;
+    hpftl-secondary)
+      has_ftl hpftl || { echo "== hpftl-secondary: skipped (no hpftl in FTLS)"; continue; }
+      begin hpftl-secondary
+      for w in "${hp_workloads[@]}"; do
+        wl=("${hp_fresh[@]}" --random-distribution "${w#*:}")
+        w=${w%%:*}
+        run "$w ideal" --ftl ideal "${wl[@]}"
+        # The paper's table is "large enough to avoid overflowing": one slot per logical page.
+        for h in 2 3 4 5; do # at the default m = p
+          run "$w hpftl h=$h" --ftl hpftl --set secondary_ratio=1 --set "h=$h" "${wl[@]}"
+        done
+        for m in $hp_ms; do
+          run "$w hpftl h=3 m=$m" --ftl hpftl --set secondary_ratio=1 --set h=3 --set "m=$m" \
+            "${wl[@]}"
         done
       done
       finish

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Our numbers beside the LearnedFTL paper's, from scripts/reproduce.sh results.
+"""Our numbers beside the LearnedFTL paper's (and HP-FTL's), from scripts/reproduce.sh results.
 
     scripts/summarise.py [RESULTS_DIR]     print the tables, write RESULTS_DIR/summary.md
                                            (RESULTS_DIR defaults to results/quick)
@@ -7,7 +7,7 @@
                                            (used by reproduce.sh: bundle one experiment's runs)
 
 Standard library only. Every metric is defined in docs/metrics.md; what each experiment is and
-why our numbers differ from the paper's is in docs/reproduction.md.
+why our numbers differ from the paper's is in docs/reproduction.md (HP-FTL's: docs/ftls/hpftl.md).
 """
 
 import json
@@ -56,8 +56,8 @@ PAPER_TRACE_P99 = {
 # ---- formatting ------------------------------------------------------------------------------
 
 
-def pct(x):
-    return "–" if x is None else f"{100 * x:.1f} %"
+def pct(x, digits=1):
+    return "–" if x is None else f"{100 * x:.{digits}f} %"
 
 
 def num(x, digits=0):
@@ -274,15 +274,24 @@ def writes_section(exp, name, title, warnings):
     return s
 
 
+def luns(report):
+    g = report["config"]["device"]["geometry"]
+    return g["channels"] * g["luns_per_channel"] * g["planes_per_lun"]
+
+
+def flash_ns(report, m, causes=None):
+    """Flash time of a phase in ns: the reads and programs of `causes` (default: every cause) at
+    the device's latencies, plus every erase (erases are only ever GC's)."""
+    tm, f = report["config"]["device"]["timing"], m["flash"]
+    causes = causes or [c for c in f["reads"] if c != "total"]
+    return sum(f["reads"][c] * tm["read_ns"] + f["programs"][c] * tm["program_ns"]
+               for c in causes) + f["erases"] * tm["erase_ns"]
+
+
 def gc_flash_ms(report, m):
-    """Flash time GC spent per LUN in a phase, in ms: GC reads, programs and every erase (only
-    GC erases), spread over all LUNs (a collection stripes over them)."""
-    tm, g = report["config"]["device"]["timing"], report["config"]["device"]["geometry"]
-    luns = g["channels"] * g["luns_per_channel"] * g["planes_per_lun"]
-    f = m["flash"]
-    ns = sum(f["reads"][c] * tm["read_ns"] + f["programs"][c] * tm["program_ns"]
-             for c in ("gc_data", "gc_translation")) + f["erases"] * tm["erase_ns"]
-    return ns / luns / 1e6
+    """Flash time GC spent per LUN in a phase, in ms: GC reads, programs and every erase, spread
+    over all LUNs (a collection stripes over them)."""
+    return flash_ns(report, m, ("gc_data", "gc_translation")) / luns(report) / 1e6
 
 
 def training_section(results):
@@ -396,12 +405,155 @@ def traces_section(exp, warnings):
     return s
 
 
+# ---- HP-FTL's paper (Ni et al.) ----------------------------------------------------------------
+
+# What the HP-FTL paper reports (§III-B, Figs. 2 and 4-7), by workload and x-axis value.
+PAPER_HP_FIG2 = {
+    ("uniform", 0.4): "HP-FTL 2.6× DFTL, ≥ 94 % of PFTL; DFTL < 40 % of PFTL",
+    ("uniform", 0.7): "DFTL above HP-FTL by < 2 %",
+}
+PAPER_HP_FIG2_TEXT = {
+    "uniform": "Paper Fig. 2a (weak locality): HP-FTL nearly flat, far above DFTL at small "
+               "tables; DFTL catches up by 70 %.",
+    "zipf0.99": "Paper Fig. 2b (strong locality): DFTL above HP-FTL at every size; HP-FTL ≈ 95 % "
+                "of DFTL, ≈ 92 % of PFTL.",
+}
+# Secondary table peak (4 B entries, BTS 256 MB, p = 5); m keyed by p - m.
+PAPER_HP_H = {("uniform", 2): "≈ 3 MB = 1.2 %; falls as h grows",
+              ("zipf0.99", 3): "no decrease from h = 3 to 5"}
+PAPER_HP_M = {("uniform", 0): "512 KB = 0.2 % (m = p = 5)",
+              ("uniform", 3): "≈ 72 MB = 28 % (m = 2)",
+              ("zipf0.99", 3): "below weak locality's (m = 2)"}
+
+
+def hp_runs(exp):
+    """An HP-FTL experiment's runs keyed by label ("WORKLOAD FTL [key=value ...]"), and its
+    workloads in run order."""
+    runs = {r["label"]: r for r in exp["runs"]}
+    workloads = list(dict.fromkeys(label.split()[0] for label in runs))
+    return runs, workloads
+
+
+def busy(report, m):
+    """Share of the LUNs' time spent on flash operations over the phase."""
+    return flash_ns(report, m) / (luns(report) * m["sim_seconds"] * 1e9)
+
+
+def secondary_share(m):
+    return counter(m, "host_pages_secondary") / (m["page_writes"] or 1)
+
+
+def hp_gc_note(exp):
+    """What GC and secondary-table growth did over all runs (the experiments are meant to have
+    neither)."""
+    worst, moved, grown = (0, ""), 0, 0
+    for run in exp["runs"]:
+        for r in run["reports"]:
+            g = r["result"]["gc"]
+            worst = max(worst, (g["events"], run["label"]))
+            moved += g["pages_moved"]
+            grown += counter(r["result"], "secondary_grown") or 0
+    gcs = f"at most {num(worst[0])} GC events in a run ({worst[1]})" if worst[0] else "no GC"
+    return (f"GC over all runs: {gcs}, {num(moved)} pages moved in all; HP-FTL's secondary table "
+            f"grew {num(grown)}×.")
+
+
+def hpftl_fig2_section(exp, warnings):
+    s = Section("HP-FTL paper Fig. 2: IOPS against the DRAM given to the mapping table, fresh "
+                "device (docs/ftls/hpftl.md)")
+    s.text(commands(exp))
+    runs, workloads = hp_runs(exp)
+    for r in (r for run in exp["runs"] for r in run["reports"]):
+        warnings += check(r, r["result"])
+    refusal = next((run["error"] for run in exp["runs"] if run.get("error")), None)
+    for w in workloads:
+        ideal = runs[f"{w} ideal"]["reports"][0]
+        ideal_iops = ideal["result"]["iops"]
+        t = Table(["DRAM (share of BTS)", "ideal IOPS", "DFTL IOPS", "HP-FTL IOPS",
+                   "HP-FTL ÷ DFTL", "HP-FTL ÷ ideal", "DFTL ÷ ideal", "DFTL write misses",
+                   "DFTL write-backs / write", "DFTL flash µs/write", "DFTL LUN busy",
+                   "HP-FTL LUN busy", "HP-FTL to secondary", "paper"])
+        ratios = [label.split("=")[1] for label in runs
+                  if label.startswith(f"{w} dftl ratio=")]
+        for ratio in ratios:
+            d = runs[f"{w} dftl ratio={ratio}"]["reports"][0]
+            hp = runs[f"{w} hpftl ratio={ratio}"]["reports"]
+            dm, hm = d["result"], hp[0]["result"] if hp else None
+            writes = dm["page_writes"] or 1
+            misses = counter(dm, "translation", "write_misses") / writes
+            t.add(pct(float(ratio)), num(ideal_iops), num(dm["iops"]),
+                  num(hm["iops"]) if hm else "–", times(hm and hm["iops"], dm["iops"]),
+                  pct(hm["iops"] / ideal_iops) if hm else "–", pct(dm["iops"] / ideal_iops),
+                  pct(misses), pct(dm["flash"]["programs"]["translation_writeback"] / writes),
+                  num(flash_ns(d, dm) / writes / 1e3), pct(busy(d, dm)),
+                  pct(busy(hp[0], hm)) if hm else "–", pct(secondary_share(hm)) if hm else "–",
+                  PAPER_HP_FIG2.get((w, float(ratio)), ""))
+        s.text(f"**{w}** — {PAPER_HP_FIG2_TEXT.get(w, '')} Ideal: LUN busy "
+               f"{pct(busy(ideal, ideal['result']))}. DFTL write misses include first touches "
+               "(loads of never-written TPs, no flash read).")
+        s.table(t)
+        t = Table(["4 requests in flight per job, DRAM 40 %", "IOPS", "÷ ideal at this depth",
+                   "LUN busy", "write mean µs"])
+        deep_ideal = runs.get(f"{w} ideal iodepth=4")
+        for ftl in ("ideal", "dftl", "hpftl"):
+            run = runs.get(f"{w} {ftl} iodepth=4")
+            if not run or not deep_ideal:
+                continue
+            r = run["reports"][0]
+            m = r["result"]
+            t.add(ftl, num(m["iops"]),
+                  pct(m["iops"] / deep_ideal["reports"][0]["result"]["iops"]), pct(busy(r, m)),
+                  num(m["latency_us"]["write"]["mean"]))
+        if t.rows:
+            s.table(t)
+    if refusal:
+        s.text(f"\"–\": HP-FTL refuses a budget below its primary table: `{refusal}`")
+    s.text(hp_gc_note(exp))
+    return s
+
+
+def hpftl_secondary_section(exp, warnings):
+    s = Section("HP-FTL paper Figs. 4-7: secondary table peak and IOPS for h and m, fresh device "
+                "(docs/ftls/hpftl.md)")
+    s.text(commands(exp))
+    runs, workloads = hp_runs(exp)
+    for w in workloads:
+        ideal_iops = runs[f"{w} ideal"]["reports"][0]["result"]["iops"]
+        hp = [run["reports"][0] for label, run in runs.items()
+              if label.startswith(f"{w} hpftl")]
+        for sweep, rows, paper in (
+                ("h (m = p)", [r for r in hp if r["config"]["ftl"]["m"] == r["config"]["ftl"]["p"]],
+                 lambda f: PAPER_HP_H.get((w, f["h"]), "")),
+                ("m (h = 3)", [r for r in hp if r["config"]["ftl"]["h"] == 3],
+                 lambda f: PAPER_HP_M.get((w, f["p"] - f["m"]), ""))):
+            key = sweep[0]
+            rows.sort(key=lambda r: r["config"]["ftl"][key])
+            t = Table([sweep, "secondary peak bytes", "% of BTS", "host pages to primary",
+                       "IOPS", "÷ ideal", "LUN programs max ÷ mean", "paper"])
+            for r in rows:
+                m, f = r["result"], r["config"]["ftl"]
+                warnings += check(r, m)
+                bts = 8 * r["config"]["device"]["geometry"]["logical_pages"]
+                peak = counter(m, "secondary_peak_bytes")
+                t.add(f"{key} = {f[key]}" + (" (= p)" if key == "m" and f["m"] == f["p"] else ""),
+                      num(peak), pct(peak / bts, 2), pct(1 - secondary_share(m), 2), num(m["iops"]),
+                      pct(m["iops"] / ideal_iops), num(counter(m, "lun_programs_max_over_mean"), 3),
+                      paper(f))
+            s.text(f"**{w}**, {sweep} (ideal: {num(ideal_iops)} IOPS):")
+            s.table(t)
+    s.text("% of BTS = peak entries per logical page (8 B entries against an 8 B/LPN table; the "
+           "same share in the paper's 4 B units). Paper Figs. 6-7: IOPS ≈ 93 % of PFTL and "
+           "insensitive to h and m.")
+    s.text(hp_gc_note(exp))
+    return s
+
+
 def links_section():
     s = Section("Covered by the FTLs' own pages")
     hp = "docs/ftls/hpftl.md"
-    s.text("* HP-FTL's Fig. 2 (throughput vs DRAM table size, random and Zipf 0.99 writes): "
-           + (f"[{hp}](../../{hp}) (listed there as not done yet)" if os.path.exists(hp)
-              else "HP-FTL's page (not on this branch yet)") + ".\n"
+    s.text("* HP-FTL's paper (Figs. 2, 4-7: throughput against DRAM table size, secondary table "
+           "size for h and m): the `hpftl-fig2` and `hpftl-secondary` sections above; setup and "
+           f"causes of the differences in [{hp}](../../{hp}#paper-experiments).\n"
            "* LeaFTL's mapping-table size against DFTL and SFTL: "
            "[docs/ftls/leaftl.md](../../docs/ftls/leaftl.md#behaviour-to-demonstrate-quick-"
            "preset-commit-of-this-doc).")
@@ -427,7 +579,8 @@ def summarise(results):
     if tr:
         sections.append(tr)
     for name, fn in (("tpftl-threads", tpftl_threads_section), ("cmt-sweep", cmt_sweep_section),
-                     ("traces", traces_section)):
+                     ("traces", traces_section), ("hpftl-fig2", hpftl_fig2_section),
+                     ("hpftl-secondary", hpftl_secondary_section)):
         exp = load(results, name)
         if exp:
             sections.append(fn(exp, warnings))
@@ -452,18 +605,24 @@ def summarise(results):
 
 
 def collect(experiment, preset, runs_dir, out):
-    """Bundle the runs of one experiment (NNN.json + NNN.json.meta from reproduce.sh)."""
+    """Bundle the runs of one experiment (NNN.meta + NNN.json from reproduce.sh). A run the CLI
+    refused has a fourth meta line, its error, and no JSON: it is kept with `error` and no
+    reports."""
     runs = []
     for name in sorted(os.listdir(runs_dir)):
-        if not name.endswith(".json"):
+        if not name.endswith(".meta"):
             continue
-        path = os.path.join(runs_dir, name)
-        with open(path) as f:
-            reports = json.load(f)
-        with open(path[:-5] + ".meta") as f:
-            label, command, ms = f.read().splitlines()[:3]
-        runs.append({"label": label, "command": command, "wall_seconds": int(ms) / 1000,
-                     "reports": reports if isinstance(reports, list) else [reports]})
+        base = os.path.join(runs_dir, name[:-5])
+        with open(base + ".meta") as f:
+            label, command, ms, *rest = f.read().splitlines()
+        run = {"label": label, "command": command, "wall_seconds": int(ms) / 1000}
+        if rest and rest[0]:
+            run.update(error=rest[0], reports=[])
+        else:
+            with open(base + ".json") as f:
+                reports = json.load(f)
+            run["reports"] = reports if isinstance(reports, list) else [reports]
+        runs.append(run)
     if not runs:
         return
     with open(out, "w") as f:
