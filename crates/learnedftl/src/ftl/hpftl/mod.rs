@@ -238,6 +238,15 @@ struct MoveBack {
     lpn: u32,
 }
 
+/// A page GC has read: from where, its OOB, and when the read completes (its copy is
+/// programmed then).
+#[derive(Copy, Clone, Debug)]
+struct GcCopy {
+    from: Ppa,
+    oob: Oob,
+    read: SimTime,
+}
+
 /// The HP-FTL.
 pub struct HpFtl {
     cfg: HpConfig,
@@ -264,6 +273,12 @@ pub struct HpFtl {
     levels: FreeLevels,
     moves: Vec<MoveBack>,
     move_start: Vec<u32>,
+    /// Per secondary slot, whether this round's move-back plan already takes its entry.
+    slot_taken: Vec<bool>,
+    /// Secondary entries to move into primary positions: `(lpn, page, destination)`.
+    plan: Vec<(u32, Ppa, Dest)>,
+    /// Pages GC has read, to program when each read completes.
+    copies: Vec<GcCopy>,
 }
 
 impl HpFtl {
@@ -428,6 +443,9 @@ impl HpFtl {
             levels: FreeLevels::new(geo.luns(), geo.planes_per_lun * geo.blocks_per_plane, ppb),
             moves: Vec::new(),
             move_start: Vec::new(),
+            slot_taken: Vec::new(),
+            plan: Vec::new(),
+            copies: Vec::new(),
             cfg,
         })
     }
@@ -587,8 +605,12 @@ impl HpFtl {
     /// below the high watermark, and free pages (each move takes one) above twice the page
     /// reserve, so moving back never eats the pages GC needs to relocate its next victim.
     fn may_move_back(&self) -> bool {
-        self.sec.free_slots() < self.cfg.sec_high_slots
-            && self.free_pages > 2 * self.cfg.page_reserve
+        self.may_move_back_at(self.sec.free_slots(), self.free_pages)
+    }
+
+    /// [`Self::may_move_back`] with `slots` free slots and `pages` free pages.
+    fn may_move_back_at(&self, slots: u32, pages: u64) -> bool {
+        slots < self.cfg.sec_high_slots && pages > 2 * self.cfg.page_reserve
     }
 
     /// Whether the watermarks call for GC.
@@ -753,14 +775,23 @@ impl HpFtl {
             return Ok(false);
         }
         let victims: Vec<u32> = self.victims.iter().map(|&(_, b)| b).collect();
+        // Every read first, then each copy when its read completes: interleaving read and
+        // program would queue later reads behind programs on busy-until LUN timelines and chain
+        // the LUNs (docs/device.md).
+        let mut copies = std::mem::take(&mut self.copies);
+        copies.clear();
         for &b in &victims {
             for pg in 0..self.ppb {
-                let old_ppa = Ppa(b * self.ppb + pg);
-                if dev.is_valid(old_ppa) {
-                    self.relocate(dev, old_ppa, t)?;
+                let from = Ppa(b * self.ppb + pg);
+                if dev.is_valid(from) {
+                    let (oob, read) = dev.read(from, Cause::GcData, t)?;
+                    copies.push(GcCopy { from, oob, read });
                 }
             }
         }
+        let relocated = copies.iter().try_for_each(|&c| self.relocate(dev, c));
+        self.copies = copies;
+        relocated?;
         for &b in &victims {
             self.erase(dev, b, t)?;
         }
@@ -790,10 +821,13 @@ impl HpFtl {
         Ok(())
     }
 
-    /// Moves the valid page `old_ppa` of a victim (read at `t`, programmed when the read is
-    /// done).
-    fn relocate(&mut self, dev: &mut Device, old_ppa: Ppa, t: SimTime) -> Result<(), FtlError> {
-        let (oob, read) = dev.read(old_ppa, Cause::GcData, t)?;
+    /// Moves a victim's valid page, read as `c`, programming it when the read is done.
+    fn relocate(&mut self, dev: &mut Device, c: GcCopy) -> Result<(), FtlError> {
+        let GcCopy {
+            from: old_ppa,
+            oob,
+            read,
+        } = c;
         let lpn = oob
             .lpn()
             .ok_or_else(|| FtlError::Invariant(format!("{old_ppa:?}: not a data page")))?;
@@ -875,23 +909,23 @@ impl HpFtl {
             self.move_start[k + 1] += self.move_start[k];
         }
         let mut cursor: Vec<u32> = self.move_start[..keys].to_vec();
+        // Plan every move (the next page of each erased block, in order) before reading any
+        // page, so all reads are issued before any program (see gc_round). A move frees a slot
+        // and takes a page.
+        self.plan.clear();
+        self.slot_taken.resize(self.sec.capacity() as usize, false);
+        let (mut slots, mut pages) = (self.sec.free_slots(), self.free_pages);
         'blocks: for (i, &b) in victims.iter().enumerate() {
-            loop {
-                if !self.may_move_back() {
+            for w in dev.block_written(b)..self.ppb {
+                if !self.may_move_back_at(slots, pages) {
                     break 'blocks;
-                }
-                let w = dev.block_written(b);
-                if w >= self.ppb {
-                    break;
                 }
                 let key = i * r as usize + (w & (r - 1)) as usize;
                 let end = self.move_start[key + 1];
-                // Skip entries already moved through another candidate.
-                while cursor[key] < end {
-                    let mv = self.moves[cursor[key] as usize];
-                    if self.sec.get(mv.pos).is_some_and(|(l, _)| l == mv.lpn) {
-                        break;
-                    }
+                // Skip entries already planned through another candidate.
+                while cursor[key] < end
+                    && self.slot_taken[self.moves[cursor[key] as usize].pos as usize]
+                {
                     cursor[key] += 1;
                 }
                 if cursor[key] == end {
@@ -899,13 +933,22 @@ impl HpFtl {
                 }
                 let mv = self.moves[cursor[key] as usize];
                 cursor[key] += 1;
+                self.slot_taken[mv.pos as usize] = true;
                 let ppid = self.codec.ppid_for(mv.lpn, w).ok_or_else(|| {
                     FtlError::Invariant(format!("page {w} not representable for {}", mv.lpn))
                 })?;
                 let dest = Dest::Primary { hid: mv.hid, ppid };
-                self.move_to_primary(dev, mv.lpn, Ppa(b * self.ppb + w), dest, t)?;
+                self.plan.push((mv.lpn, Ppa(b * self.ppb + w), dest));
+                slots += 1;
+                pages -= 1;
             }
         }
+        for &(lpn, ..) in &self.plan {
+            if let Some(pos) = self.sec.slot(lpn) {
+                self.slot_taken[pos as usize] = false;
+            }
+        }
+        self.execute_plan(dev, t)?;
         if self.cfg.merge_any && self.may_move_back() {
             self.merge_any(dev, t)?;
         }
@@ -913,7 +956,8 @@ impl HpFtl {
     }
 
     /// Moves secondary entries into any hash candidate whose next page is representable for
-    /// them, in slot order, until the free slots reach the high watermark.
+    /// them, in slot order, until the free slots reach the high watermark. One at a time: where
+    /// an entry goes depends on the pages the moves before it took.
     fn merge_any(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
         let lpns: Vec<u32> = self.sec.entries().map(|(_, lpn, _)| lpn).collect();
         for lpn in lpns {
@@ -921,33 +965,43 @@ impl HpFtl {
                 break;
             }
             if let Some((new, dest)) = self.primary_slot(dev, lpn, 1) {
-                self.move_to_primary(dev, lpn, new, dest, t)?;
+                self.plan.clear();
+                self.plan.push((lpn, new, dest));
+                self.execute_plan(dev, t)?;
             }
         }
         Ok(())
     }
 
-    /// Moves secondary-mapped `lpn` to `new` (read at `t`, programmed when the read is done).
-    fn move_to_primary(
-        &mut self,
-        dev: &mut Device,
-        lpn: u32,
-        new: Ppa,
-        dest: Dest,
-        t: SimTime,
-    ) -> Result<(), FtlError> {
-        let old = self.locate(lpn)?;
-        let Loc::Secondary { ppa: old_ppa, .. } = old else {
-            return Err(FtlError::Invariant(format!(
-                "LPN {lpn} is not in the secondary table"
-            )));
-        };
-        let (oob, read) = dev.read(old_ppa, Cause::GcData, t)?;
-        self.program(dev, new, oob, Src::Page(old_ppa), Cause::GcData, read)?;
-        self.remap(dev, lpn, old, new, dest)?;
-        self.ctr.gc_moved_back += 1;
-        self.stats.gc_pages_moved += 1;
-        Ok(())
+    /// Moves the planned secondary-mapped LPNs into their primary pages: every read at `t`
+    /// first, then each program when its read is done, in plan order.
+    fn execute_plan(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
+        let mut copies = std::mem::take(&mut self.copies);
+        copies.clear();
+        for &(lpn, ..) in &self.plan {
+            let Loc::Secondary { ppa: from, .. } = self.locate(lpn)? else {
+                return Err(FtlError::Invariant(format!(
+                    "LPN {lpn} is not in the secondary table"
+                )));
+            };
+            let (oob, read) = dev.read(from, Cause::GcData, t)?;
+            copies.push(GcCopy { from, oob, read });
+        }
+        let plan = std::mem::take(&mut self.plan);
+        let moved = plan
+            .iter()
+            .zip(&copies)
+            .try_for_each(|(&(lpn, new, dest), c)| {
+                let old = self.locate(lpn)?;
+                self.program(dev, new, c.oob, Src::Page(c.from), Cause::GcData, c.read)?;
+                self.remap(dev, lpn, old, new, dest)?;
+                self.ctr.gc_moved_back += 1;
+                self.stats.gc_pages_moved += 1;
+                Ok(())
+            });
+        self.plan = plan;
+        self.copies = copies;
+        moved
     }
 
     /// LPNs whose entry is in the primary table (HID `1 ..= 2^h − 2`).
