@@ -88,8 +88,8 @@ bin=target/release/learnedftl
 ftls=${FTLS:-$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ' ')}
 has_ftl() { [[ ",$ftls," == *",$1,"* ]]; }
 # HP-FTL's GC thrashes when a 15/16-full device is overwritten (quick: random 512 KiB x6
-# preconditioning WAF 73, 6.8 M GC events, 17 minutes; docs/reproduction.md), so the experiments
-# that overwrite the device leave it out unless FTLS names it.
+# preconditioning WAF 73, 6.8 M GC events, 2.5 minutes; docs/reproduction.md), so the
+# experiments that overwrite the device leave it out unless FTLS names it.
 write_ftls=$ftls
 [[ -z ${FTLS:-} ]] && write_ftls=$(echo ",$ftls," | sed 's/,hpftl,/,/; s/^,//; s/,$//')
 echo "preset $preset, seed $seed, FTLs $ftls (where the device is overwritten: $write_ftls)"
