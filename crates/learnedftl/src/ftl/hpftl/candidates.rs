@@ -72,6 +72,7 @@ impl CandidateIndex {
 mod tests {
     use super::*;
     use crate::mapping::HashKind;
+    use rand::{Rng, SeedableRng};
 
     #[test]
     fn live_lists_exactly_the_entries_hashing_to_a_block_through_churn() {
@@ -79,13 +80,10 @@ mod tests {
         let hashes = HashFamily::new(HashKind::Mix, 6, blocks, 7).unwrap();
         let mut sec = Secondary::new(64, 8, lpns);
         let mut idx = CandidateIndex::new(blocks);
-        let mut x = 99u64;
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(99);
         let mut max_records = 0;
         for step in 0..20_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let lpn = (x >> 33) as u32 % lpns;
+            let lpn = rng.gen_range(0..lpns);
             match sec.slot(lpn) {
                 Some(pos) => sec.remove(pos),
                 None if sec.free_slots() > 0 => {
@@ -96,7 +94,7 @@ mod tests {
             }
             max_records = max_records.max(idx.records);
             if step % 97 == 0 {
-                let b = (x >> 13) as u32 % blocks;
+                let b = rng.gen_range(0..blocks);
                 let mut want: Vec<u32> = sec
                     .entries()
                     .map(|(_, l, _)| l)

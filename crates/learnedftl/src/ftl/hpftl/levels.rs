@@ -132,6 +132,7 @@ impl FreeLevels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
 
     /// The plain scan the levels replace.
     fn scan(free: &[u32], lun: u32, bpl: u32, emptiest: bool, skip: &[u32]) -> Option<u32> {
@@ -149,13 +150,10 @@ mod tests {
         let (luns, bpl, ppb) = (3u32, 70u32, 8u32);
         let mut lv = FreeLevels::new(luns, bpl, ppb);
         let mut free = vec![ppb; (luns * bpl) as usize];
-        let mut x = 12345u64;
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(12345);
         for step in 0..5000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let b = (x >> 33) as u32 % (luns * bpl);
-            let to = if free[b as usize] > 0 && (x >> 20) % 8 != 0 {
+            let b = rng.gen_range(0..luns * bpl);
+            let to = if free[b as usize] > 0 && rng.gen_range(0..8) != 0 {
                 free[b as usize] - 1 // a program
             } else {
                 ppb // an erase
