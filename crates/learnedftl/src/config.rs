@@ -259,9 +259,27 @@ impl Geometry {
     }
 }
 
+/// How a LUN's timeline books an operation (`timing=`; docs/device.md "Timing").
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingMode {
+    /// FEMU's rule: start at `max(issue, busy_until)`; idle time before a later start is lost.
+    #[default]
+    Femu,
+    /// Gap-filling: an operation may use an idle interval left before `busy_until`.
+    Backfill,
+}
+
+/// Default bound on the idle gaps each LUN remembers under `timing=backfill`.
+pub const DEFAULT_BACKFILL_GAPS: u32 = 64;
+
 /// Flash operation latencies and the optional channel model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Timing {
+    /// How LUN timelines book operations (key `timing`).
+    pub mode: TimingMode,
+    /// Most idle gaps a LUN remembers under `timing=backfill` (the earliest is forgotten first).
+    pub backfill_gaps: u32,
     /// Page read (array to register), ns.
     pub read_ns: u64,
     /// Page program, ns.
@@ -338,6 +356,8 @@ impl DeviceConfig {
             preset: name.to_string(),
             geometry,
             timing: Timing {
+                mode: TimingMode::Femu,
+                backfill_gaps: DEFAULT_BACKFILL_GAPS,
                 read_ns: 40_000,
                 program_ns: 200_000,
                 erase_ns: 2_000_000,
@@ -356,7 +376,7 @@ impl DeviceConfig {
     /// A preset with the device keys of `params` applied (and removed from it), validated.
     ///
     /// Keys: the geometry fields, `logical_ratio` (logical / physical, replaces `logical_pages`),
-    /// the timing fields, the energy fields and `payloads`.
+    /// the timing fields (`timing=femu|backfill` sets `mode`), the energy fields and `payloads`.
     pub fn from_params(preset: &str, params: &mut Params) -> Result<Self, ConfigError> {
         let mut c = Self::preset(preset)?;
         let g = &mut c.geometry;
@@ -411,6 +431,25 @@ impl DeviceConfig {
         if let Some(v) = params.take_bool("channel_transfer")? {
             t.channel_transfer = v;
         }
+        t.mode = match params.take_str("timing").as_deref() {
+            None | Some("femu") => TimingMode::Femu,
+            Some("backfill") => TimingMode::Backfill,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    "timing",
+                    format!("'{other}': expected femu or backfill"),
+                ))
+            }
+        };
+        if let Some(v) = params.take::<u32>("backfill_gaps")? {
+            if t.mode != TimingMode::Backfill {
+                return Err(ConfigError::invalid(
+                    "backfill_gaps",
+                    "only applies with timing=backfill",
+                ));
+            }
+            t.backfill_gaps = v;
+        }
         let e = &mut c.energy;
         for (key, field) in [
             ("read_uj", &mut e.read_uj),
@@ -433,6 +472,15 @@ impl DeviceConfig {
         self.geometry.validate()?;
         if self.timing.channel_transfer && self.timing.channel_mb_s == 0 {
             return Err(ConfigError::invalid("channel_mb_s", "must be positive"));
+        }
+        // Gap filling is defined on LUN timelines only: a read holds its LUN and then the
+        // channel, and fitting both into the gaps of two timelines at once is not modelled.
+        if self.timing.mode == TimingMode::Backfill && self.timing.channel_transfer {
+            return Err(ConfigError::invalid(
+                "timing",
+                "timing=backfill cannot be combined with channel_transfer=on \
+                 (gap filling models LUN timelines only)",
+            ));
         }
         for (f, v) in [
             ("read_uj", self.energy.read_uj),

@@ -9,10 +9,20 @@ use learnedftl::workload::{HostIo, JobSpec, RwKind};
 use learnedftl::{DeviceConfig, Op, Params};
 use proptest::prelude::*;
 
-/// Parameter variants per FTL beyond its defaults (`key=value` lists).
+/// Parameter variants per FTL beyond its defaults (`key=value` lists; device keys too).
 const VARIANTS: &[(&str, &[&str])] = &[
     // A cache of ~100 entries: evictions and write-backs on almost every request.
     ("dftl", &["mapping_dram_bytes=1k"]),
+    // Gap-filling timelines: operations overtake others on their LUN (never on their block),
+    // with dependent translation reads, write-backs and GC copies booked in the future; one
+    // with a single remembered gap per LUN, so the bound drops gaps all the time.
+    ("dftl", &["timing=backfill", "mapping_dram_bytes=1k"]),
+    ("dftl", &["timing=backfill", "backfill_gaps=1"]),
+    (
+        "tpftl",
+        &["timing=backfill", "mapping_dram_bytes=1k", "node_bytes=16"],
+    ),
+    ("sftl", &["timing=backfill"]),
     ("tpftl", &["mapping_dram_bytes=1k", "node_bytes=16"]),
     ("tpftl", &["request_prefetch=off", "selective_prefetch=off"]),
     ("tpftl", &["cmt_ratio=0.5", "prefetch_threshold=1"]),
@@ -118,8 +128,8 @@ fn step() -> impl Strategy<Value = Step> {
 
 /// Fills the device, fragments it, then runs `steps` with every check on.
 fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> {
-    let cfg = DeviceConfig::preset("tiny").unwrap();
-    let params = Params::from_assignments(kv.iter().copied(), "test").unwrap();
+    let mut params = Params::from_assignments(kv.iter().copied(), "test").unwrap();
+    let cfg = DeviceConfig::from_params("tiny", &mut params).map_err(|e| e.to_string())?;
     let opts = SimOptions {
         check_invariants: false,
         ..SimOptions::checked()

@@ -5,13 +5,16 @@
 //! erasing a block with valid data, invalidating a page that is not valid) is a [`DeviceError`]:
 //! each means an FTL bug.
 
+mod backfill;
 mod payload;
 
+pub use backfill::BackfillCounters;
 pub use payload::{PayloadStore, Src};
 
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
-use crate::config::{AddrMath, DeviceConfig, Geometry};
+use crate::config::{AddrMath, DeviceConfig, Geometry, TimingMode};
 use crate::error::DeviceError;
+use backfill::{Access, Backfill};
 use serde::Serialize;
 
 /// Why a flash operation happened (SPEC §6).
@@ -157,18 +160,31 @@ pub struct Device {
     lun_busy: Vec<u64>,
     ch_busy: Vec<u64>,
     xfer_ns: u64,
+    /// Gap-filling timelines (`timing=backfill`); `None` under FEMU's rule.
+    backfill: Option<Backfill>,
     counters: FlashCounters,
     invalidations: u64,
     payload: Option<PayloadStore>,
 }
 
 impl Device {
-    /// An erased device.
+    /// An erased device. `cfg` should have passed [`DeviceConfig::validate`]; under
+    /// `timing=backfill` the channel model is ignored (validation refuses the combination).
     pub fn new(cfg: &DeviceConfig) -> Device {
         let geo = cfg.geometry.clone();
         let pages = geo.pages() as usize;
         let blocks = geo.blocks() as usize;
+        let t = &cfg.timing;
         Device {
+            backfill: (t.mode == TimingMode::Backfill).then(|| {
+                let shortest = t.read_ns.min(t.program_ns).min(t.erase_ns);
+                Backfill::new(
+                    geo.luns() as usize,
+                    blocks,
+                    t.backfill_gaps as usize,
+                    shortest,
+                )
+            }),
             xfer_ns: cfg.timing.transfer_ns(geo.page_size),
             oob: vec![Oob::default(); pages],
             valid: vec![0; pages.div_ceil(64)],
@@ -211,6 +227,25 @@ impl Device {
     /// Zeroes the operation counters (flash state and timing stay).
     pub fn reset_counters(&mut self) {
         self.counters = FlashCounters::default();
+        if let Some(b) = self.backfill.as_mut() {
+            b.reset_counters();
+        }
+    }
+    /// The gap-filling counters since the last reset (zero under `timing=femu`).
+    pub fn backfill_counters(&self) -> BackfillCounters {
+        self.backfill
+            .as_ref()
+            .map_or_else(BackfillCounters::default, Backfill::counters)
+    }
+    /// Tells the device that no operation will be issued before `t` from now on (the engine
+    /// calls it with each host request's arrival), so gap-filling timelines forget the idle
+    /// time before it. Operations issued earlier anyway are still booked correctly, only
+    /// without that idle time.
+    #[inline]
+    pub fn advance_floor(&mut self, t: SimTime) {
+        if let Some(b) = self.backfill.as_mut() {
+            b.advance_floor(t.0);
+        }
     }
     /// The payload store, if payloads are kept.
     pub fn payloads(&self) -> Option<&PayloadStore> {
@@ -292,7 +327,8 @@ impl Device {
     pub fn lines_valid(&self) -> &[u32] {
         &self.line_valid
     }
-    /// When the LUN holding `ppa` is next idle.
+    /// When the LUN holding `ppa` is next idle (after its last booked operation; under
+    /// `timing=backfill` it may have idle gaps before that).
     #[inline]
     pub fn lun_free_at(&self, ppa: Ppa) -> SimTime {
         SimTime(self.lun_busy[self.math.lun_of(ppa) as usize])
@@ -300,8 +336,12 @@ impl Device {
 
     /// Reserves the LUN (and channel) for an operation issued at `t`; returns its completion.
     #[inline]
-    fn occupy(&mut self, ppa: Ppa, t: SimTime, array_ns: u64, data_out: bool) -> SimTime {
+    fn occupy(&mut self, ppa: Ppa, t: SimTime, array_ns: u64, access: Access) -> SimTime {
         let lun = self.math.lun_of(ppa) as usize;
+        if let Some(b) = self.backfill.as_mut() {
+            let blk = self.math.block_of(ppa) as usize;
+            return SimTime(b.book(lun, &mut self.lun_busy[lun], blk, t.0, array_ns, access));
+        }
         if self.xfer_ns == 0 {
             let start = t.0.max(self.lun_busy[lun]);
             let end = start + array_ns;
@@ -309,7 +349,7 @@ impl Device {
             return SimTime(end);
         }
         let ch = self.math.channel_of_lun(lun as u32) as usize;
-        let end = if data_out {
+        let end = if access == Access::Read {
             // Read: array to register, then the register over the channel; the LUN is held
             // until its register is drained.
             let array_end = t.0.max(self.lun_busy[lun]) + array_ns;
@@ -339,7 +379,7 @@ impl Device {
             return Err(DeviceError::ReadErased(ppa));
         }
         self.counters.reads[cause as usize] += 1;
-        let done = self.occupy(ppa, t, self.cfg.timing.read_ns, true);
+        let done = self.occupy(ppa, t, self.cfg.timing.read_ns, Access::Read);
         Ok((self.oob[ppa.idx()], done))
     }
 
@@ -375,7 +415,7 @@ impl Device {
             p.on_program(ppa, oob, src);
         }
         self.counters.programs[cause as usize] += 1;
-        Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, false))
+        Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, Access::Program))
     }
 
     /// Marks a valid page invalid (its data is superseded or trimmed). Costs no time.
@@ -418,7 +458,7 @@ impl Device {
         self.blk_next[b] = 0;
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;
-        Ok(self.occupy(first, t, self.cfg.timing.erase_ns, false))
+        Ok(self.occupy(first, t, self.cfg.timing.erase_ns, Access::Erase))
     }
 
     /// Erase counts over all blocks.
@@ -444,6 +484,7 @@ impl Device {
                 * 4
             + self.line_valid.capacity() * 4
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
+            + self.backfill.as_ref().map_or(0, Backfill::state_bytes)
     }
 
     /// Checks that every block's and line's valid count matches the valid bitmap, and that no
@@ -480,6 +521,7 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TimingMode;
     use crate::params::Params;
 
     fn tiny() -> Device {
@@ -627,6 +669,69 @@ mod tests {
         assert_eq!(tb, SimTime(2 * 10_240 + 200_000));
         let (_, r) = d.read(a, Cause::User, SimTime(1_000_000)).unwrap();
         assert_eq!(r, SimTime(1_000_000 + 40_000 + 10_240));
+    }
+
+    fn with(kv: &[&str]) -> Result<DeviceConfig, crate::error::ConfigError> {
+        let mut p = Params::from_assignments(kv.iter().copied(), "t").unwrap();
+        DeviceConfig::from_params("tiny", &mut p)
+    }
+
+    #[test]
+    fn timing_keys_are_checked() {
+        assert_eq!(with(&[]).unwrap().timing.mode, TimingMode::Femu);
+        let c = with(&["timing=backfill", "backfill_gaps=7"]).unwrap();
+        assert_eq!(
+            (c.timing.mode, c.timing.backfill_gaps),
+            (TimingMode::Backfill, 7)
+        );
+        assert!(with(&["timing=lazy"])
+            .unwrap_err()
+            .to_string()
+            .contains("expected femu or backfill"));
+        assert!(with(&["backfill_gaps=7"])
+            .unwrap_err()
+            .to_string()
+            .contains("timing=backfill"));
+        let e = with(&["timing=backfill", "channel_transfer=on"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("timing=backfill") && e.contains("channel_transfer=on"),
+            "{e}"
+        );
+    }
+
+    /// Block 0 page 0 programmed at 0, block 1 page 0 programmed late at 1 ms (as a dependent
+    /// operation would be), then block 0 page 0 read at 300 µs: its completion.
+    fn read_after_a_late_program(kv: &[&str]) -> (SimTime, BackfillCounters) {
+        let mut d = Device::new(&with(kv).unwrap());
+        let ppb = d.geo().pages_per_block;
+        assert_eq!(d.math().lun_of(Ppa(0)), d.math().lun_of(Ppa(ppb)));
+        let oob = Oob::data(Lpn(0), 1);
+        d.program(Ppa(0), oob, Src::Host, Cause::User, SimTime(0))
+            .unwrap();
+        let late = d
+            .program(Ppa(ppb), oob, Src::Host, Cause::GcData, SimTime(1_000_000))
+            .unwrap();
+        assert_eq!(late, SimTime(1_200_000));
+        let (_, r) = d.read(Ppa(0), Cause::User, SimTime(300_000)).unwrap();
+        assert_eq!(d.drained_at(), SimTime(1_200_000.max(r.0)));
+        (r, d.backfill_counters())
+    }
+
+    #[test]
+    fn backfill_uses_the_idle_time_femu_loses() {
+        // FEMU: the read queues behind the late program although the LUN idles until 1 ms.
+        assert_eq!(
+            read_after_a_late_program(&[]),
+            (SimTime(1_240_000), BackfillCounters::default())
+        );
+        let (r, c) = read_after_a_late_program(&["timing=backfill"]);
+        assert_eq!(r, SimTime(340_000));
+        assert_eq!((c.ops_in_gaps, c.gaps_dropped), (1, 0));
+        // No remembered gap: FEMU's times.
+        let (r, _) = read_after_a_late_program(&["timing=backfill", "backfill_gaps=0"]);
+        assert_eq!(r, SimTime(1_240_000));
     }
 
     #[test]

@@ -317,6 +317,9 @@ impl Simulator {
             });
         }
         self.last_arrival = io.arrival;
+        // Requests are served in arrival order and no FTL issues work before its request
+        // arrived, so idle LUN time before this arrival can never be used again.
+        self.dev.advance_floor(io.arrival);
         let (lpn, pages) = if io.op == Op::Flush {
             (0, 0)
         } else {

@@ -150,8 +150,17 @@ pub fn detail_table(r: &RunReport) -> String {
         d.row(vec![part.clone(), format!("{b} ({})", human_bytes(*b))]);
     }
     let l = &m.lookups;
+    let bf = &m.flash.backfill;
+    let backfill = if bf.ops_in_gaps + bf.gaps_dropped > 0 {
+        format!(
+            "backfill: {} operations in idle gaps, {} gaps dropped at the bound\n",
+            bf.ops_in_gaps, bf.gaps_dropped
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{}\nerases: {}  wear min/mean/max: {}/{:.2}/{}  energy: {:.3} J\n\
+        "{}\nerases: {}  wear min/mean/max: {}/{:.2}/{}  energy: {:.3} J\n{backfill}\
          page reads: {} (none {}, single {}, double {}, triple {})  CMT hit {}  model hit {}\n\n{}",
         t.render(),
         m.flash.erases,

@@ -2,7 +2,7 @@
 //! phase runs ([`Collector`]) and the finished, serialisable numbers ([`Metrics`]).
 
 use crate::addr::SimTime;
-use crate::device::{Cause, Device, Wear};
+use crate::device::{BackfillCounters, Cause, Device, Wear};
 use crate::ftl::{Ftl, Op};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -95,6 +95,8 @@ pub struct FlashOps {
     pub programs: BTreeMap<&'static str, u64>,
     /// Block erases.
     pub erases: u64,
+    /// Gap filling under `timing=backfill` (zeros under `timing=femu`).
+    pub backfill: BackfillCounters,
 }
 
 /// Garbage collection.
@@ -325,6 +327,7 @@ impl Collector {
                 reads: by_cause(&c.reads),
                 programs: by_cause(&c.programs),
                 erases: c.total_erases(),
+                backfill: dev.backfill_counters(),
             },
             waf: if self.page_writes > 0 {
                 c.total_programs() as f64 / self.page_writes as f64

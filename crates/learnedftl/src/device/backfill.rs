@@ -1,0 +1,420 @@
+//! Gap-filling LUN timelines (`timing=backfill`, docs/device.md "Timing").
+//!
+//! Under FEMU's rule an operation issued at `t` on a LUN busy until `b < t` starts at `t`, and
+//! the LUN's idle interval `[b, t)` is lost: every operation booked later queues behind it. The
+//! engine serves requests one at a time, so an operation that depends on another (the data read
+//! after a translation read, the program of a write-back or a GC copy after its read) is booked
+//! in the future, and requests served afterwards but arriving earlier could have used that
+//! interval. Here each LUN remembers such intervals (its gaps) and an operation takes the
+//! earliest one at or after its issue time that holds its whole duration, else the tail as
+//! under FEMU.
+//!
+//! Overtaking is only allowed between blocks: an operation never starts before the operations
+//! already booked on its own block that it depends on (see [`Backfill::book`]), so a page is
+//! never read before it is programmed, pages of a block are programmed in order, and a block is
+//! erased after every read of it.
+
+use serde::Serialize;
+
+/// An idle interval `[start, end)` of a LUN before its busy-until time, ns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Gap {
+    start: u64,
+    end: u64,
+}
+
+/// What an operation does to its block (decides what it must wait for).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Access {
+    /// A page read: after the block's latest program or erase.
+    Read,
+    /// A page program: after the block's latest program or erase (pages in order).
+    Program,
+    /// A block erase: after every operation on the block.
+    Erase,
+}
+
+/// Counters of the gap-filling timelines since the last reset.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BackfillCounters {
+    /// Operations placed in an idle gap instead of at the tail of their LUN.
+    pub ops_in_gaps: u64,
+    /// Usable gaps forgotten because their LUN already held `backfill_gaps` of them.
+    pub gaps_dropped: u64,
+}
+
+/// The gap lists of every LUN and the per-block ordering constraints.
+#[derive(Clone, Debug)]
+pub(super) struct Backfill {
+    /// Per LUN, disjoint and sorted (so both starts and ends increase), each at least
+    /// `min_op_ns` long and ending at or before the LUN's busy-until time.
+    gaps: Vec<Vec<Gap>>,
+    max_gaps: usize,
+    /// The shortest operation: a shorter gap can never be used.
+    min_op_ns: u64,
+    /// No operation is issued before this (the latest host arrival): gaps ending too soon after
+    /// it are dead.
+    floor: u64,
+    /// Per block: completion of its latest program or erase.
+    written: Vec<u64>,
+    /// Per block: completion of its latest operation of any kind.
+    touched: Vec<u64>,
+    counters: BackfillCounters,
+}
+
+impl Backfill {
+    /// Empty timelines for `luns` LUNs and `blocks` blocks, remembering at most `max_gaps` gaps
+    /// per LUN; `min_op_ns` is the shortest operation latency.
+    pub(super) fn new(luns: usize, blocks: usize, max_gaps: usize, min_op_ns: u64) -> Backfill {
+        Backfill {
+            gaps: vec![Vec::new(); luns],
+            max_gaps,
+            min_op_ns: min_op_ns.max(1),
+            floor: 0,
+            written: vec![0; blocks],
+            touched: vec![0; blocks],
+            counters: BackfillCounters::default(),
+        }
+    }
+
+    /// Notes that no operation will be issued before `t` any more.
+    #[inline]
+    pub(super) fn advance_floor(&mut self, t: u64) {
+        self.floor = self.floor.max(t);
+    }
+
+    pub(super) fn counters(&self) -> BackfillCounters {
+        self.counters
+    }
+
+    pub(super) fn reset_counters(&mut self) {
+        self.counters = BackfillCounters::default();
+    }
+
+    /// Heap bytes of this state.
+    pub(super) fn state_bytes(&self) -> usize {
+        self.gaps
+            .iter()
+            .map(|g| g.capacity() * std::mem::size_of::<Gap>())
+            .sum::<usize>()
+            + self.gaps.capacity() * std::mem::size_of::<Vec<Gap>>()
+            + (self.written.capacity() + self.touched.capacity()) * 8
+    }
+
+    /// Books an operation of `dur` ns issued at `t` on block `blk` of `lun`, whose busy-until
+    /// time is `busy`; returns its completion (at least `t + dur`).
+    ///
+    /// The operation is issued no earlier than the block's operations it must follow ([`Access`]);
+    /// from there it takes the earliest gap that holds it, else the LUN's tail.
+    #[inline]
+    pub(super) fn book(
+        &mut self,
+        lun: usize,
+        busy: &mut u64,
+        blk: usize,
+        t: u64,
+        dur: u64,
+        access: Access,
+    ) -> u64 {
+        let after = match access {
+            Access::Read | Access::Program => self.written[blk],
+            Access::Erase => self.touched[blk],
+        };
+        let end = self.place(lun, busy, t.max(after), dur) + dur;
+        self.touched[blk] = self.touched[blk].max(end);
+        if access != Access::Read {
+            // Programs and erases start after the block's latest program or erase.
+            self.written[blk] = end;
+        }
+        end
+    }
+
+    /// The start of an operation of `dur` ns issued at `t` on `lun`: the earliest gap that
+    /// holds it (split around it), else the tail (leaving `[busy, t)` as a new gap).
+    fn place(&mut self, lun: usize, busy: &mut u64, t: u64, dur: u64) -> u64 {
+        let gaps = &mut self.gaps[lun];
+        // Ends increase, so the dead gaps (no room for any operation at or after the floor) are
+        // a prefix.
+        let dead = gaps.partition_point(|g| g.end < self.floor + self.min_op_ns);
+        gaps.drain(..dead);
+        let from = gaps.partition_point(|g| g.end < t + dur);
+        let fit = gaps[from..]
+            .iter()
+            .position(|g| g.start.max(t) + dur <= g.end);
+        if let Some(i) = fit.map(|i| from + i) {
+            let g = gaps[i];
+            let start = g.start.max(t);
+            let rest = [
+                Gap {
+                    start: g.start,
+                    end: start,
+                },
+                Gap {
+                    start: start + dur,
+                    end: g.end,
+                },
+            ];
+            let mut keep = rest.iter().filter(|r| r.end - r.start >= self.min_op_ns);
+            match (keep.next(), keep.next()) {
+                (None, _) => {
+                    gaps.remove(i);
+                }
+                (Some(&a), None) => gaps[i] = a,
+                (Some(&a), Some(&b)) => {
+                    gaps[i] = a;
+                    gaps.insert(i + 1, b);
+                    self.bound(lun);
+                }
+            }
+            self.counters.ops_in_gaps += 1;
+            return start;
+        }
+        let start = t.max(*busy);
+        if t >= *busy + self.min_op_ns {
+            gaps.push(Gap {
+                start: *busy,
+                end: t,
+            });
+            self.bound(lun);
+        }
+        *busy = start + dur;
+        start
+    }
+
+    /// Forgets `lun`'s earliest gap if it holds more than the bound.
+    fn bound(&mut self, lun: usize) {
+        let gaps = &mut self.gaps[lun];
+        if gaps.len() > self.max_gaps {
+            gaps.remove(0);
+            self.counters.gaps_dropped += 1;
+        }
+    }
+
+    /// `lun`'s gaps as `(start, end)` pairs (for tests).
+    #[cfg(test)]
+    fn gaps(&self, lun: usize) -> Vec<(u64, u64)> {
+        self.gaps[lun].iter().map(|g| (g.start, g.end)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R: u64 = 40;
+    const P: u64 = 200;
+    const E: u64 = 2000;
+
+    /// One LUN, four blocks, up to `max` gaps, shortest operation a read.
+    fn lun(max: usize) -> (Backfill, u64) {
+        (Backfill::new(1, 4, max, R), 0)
+    }
+
+    #[test]
+    fn a_late_operation_leaves_a_gap_that_a_later_booking_fills() {
+        let (mut b, mut busy) = lun(8);
+        // A dependent read issued at 500 on an idle LUN: [0, 500) is a gap.
+        assert_eq!(b.book(0, &mut busy, 0, 500, R, Access::Read), 540);
+        assert_eq!(busy, 540);
+        assert_eq!(b.gaps(0), vec![(0, 500)]);
+        // A request arriving at 100 reads another block: it fits at 100, splitting the gap.
+        assert_eq!(b.book(0, &mut busy, 1, 100, R, Access::Read), 140);
+        assert_eq!(b.gaps(0), vec![(0, 100), (140, 500)]);
+        // A program fits in the second part, at its start.
+        assert_eq!(b.book(0, &mut busy, 2, 120, P, Access::Program), 340);
+        assert_eq!(b.gaps(0), vec![(0, 100), (340, 500)]);
+        assert_eq!(busy, 540);
+        assert_eq!(b.counters().ops_in_gaps, 2);
+    }
+
+    #[test]
+    fn an_operation_that_fits_no_gap_goes_to_the_tail() {
+        let (mut b, mut busy) = lun(8);
+        b.book(0, &mut busy, 0, 150, R, Access::Read);
+        assert_eq!(b.gaps(0), vec![(0, 150)]);
+        // 200 ns do not fit in 150: the tail, as under FEMU.
+        assert_eq!(b.book(0, &mut busy, 1, 0, P, Access::Program), 390);
+        // An erase issued inside the gap cannot use it either.
+        assert_eq!(b.book(0, &mut busy, 2, 10, E, Access::Erase), 2390);
+        assert_eq!(b.gaps(0), vec![(0, 150)]);
+        assert_eq!(b.counters().ops_in_gaps, 0);
+    }
+
+    #[test]
+    fn the_earliest_fitting_gap_at_or_after_the_issue_time_wins() {
+        let (mut b, mut busy) = lun(8);
+        b.book(0, &mut busy, 0, 100, R, Access::Read); // gap [0, 100)
+        b.book(0, &mut busy, 0, 400, R, Access::Read); // gap [140, 400)
+        b.book(0, &mut busy, 0, 1000, R, Access::Read); // gap [440, 1000)
+        assert_eq!(b.gaps(0), vec![(0, 100), (140, 400), (440, 1000)]);
+        // Issued at 90: [90, 100) is too short, so the read starts at 140.
+        assert_eq!(b.book(0, &mut busy, 1, 90, R, Access::Read), 180);
+        // A program at 0 skips the 100 ns gap for the 220 ns one; the next skips both.
+        assert_eq!(b.book(0, &mut busy, 2, 0, P, Access::Program), 380);
+        assert_eq!(b.book(0, &mut busy, 3, 0, P, Access::Program), 640);
+        assert_eq!(b.gaps(0), vec![(0, 100), (640, 1000)]);
+    }
+
+    #[test]
+    fn remnants_shorter_than_any_operation_are_not_kept() {
+        let (mut b, mut busy) = lun(8);
+        b.book(0, &mut busy, 0, 250, R, Access::Read); // gap [0, 250)
+                                                       // A program at 20 leaves [0, 20) and [220, 250): both shorter than a read.
+        assert_eq!(b.book(0, &mut busy, 1, 20, P, Access::Program), 220);
+        assert!(b.gaps(0).is_empty());
+        // Idle time shorter than a read before a late operation is not a gap either.
+        let late = busy + R - 1;
+        b.book(0, &mut busy, 0, late, R, Access::Read);
+        assert!(b.gaps(0).is_empty());
+    }
+
+    #[test]
+    fn gaps_die_at_the_floor_and_beyond_the_bound() {
+        let (mut b, mut busy) = lun(2);
+        b.book(0, &mut busy, 0, 100, R, Access::Read); // [0, 100)
+        b.book(0, &mut busy, 0, 300, R, Access::Read); // [140, 300)
+        b.book(0, &mut busy, 0, 500, R, Access::Read); // [340, 500): [0, 100) dropped
+        assert_eq!(b.gaps(0), vec![(140, 300), (340, 500)]);
+        assert_eq!(b.counters().gaps_dropped, 1);
+        // Nothing is issued before 270 any more: [270, 300) cannot hold a read, so the gap
+        // is dead and the next read issued at 0 gets [340, 380).
+        b.advance_floor(270);
+        assert_eq!(b.book(0, &mut busy, 1, 0, R, Access::Read), 380);
+        assert_eq!(b.gaps(0), vec![(380, 500)]);
+        // Splitting a gap in two counts against the bound as well.
+        b.book(0, &mut busy, 0, 900, R, Access::Read); // [540, 900)
+        assert_eq!(b.book(0, &mut busy, 1, 600, R, Access::Read), 640);
+        assert_eq!(b.gaps(0), vec![(540, 600), (640, 900)]);
+        assert_eq!(b.counters().gaps_dropped, 2);
+        b.reset_counters();
+        assert_eq!(b.counters(), BackfillCounters::default());
+    }
+
+    #[test]
+    fn operations_keep_their_order_within_a_block() {
+        let (mut b, mut busy) = lun(8);
+        // Page 0 of block 0 programmed late (a GC copy after its read): gap [0, 1000).
+        assert_eq!(b.book(0, &mut busy, 0, 1000, P, Access::Program), 1200);
+        // A read of it issued earlier in simulated time still waits for the program.
+        assert_eq!(b.book(0, &mut busy, 0, 10, R, Access::Read), 1240);
+        // The next page of block 0 is programmed after page 0, not in the gap before it.
+        assert_eq!(b.book(0, &mut busy, 0, 0, P, Access::Program), 1440);
+        // Another block's read uses the gap.
+        assert_eq!(b.book(0, &mut busy, 1, 10, R, Access::Read), 50);
+        assert_eq!(b.gaps(0), vec![(50, 1000)]);
+    }
+
+    #[test]
+    fn an_erase_follows_every_read_of_its_block_and_programs_follow_the_erase() {
+        let (mut b, mut busy) = lun(8);
+        b.book(0, &mut busy, 0, 10_000, R, Access::Read); // gap [0, 10000)
+                                                          // Two reads of block 2 (GC reading its valid pages); reads may overtake each other.
+        assert_eq!(b.book(0, &mut busy, 2, 5000, R, Access::Read), 5040);
+        assert_eq!(b.book(0, &mut busy, 2, 3000, R, Access::Read), 3040);
+        // The erase, issued at 0, would fit at [0, 2000) but must follow both reads.
+        assert_eq!(b.book(0, &mut busy, 2, 0, E, Access::Erase), 5040 + E);
+        // Block 2's first program after the erase, issued at 0, comes after it; block 3's
+        // read does not wait.
+        assert_eq!(b.book(0, &mut busy, 2, 0, P, Access::Program), 5040 + E + P);
+        assert_eq!(b.book(0, &mut busy, 3, 0, R, Access::Read), R);
+    }
+
+    /// What the operations booked so far imply: per-LUN busy intervals and per-block times.
+    #[derive(Default)]
+    struct Schedule {
+        booked: Vec<Vec<(u64, u64)>>,
+        written: Vec<u64>,
+        touched: Vec<u64>,
+    }
+
+    impl Schedule {
+        fn new(luns: usize, blocks: usize) -> Schedule {
+            Schedule {
+                booked: vec![Vec::new(); luns],
+                written: vec![0; blocks],
+                touched: vec![0; blocks],
+            }
+        }
+        /// The earliest an operation may start by the block rule.
+        fn issue(&self, blk: usize, t: u64, access: Access) -> u64 {
+            t.max(match access {
+                Access::Erase => self.touched[blk],
+                _ => self.written[blk],
+            })
+        }
+        /// The earliest start at or after `t0` where `dur` overlaps nothing on `lun`.
+        fn earliest_fit(&self, lun: usize, t0: u64, dur: u64) -> u64 {
+            let b = &self.booked[lun];
+            let mut starts: Vec<u64> = b.iter().map(|&(_, e)| e).filter(|&e| e > t0).collect();
+            starts.push(t0);
+            starts.sort_unstable();
+            let free = |s: u64| b.iter().all(|&(a, e)| s + dur <= a || s >= e);
+            starts.into_iter().find(|&s| free(s)).unwrap_or(t0)
+        }
+        /// Checks that an operation booked at `start` is legal, and records it.
+        fn record(&mut self, lun: usize, blk: usize, t: u64, dur: u64, access: Access, start: u64) {
+            assert!(start >= self.issue(blk, t, access), "block order broken");
+            let end = start + dur;
+            assert!(
+                self.booked[lun]
+                    .iter()
+                    .all(|&(a, e)| end <= a || start >= e),
+                "overlap on LUN {lun} at [{start}, {end})"
+            );
+            self.booked[lun].push((start, end));
+            self.touched[blk] = self.touched[blk].max(end);
+            if access != Access::Read {
+                self.written[blk] = end;
+            }
+        }
+    }
+
+    /// `(lun, block within the LUN, issue offset past the floor, floor step, kind)`.
+    fn ops() -> impl Strategy<Value = Vec<(usize, usize, u64, u64, u8)>> {
+        prop::collection::vec(
+            (0usize..2, 0usize..3, 0u64..3000, 0u64..60, 0u8..10),
+            1..200,
+        )
+    }
+
+    fn kind(k: u8) -> (u64, Access) {
+        match k {
+            0..=5 => (R, Access::Read),
+            6..=8 => (P, Access::Program),
+            _ => (E, Access::Erase),
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// With room for every gap, each operation starts at the earliest legal time: the
+        /// first instant at or after its issue (and its block's preceding operations) where its
+        /// whole duration is idle. With a tight bound it stays legal; with none it is FEMU.
+        #[test]
+        fn bookings_are_legal_earliest_fits_and_femu_without_gaps(ops in ops()) {
+            for max in [1000, 2, 0] {
+                let mut b = Backfill::new(2, 6, max, R);
+                let mut busy = [0u64; 2];
+                let mut sched = Schedule::new(2, 6);
+                let mut floor = 0;
+                for &(lun, blk, ahead, step, k) in &ops {
+                    floor += step;
+                    b.advance_floor(floor);
+                    let (dur, access) = kind(k);
+                    let (blk, t) = (lun * 3 + blk, floor + ahead);
+                    let femu = t.max(busy[lun]);
+                    let best = sched.earliest_fit(lun, sched.issue(blk, t, access), dur);
+                    let end = b.book(lun, &mut busy[lun], blk, t, dur, access);
+                    let start = end - dur;
+                    sched.record(lun, blk, t, dur, access, start);
+                    match max {
+                        1000 => prop_assert_eq!(start, best),
+                        0 => prop_assert_eq!(start, femu),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+}
