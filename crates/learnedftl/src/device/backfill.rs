@@ -106,7 +106,8 @@ impl Backfill {
     ///
     /// The operation is issued no earlier than the block's operations it must follow ([`Access`]);
     /// from there it takes the earliest gap that holds it, else the LUN's tail.
-    #[inline]
+    // Out of line: inlined into every read and program it would bloat FEMU's path.
+    #[inline(never)]
     pub(super) fn book(
         &mut self,
         lun: usize,

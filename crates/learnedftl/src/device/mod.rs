@@ -161,7 +161,7 @@ pub struct Device {
     ch_busy: Vec<u64>,
     xfer_ns: u64,
     /// Gap-filling timelines (`timing=backfill`); `None` under FEMU's rule.
-    backfill: Option<Backfill>,
+    backfill: Option<Box<Backfill>>,
     counters: FlashCounters,
     invalidations: u64,
     payload: Option<PayloadStore>,
@@ -178,12 +178,13 @@ impl Device {
         Device {
             backfill: (t.mode == TimingMode::Backfill).then(|| {
                 let shortest = t.read_ns.min(t.program_ns).min(t.erase_ns);
-                Backfill::new(
+                // Boxed: FEMU's hot fields stay as compact as without it.
+                Box::new(Backfill::new(
                     geo.luns() as usize,
                     blocks,
                     t.backfill_gaps as usize,
                     shortest,
-                )
+                ))
             }),
             xfer_ns: cfg.timing.transfer_ns(geo.page_size),
             oob: vec![Oob::default(); pages],
@@ -235,7 +236,7 @@ impl Device {
     pub fn backfill_counters(&self) -> BackfillCounters {
         self.backfill
             .as_ref()
-            .map_or_else(BackfillCounters::default, Backfill::counters)
+            .map_or_else(BackfillCounters::default, |b| b.counters())
     }
     /// Tells the device that no operation will be issued before `t` from now on (the engine
     /// calls it with each host request's arrival), so gap-filling timelines forget the idle
@@ -335,14 +336,16 @@ impl Device {
     }
 
     /// Reserves the LUN (and channel) for an operation issued at `t`; returns its completion.
-    #[inline]
+    // Always inlined: every page operation passes here, and the extra mode test must not cost
+    // FEMU's path a call.
+    #[inline(always)]
     fn occupy(&mut self, ppa: Ppa, t: SimTime, array_ns: u64, access: Access) -> SimTime {
         let lun = self.math.lun_of(ppa) as usize;
-        if let Some(b) = self.backfill.as_mut() {
-            let blk = self.math.block_of(ppa) as usize;
-            return SimTime(b.book(lun, &mut self.lun_busy[lun], blk, t.0, array_ns, access));
-        }
         if self.xfer_ns == 0 {
+            if let Some(b) = self.backfill.as_mut() {
+                let blk = self.math.block_of(ppa) as usize;
+                return SimTime(b.book(lun, &mut self.lun_busy[lun], blk, t.0, array_ns, access));
+            }
             let start = t.0.max(self.lun_busy[lun]);
             let end = start + array_ns;
             self.lun_busy[lun] = end;
@@ -484,7 +487,7 @@ impl Device {
                 * 4
             + self.line_valid.capacity() * 4
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
-            + self.backfill.as_ref().map_or(0, Backfill::state_bytes)
+            + self.backfill.as_ref().map_or(0, |b| b.state_bytes())
     }
 
     /// Checks that every block's and line's valid count matches the valid bitmap, and that no
