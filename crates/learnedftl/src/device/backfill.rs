@@ -9,10 +9,9 @@
 //! earliest one at or after its issue time that holds its whole duration, else the tail as
 //! under FEMU.
 //!
-//! Overtaking is only allowed between blocks: an operation never starts before the operations
-//! already booked on its own block that it depends on (see [`Backfill::book`]), so a page is
-//! never read before it is programmed, pages of a block are programmed in order, and a block is
-//! erased after every read of it.
+//! An operation never overtakes one it physically depends on (see [`Access`]): a page is never
+//! read before its program completes, the pages of a block are programmed in order, and a block
+//! is erased after every operation on it.
 
 use serde::Serialize;
 
@@ -23,13 +22,13 @@ struct Gap {
     end: u64,
 }
 
-/// What an operation does to its block (decides what it must wait for).
+/// What an operation does (decides what it must wait for); pages are global page indices.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum Access {
-    /// A page read: after the block's latest program or erase.
-    Read,
-    /// A page program: after the block's latest program or erase (pages in order).
-    Program,
+    /// A read of a page: after that page's program.
+    Read(u32),
+    /// A program of a page: after its block's latest program or erase (pages in order).
+    Program(u32),
     /// A block erase: after every operation on the block.
     Erase,
 }
@@ -55,6 +54,9 @@ pub(super) struct Backfill {
     /// No operation is issued before this (the latest host arrival): gaps ending too soon after
     /// it are dead.
     floor: u64,
+    /// Per page: completion of its latest program. Per page rather than per block: a block
+    /// being filled would otherwise hold every read of it behind its newest program.
+    programmed: Vec<u64>,
     /// Per block: completion of its latest program or erase.
     written: Vec<u64>,
     /// Per block: completion of its latest operation of any kind.
@@ -63,10 +65,17 @@ pub(super) struct Backfill {
 }
 
 impl Backfill {
-    /// Empty timelines for `luns` LUNs and `blocks` blocks, remembering at most `max_gaps` gaps
-    /// per LUN; `min_op_ns` is the shortest operation latency.
-    pub(super) fn new(luns: usize, blocks: usize, max_gaps: usize, min_op_ns: u64) -> Backfill {
+    /// Empty timelines for `luns` LUNs, `blocks` blocks and `pages` pages, remembering at most
+    /// `max_gaps` gaps per LUN; `min_op_ns` is the shortest operation latency.
+    pub(super) fn new(
+        luns: usize,
+        blocks: usize,
+        pages: usize,
+        max_gaps: usize,
+        min_op_ns: u64,
+    ) -> Backfill {
         Backfill {
+            programmed: vec![0; pages],
             gaps: vec![Vec::new(); luns],
             max_gaps,
             min_op_ns: min_op_ns.max(1),
@@ -98,14 +107,14 @@ impl Backfill {
             .map(|g| g.capacity() * std::mem::size_of::<Gap>())
             .sum::<usize>()
             + self.gaps.capacity() * std::mem::size_of::<Vec<Gap>>()
-            + (self.written.capacity() + self.touched.capacity()) * 8
+            + (self.programmed.capacity() + self.written.capacity() + self.touched.capacity()) * 8
     }
 
     /// Books an operation of `dur` ns issued at `t` on block `blk` of `lun`, whose busy-until
     /// time is `busy`; returns its completion (at least `t + dur`).
     ///
-    /// The operation is issued no earlier than the block's operations it must follow ([`Access`]);
-    /// from there it takes the earliest gap that holds it, else the LUN's tail.
+    /// The operation is issued no earlier than the operations it must follow ([`Access`]); from
+    /// there it takes the earliest gap that holds it, else the LUN's tail.
     // Out of line: inlined into every read and program it would bloat FEMU's path.
     #[inline(never)]
     pub(super) fn book(
@@ -118,14 +127,19 @@ impl Backfill {
         access: Access,
     ) -> u64 {
         let after = match access {
-            Access::Read | Access::Program => self.written[blk],
+            Access::Read(page) => self.programmed[page as usize],
+            Access::Program(_) => self.written[blk],
             Access::Erase => self.touched[blk],
         };
         let end = self.place(lun, busy, t.max(after), dur) + dur;
         self.touched[blk] = self.touched[blk].max(end);
-        if access != Access::Read {
-            // Programs and erases start after the block's latest program or erase.
-            self.written[blk] = end;
+        match access {
+            Access::Read(_) => {}
+            Access::Program(page) => {
+                self.programmed[page as usize] = end;
+                self.written[blk] = end;
+            }
+            Access::Erase => self.written[blk] = end,
         }
         end
     }
@@ -135,14 +149,13 @@ impl Backfill {
     fn place(&mut self, lun: usize, busy: &mut u64, t: u64, dur: u64) -> u64 {
         let gaps = &mut self.gaps[lun];
         // Ends increase, so the dead gaps (no room for any operation at or after the floor) are
-        // a prefix.
-        let dead = gaps.partition_point(|g| g.end < self.floor + self.min_op_ns);
+        // a prefix. Linear scans: the lists are short and contiguous, and a binary search's
+        // dependent loads cost more than reading them in order.
+        let live = self.floor + self.min_op_ns;
+        let dead = gaps.iter().take_while(|g| g.end < live).count();
         gaps.drain(..dead);
-        let from = gaps.partition_point(|g| g.end < t + dur);
-        let fit = gaps[from..]
-            .iter()
-            .position(|g| g.start.max(t) + dur <= g.end);
-        if let Some(i) = fit.map(|i| from + i) {
+        let fit = gaps.iter().position(|g| g.start.max(t) + dur <= g.end);
+        if let Some(i) = fit {
             let g = gaps[i];
             let start = g.start.max(t);
             let rest = [
@@ -201,28 +214,39 @@ impl Backfill {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     const R: u64 = 40;
     const P: u64 = 200;
     const E: u64 = 2000;
+    /// Pages per block in these tests.
+    const PPB: u32 = 8;
 
-    /// One LUN, four blocks, up to `max` gaps, shortest operation a read.
+    /// One LUN of four blocks, up to `max` gaps, shortest operation a read.
     fn lun(max: usize) -> (Backfill, u64) {
-        (Backfill::new(1, 4, max, R), 0)
+        (Backfill::new(1, 4, 4 * PPB as usize, max, R), 0)
+    }
+    /// Reading page `pg` of block `blk`.
+    fn rd(blk: u32, pg: u32) -> Access {
+        Access::Read(blk * PPB + pg)
+    }
+    /// Programming page `pg` of block `blk`.
+    fn pr(blk: u32, pg: u32) -> Access {
+        Access::Program(blk * PPB + pg)
     }
 
     #[test]
     fn a_late_operation_leaves_a_gap_that_a_later_booking_fills() {
         let (mut b, mut busy) = lun(8);
         // A dependent read issued at 500 on an idle LUN: [0, 500) is a gap.
-        assert_eq!(b.book(0, &mut busy, 0, 500, R, Access::Read), 540);
+        assert_eq!(b.book(0, &mut busy, 0, 500, R, rd(0, 0)), 540);
         assert_eq!(busy, 540);
         assert_eq!(b.gaps(0), vec![(0, 500)]);
-        // A request arriving at 100 reads another block: it fits at 100, splitting the gap.
-        assert_eq!(b.book(0, &mut busy, 1, 100, R, Access::Read), 140);
+        // A request arriving at 100 reads another page: it fits at 100, splitting the gap.
+        assert_eq!(b.book(0, &mut busy, 1, 100, R, rd(1, 0)), 140);
         assert_eq!(b.gaps(0), vec![(0, 100), (140, 500)]);
         // A program fits in the second part, at its start.
-        assert_eq!(b.book(0, &mut busy, 2, 120, P, Access::Program), 340);
+        assert_eq!(b.book(0, &mut busy, 2, 120, P, pr(2, 0)), 340);
         assert_eq!(b.gaps(0), vec![(0, 100), (340, 500)]);
         assert_eq!(busy, 540);
         assert_eq!(b.counters().ops_in_gaps, 2);
@@ -231,10 +255,10 @@ mod tests {
     #[test]
     fn an_operation_that_fits_no_gap_goes_to_the_tail() {
         let (mut b, mut busy) = lun(8);
-        b.book(0, &mut busy, 0, 150, R, Access::Read);
+        b.book(0, &mut busy, 0, 150, R, rd(0, 0));
         assert_eq!(b.gaps(0), vec![(0, 150)]);
         // 200 ns do not fit in 150: the tail, as under FEMU.
-        assert_eq!(b.book(0, &mut busy, 1, 0, P, Access::Program), 390);
+        assert_eq!(b.book(0, &mut busy, 1, 0, P, pr(1, 0)), 390);
         // An erase issued inside the gap cannot use it either.
         assert_eq!(b.book(0, &mut busy, 2, 10, E, Access::Erase), 2390);
         assert_eq!(b.gaps(0), vec![(0, 150)]);
@@ -244,47 +268,47 @@ mod tests {
     #[test]
     fn the_earliest_fitting_gap_at_or_after_the_issue_time_wins() {
         let (mut b, mut busy) = lun(8);
-        b.book(0, &mut busy, 0, 100, R, Access::Read); // gap [0, 100)
-        b.book(0, &mut busy, 0, 400, R, Access::Read); // gap [140, 400)
-        b.book(0, &mut busy, 0, 1000, R, Access::Read); // gap [440, 1000)
+        b.book(0, &mut busy, 0, 100, R, rd(0, 0)); // gap [0, 100)
+        b.book(0, &mut busy, 0, 400, R, rd(0, 0)); // gap [140, 400)
+        b.book(0, &mut busy, 0, 1000, R, rd(0, 0)); // gap [440, 1000)
         assert_eq!(b.gaps(0), vec![(0, 100), (140, 400), (440, 1000)]);
         // Issued at 90: [90, 100) is too short, so the read starts at 140.
-        assert_eq!(b.book(0, &mut busy, 1, 90, R, Access::Read), 180);
+        assert_eq!(b.book(0, &mut busy, 1, 90, R, rd(1, 0)), 180);
         // A program at 0 skips the 100 ns gap for the 220 ns one; the next skips both.
-        assert_eq!(b.book(0, &mut busy, 2, 0, P, Access::Program), 380);
-        assert_eq!(b.book(0, &mut busy, 3, 0, P, Access::Program), 640);
+        assert_eq!(b.book(0, &mut busy, 2, 0, P, pr(2, 0)), 380);
+        assert_eq!(b.book(0, &mut busy, 3, 0, P, pr(3, 0)), 640);
         assert_eq!(b.gaps(0), vec![(0, 100), (640, 1000)]);
     }
 
     #[test]
     fn remnants_shorter_than_any_operation_are_not_kept() {
         let (mut b, mut busy) = lun(8);
-        b.book(0, &mut busy, 0, 250, R, Access::Read); // gap [0, 250)
-                                                       // A program at 20 leaves [0, 20) and [220, 250): both shorter than a read.
-        assert_eq!(b.book(0, &mut busy, 1, 20, P, Access::Program), 220);
+        b.book(0, &mut busy, 0, 250, R, rd(0, 0)); // gap [0, 250)
+                                                   // A program at 20 leaves [0, 20) and [220, 250): both shorter than a read.
+        assert_eq!(b.book(0, &mut busy, 1, 20, P, pr(1, 0)), 220);
         assert!(b.gaps(0).is_empty());
         // Idle time shorter than a read before a late operation is not a gap either.
         let late = busy + R - 1;
-        b.book(0, &mut busy, 0, late, R, Access::Read);
+        b.book(0, &mut busy, 0, late, R, rd(0, 0));
         assert!(b.gaps(0).is_empty());
     }
 
     #[test]
     fn gaps_die_at_the_floor_and_beyond_the_bound() {
         let (mut b, mut busy) = lun(2);
-        b.book(0, &mut busy, 0, 100, R, Access::Read); // [0, 100)
-        b.book(0, &mut busy, 0, 300, R, Access::Read); // [140, 300)
-        b.book(0, &mut busy, 0, 500, R, Access::Read); // [340, 500): [0, 100) dropped
+        b.book(0, &mut busy, 0, 100, R, rd(0, 0)); // [0, 100)
+        b.book(0, &mut busy, 0, 300, R, rd(0, 0)); // [140, 300)
+        b.book(0, &mut busy, 0, 500, R, rd(0, 0)); // [340, 500): [0, 100) dropped
         assert_eq!(b.gaps(0), vec![(140, 300), (340, 500)]);
         assert_eq!(b.counters().gaps_dropped, 1);
         // Nothing is issued before 270 any more: [270, 300) cannot hold a read, so the gap
         // is dead and the next read issued at 0 gets [340, 380).
         b.advance_floor(270);
-        assert_eq!(b.book(0, &mut busy, 1, 0, R, Access::Read), 380);
+        assert_eq!(b.book(0, &mut busy, 1, 0, R, rd(1, 0)), 380);
         assert_eq!(b.gaps(0), vec![(380, 500)]);
         // Splitting a gap in two counts against the bound as well.
-        b.book(0, &mut busy, 0, 900, R, Access::Read); // [540, 900)
-        assert_eq!(b.book(0, &mut busy, 1, 600, R, Access::Read), 640);
+        b.book(0, &mut busy, 0, 900, R, rd(0, 0)); // [540, 900)
+        assert_eq!(b.book(0, &mut busy, 1, 600, R, rd(1, 0)), 640);
         assert_eq!(b.gaps(0), vec![(540, 600), (640, 900)]);
         assert_eq!(b.counters().gaps_dropped, 2);
         b.reset_counters();
@@ -292,38 +316,43 @@ mod tests {
     }
 
     #[test]
-    fn operations_keep_their_order_within_a_block() {
+    fn reads_follow_their_page_and_programs_their_block() {
         let (mut b, mut busy) = lun(8);
-        // Page 0 of block 0 programmed late (a GC copy after its read): gap [0, 1000).
-        assert_eq!(b.book(0, &mut busy, 0, 1000, P, Access::Program), 1200);
-        // A read of it issued earlier in simulated time still waits for the program.
-        assert_eq!(b.book(0, &mut busy, 0, 10, R, Access::Read), 1240);
-        // The next page of block 0 is programmed after page 0, not in the gap before it.
-        assert_eq!(b.book(0, &mut busy, 0, 0, P, Access::Program), 1440);
-        // Another block's read uses the gap.
-        assert_eq!(b.book(0, &mut busy, 1, 10, R, Access::Read), 50);
-        assert_eq!(b.gaps(0), vec![(50, 1000)]);
+        // Block 0 page 0 programmed at once, page 1 late (a GC copy after its read): the gap
+        // [200, 1000).
+        assert_eq!(b.book(0, &mut busy, 0, 0, P, pr(0, 0)), 200);
+        assert_eq!(b.book(0, &mut busy, 0, 1000, P, pr(0, 1)), 1200);
+        // A read of page 1 issued earlier in simulated time still waits for its program.
+        assert_eq!(b.book(0, &mut busy, 0, 10, R, rd(0, 1)), 1240);
+        // Page 0 is on flash since 200: its read uses the gap.
+        assert_eq!(b.book(0, &mut busy, 0, 10, R, rd(0, 0)), 240);
+        // Page 2 is programmed after page 1, not in the gap before it.
+        assert_eq!(b.book(0, &mut busy, 0, 0, P, pr(0, 2)), 1440);
+        // Another block's program uses the gap.
+        assert_eq!(b.book(0, &mut busy, 1, 0, P, pr(1, 0)), 440);
+        assert_eq!(b.gaps(0), vec![(440, 1000)]);
     }
 
     #[test]
-    fn an_erase_follows_every_read_of_its_block_and_programs_follow_the_erase() {
+    fn an_erase_follows_every_operation_on_its_block_and_programs_follow_the_erase() {
         let (mut b, mut busy) = lun(8);
-        b.book(0, &mut busy, 0, 10_000, R, Access::Read); // gap [0, 10000)
-                                                          // Two reads of block 2 (GC reading its valid pages); reads may overtake each other.
-        assert_eq!(b.book(0, &mut busy, 2, 5000, R, Access::Read), 5040);
-        assert_eq!(b.book(0, &mut busy, 2, 3000, R, Access::Read), 3040);
+        b.book(0, &mut busy, 0, 10_000, R, rd(0, 0)); // gap [0, 10000)
+                                                      // Two reads of block 2 (GC reading its valid pages); reads may overtake each other.
+        assert_eq!(b.book(0, &mut busy, 2, 5000, R, rd(2, 0)), 5040);
+        assert_eq!(b.book(0, &mut busy, 2, 3000, R, rd(2, 1)), 3040);
         // The erase, issued at 0, would fit at [0, 2000) but must follow both reads.
         assert_eq!(b.book(0, &mut busy, 2, 0, E, Access::Erase), 5040 + E);
         // Block 2's first program after the erase, issued at 0, comes after it; block 3's
         // read does not wait.
-        assert_eq!(b.book(0, &mut busy, 2, 0, P, Access::Program), 5040 + E + P);
-        assert_eq!(b.book(0, &mut busy, 3, 0, R, Access::Read), R);
+        assert_eq!(b.book(0, &mut busy, 2, 0, P, pr(2, 0)), 5040 + E + P);
+        assert_eq!(b.book(0, &mut busy, 3, 0, R, rd(3, 0)), R);
     }
 
-    /// What the operations booked so far imply: per-LUN busy intervals and per-block times.
-    #[derive(Default)]
+    /// What the operations booked so far imply: per-LUN busy intervals and the times each
+    /// operation must follow (the rules of [`Access`], restated).
     struct Schedule {
         booked: Vec<Vec<(u64, u64)>>,
+        programmed: Vec<u64>,
         written: Vec<u64>,
         touched: Vec<u64>,
     }
@@ -332,15 +361,17 @@ mod tests {
         fn new(luns: usize, blocks: usize) -> Schedule {
             Schedule {
                 booked: vec![Vec::new(); luns],
+                programmed: vec![0; blocks * PPB as usize],
                 written: vec![0; blocks],
                 touched: vec![0; blocks],
             }
         }
-        /// The earliest an operation may start by the block rule.
+        /// The earliest an operation may start by the ordering rules.
         fn issue(&self, blk: usize, t: u64, access: Access) -> u64 {
             t.max(match access {
+                Access::Read(page) => self.programmed[page as usize],
+                Access::Program(_) => self.written[blk],
                 Access::Erase => self.touched[blk],
-                _ => self.written[blk],
             })
         }
         /// The earliest start at or after `t0` where `dur` overlaps nothing on `lun`.
@@ -354,7 +385,7 @@ mod tests {
         }
         /// Checks that an operation booked at `start` is legal, and records it.
         fn record(&mut self, lun: usize, blk: usize, t: u64, dur: u64, access: Access, start: u64) {
-            assert!(start >= self.issue(blk, t, access), "block order broken");
+            assert!(start >= self.issue(blk, t, access), "ordering broken");
             let end = start + dur;
             assert!(
                 self.booked[lun]
@@ -364,46 +395,49 @@ mod tests {
             );
             self.booked[lun].push((start, end));
             self.touched[blk] = self.touched[blk].max(end);
-            if access != Access::Read {
-                self.written[blk] = end;
+            match access {
+                Access::Read(_) => {}
+                Access::Program(page) => {
+                    self.programmed[page as usize] = end;
+                    self.written[blk] = end;
+                }
+                Access::Erase => self.written[blk] = end,
             }
         }
     }
 
-    /// `(lun, block within the LUN, issue offset past the floor, floor step, kind)`.
-    fn ops() -> impl Strategy<Value = Vec<(usize, usize, u64, u64, u8)>> {
+    /// `(lun, block within the LUN, page, issue offset past the floor, floor step, kind)`.
+    type Op = (usize, usize, u32, u64, u64, u8);
+
+    fn ops() -> impl Strategy<Value = Vec<Op>> {
         prop::collection::vec(
-            (0usize..2, 0usize..3, 0u64..3000, 0u64..60, 0u8..10),
+            (0usize..2, 0usize..3, 0..PPB, 0u64..3000, 0u64..60, 0u8..10),
             1..200,
         )
     }
 
-    fn kind(k: u8) -> (u64, Access) {
-        match k {
-            0..=5 => (R, Access::Read),
-            6..=8 => (P, Access::Program),
-            _ => (E, Access::Erase),
-        }
-    }
-
-    use proptest::prelude::*;
-
     proptest! {
         /// With room for every gap, each operation starts at the earliest legal time: the
-        /// first instant at or after its issue (and its block's preceding operations) where its
-        /// whole duration is idle. With a tight bound it stays legal; with none it is FEMU.
+        /// first instant at or after its issue (and what it must follow) where its whole
+        /// duration is idle. With a tight bound it stays legal; with none it is FEMU.
         #[test]
         fn bookings_are_legal_earliest_fits_and_femu_without_gaps(ops in ops()) {
             for max in [1000, 2, 0] {
-                let mut b = Backfill::new(2, 6, max, R);
+                let mut b = Backfill::new(2, 6, 6 * PPB as usize, max, R);
                 let mut busy = [0u64; 2];
                 let mut sched = Schedule::new(2, 6);
                 let mut floor = 0;
-                for &(lun, blk, ahead, step, k) in &ops {
+                for &(lun, blk, pg, ahead, step, k) in &ops {
                     floor += step;
                     b.advance_floor(floor);
-                    let (dur, access) = kind(k);
-                    let (blk, t) = (lun * 3 + blk, floor + ahead);
+                    let blk = lun * 3 + blk;
+                    let page = blk as u32 * PPB + pg;
+                    let (dur, access) = match k {
+                        0..=5 => (R, Access::Read(page)),
+                        6..=8 => (P, Access::Program(page)),
+                        _ => (E, Access::Erase),
+                    };
+                    let t = floor + ahead;
                     let femu = t.max(busy[lun]);
                     let best = sched.earliest_fit(lun, sched.issue(blk, t, access), dur);
                     let end = b.book(lun, &mut busy[lun], blk, t, dur, access);

@@ -182,6 +182,7 @@ impl Device {
                 Box::new(Backfill::new(
                     geo.luns() as usize,
                     blocks,
+                    pages,
                     t.backfill_gaps as usize,
                     shortest,
                 ))
@@ -352,7 +353,7 @@ impl Device {
             return SimTime(end);
         }
         let ch = self.math.channel_of_lun(lun as u32) as usize;
-        let end = if access == Access::Read {
+        let end = if matches!(access, Access::Read(_)) {
             // Read: array to register, then the register over the channel; the LUN is held
             // until its register is drained.
             let array_end = t.0.max(self.lun_busy[lun]) + array_ns;
@@ -382,7 +383,7 @@ impl Device {
             return Err(DeviceError::ReadErased(ppa));
         }
         self.counters.reads[cause as usize] += 1;
-        let done = self.occupy(ppa, t, self.cfg.timing.read_ns, Access::Read);
+        let done = self.occupy(ppa, t, self.cfg.timing.read_ns, Access::Read(ppa.0));
         Ok((self.oob[ppa.idx()], done))
     }
 
@@ -418,7 +419,7 @@ impl Device {
             p.on_program(ppa, oob, src);
         }
         self.counters.programs[cause as usize] += 1;
-        Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, Access::Program))
+        Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, Access::Program(ppa.0)))
     }
 
     /// Marks a valid page invalid (its data is superseded or trimmed). Costs no time.
