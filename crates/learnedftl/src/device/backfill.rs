@@ -42,7 +42,57 @@ pub struct BackfillCounters {
     pub gaps_dropped: u64,
 }
 
-/// The gap lists of every LUN and the per-block ordering constraints.
+/// When each page and block was last operated on: what an operation must follow ([`Access`]).
+#[derive(Clone, Debug)]
+struct Order {
+    /// Per page: completion of its latest program. Per page rather than per block: a block
+    /// being filled would otherwise hold every read of it behind its newest program.
+    programmed: Vec<u64>,
+    /// Per block: completion of its latest program or erase.
+    written: Vec<u64>,
+    /// Per block: completion of its latest operation of any kind.
+    touched: Vec<u64>,
+}
+
+impl Order {
+    fn new(blocks: usize, pages: usize) -> Order {
+        Order {
+            programmed: vec![0; pages],
+            written: vec![0; blocks],
+            touched: vec![0; blocks],
+        }
+    }
+
+    /// The earliest an operation on block `blk` may start.
+    #[inline]
+    fn after(&self, blk: usize, access: Access) -> u64 {
+        match access {
+            Access::Read(page) => self.programmed[page as usize],
+            Access::Program(_) => self.written[blk],
+            Access::Erase => self.touched[blk],
+        }
+    }
+
+    /// Records an operation on block `blk` completing at `end`.
+    #[inline]
+    fn done(&mut self, blk: usize, access: Access, end: u64) {
+        self.touched[blk] = self.touched[blk].max(end);
+        match access {
+            Access::Read(_) => {}
+            Access::Program(page) => {
+                self.programmed[page as usize] = end;
+                self.written[blk] = end;
+            }
+            Access::Erase => self.written[blk] = end,
+        }
+    }
+
+    fn state_bytes(&self) -> usize {
+        (self.programmed.capacity() + self.written.capacity() + self.touched.capacity()) * 8
+    }
+}
+
+/// The gap lists of every LUN and the ordering constraints.
 #[derive(Clone, Debug)]
 pub(super) struct Backfill {
     /// Per LUN, disjoint and sorted (so both starts and ends increase), each at least
@@ -54,13 +104,7 @@ pub(super) struct Backfill {
     /// No operation is issued before this (the latest host arrival): gaps ending too soon after
     /// it are dead.
     floor: u64,
-    /// Per page: completion of its latest program. Per page rather than per block: a block
-    /// being filled would otherwise hold every read of it behind its newest program.
-    programmed: Vec<u64>,
-    /// Per block: completion of its latest program or erase.
-    written: Vec<u64>,
-    /// Per block: completion of its latest operation of any kind.
-    touched: Vec<u64>,
+    order: Order,
     counters: BackfillCounters,
 }
 
@@ -75,13 +119,11 @@ impl Backfill {
         min_op_ns: u64,
     ) -> Backfill {
         Backfill {
-            programmed: vec![0; pages],
             gaps: vec![Vec::new(); luns],
             max_gaps,
             min_op_ns: min_op_ns.max(1),
             floor: 0,
-            written: vec![0; blocks],
-            touched: vec![0; blocks],
+            order: Order::new(blocks, pages),
             counters: BackfillCounters::default(),
         }
     }
@@ -107,7 +149,7 @@ impl Backfill {
             .map(|g| g.capacity() * std::mem::size_of::<Gap>())
             .sum::<usize>()
             + self.gaps.capacity() * std::mem::size_of::<Vec<Gap>>()
-            + (self.programmed.capacity() + self.written.capacity() + self.touched.capacity()) * 8
+            + self.order.state_bytes()
     }
 
     /// Books an operation of `dur` ns issued at `t` on block `blk` of `lun`, whose busy-until
@@ -126,21 +168,8 @@ impl Backfill {
         dur: u64,
         access: Access,
     ) -> u64 {
-        let after = match access {
-            Access::Read(page) => self.programmed[page as usize],
-            Access::Program(_) => self.written[blk],
-            Access::Erase => self.touched[blk],
-        };
-        let end = self.place(lun, busy, t.max(after), dur) + dur;
-        self.touched[blk] = self.touched[blk].max(end);
-        match access {
-            Access::Read(_) => {}
-            Access::Program(page) => {
-                self.programmed[page as usize] = end;
-                self.written[blk] = end;
-            }
-            Access::Erase => self.written[blk] = end,
-        }
+        let end = self.place(lun, busy, t.max(self.order.after(blk, access)), dur) + dur;
+        self.order.done(blk, access, end);
         end
     }
 
@@ -348,31 +377,19 @@ mod tests {
         assert_eq!(b.book(0, &mut busy, 3, 0, R, rd(3, 0)), R);
     }
 
-    /// What the operations booked so far imply: per-LUN busy intervals and the times each
-    /// operation must follow (the rules of [`Access`], restated).
+    /// The operations booked so far: per-LUN busy intervals and what each operation must
+    /// follow.
     struct Schedule {
         booked: Vec<Vec<(u64, u64)>>,
-        programmed: Vec<u64>,
-        written: Vec<u64>,
-        touched: Vec<u64>,
+        order: Order,
     }
 
     impl Schedule {
         fn new(luns: usize, blocks: usize) -> Schedule {
             Schedule {
                 booked: vec![Vec::new(); luns],
-                programmed: vec![0; blocks * PPB as usize],
-                written: vec![0; blocks],
-                touched: vec![0; blocks],
+                order: Order::new(blocks, blocks * PPB as usize),
             }
-        }
-        /// The earliest an operation may start by the ordering rules.
-        fn issue(&self, blk: usize, t: u64, access: Access) -> u64 {
-            t.max(match access {
-                Access::Read(page) => self.programmed[page as usize],
-                Access::Program(_) => self.written[blk],
-                Access::Erase => self.touched[blk],
-            })
         }
         /// The earliest start at or after `t0` where `dur` overlaps nothing on `lun`.
         fn earliest_fit(&self, lun: usize, t0: u64, dur: u64) -> u64 {
@@ -385,7 +402,10 @@ mod tests {
         }
         /// Checks that an operation booked at `start` is legal, and records it.
         fn record(&mut self, lun: usize, blk: usize, t: u64, dur: u64, access: Access, start: u64) {
-            assert!(start >= self.issue(blk, t, access), "ordering broken");
+            assert!(
+                start >= t.max(self.order.after(blk, access)),
+                "ordering broken"
+            );
             let end = start + dur;
             assert!(
                 self.booked[lun]
@@ -394,15 +414,7 @@ mod tests {
                 "overlap on LUN {lun} at [{start}, {end})"
             );
             self.booked[lun].push((start, end));
-            self.touched[blk] = self.touched[blk].max(end);
-            match access {
-                Access::Read(_) => {}
-                Access::Program(page) => {
-                    self.programmed[page as usize] = end;
-                    self.written[blk] = end;
-                }
-                Access::Erase => self.written[blk] = end,
-            }
+            self.order.done(blk, access, end);
         }
     }
 
@@ -439,7 +451,8 @@ mod tests {
                     };
                     let t = floor + ahead;
                     let femu = t.max(busy[lun]);
-                    let best = sched.earliest_fit(lun, sched.issue(blk, t, access), dur);
+                    let issue = t.max(sched.order.after(blk, access));
+                    let best = sched.earliest_fit(lun, issue, dur);
                     let end = b.book(lun, &mut busy[lun], blk, t, dur, access);
                     let start = end - dur;
                     sched.record(lun, blk, t, dur, access, start);
