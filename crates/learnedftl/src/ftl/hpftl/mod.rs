@@ -348,15 +348,17 @@ impl HpFtl {
         };
         let slot_reserve = ppb;
         if slots < 4 * ppb as u64 || slots > u32::MAX as u64 / 2 {
+            let (key, min_bytes) = match dram_ratio {
+                Some(_) => ("dram_ratio", primary.bytes() + 4 * ppb as u64 * 8),
+                None => ("secondary_ratio", 4 * ppb as u64 * 8),
+            };
+            // The smallest accepted value, rounded up to four decimals so that it is accepted.
+            let min = (min_bytes as f64 / (lp as f64 * 8.0) * 1e4).ceil() / 1e4;
             return Err(ConfigError::invalid(
-                if dram_ratio.is_some() {
-                    "dram_ratio"
-                } else {
-                    "secondary_ratio"
-                },
+                key,
                 format!(
                     "{slots} secondary slots: need at least 4 blocks' worth ({}) beside the \
-                     {} B primary table",
+                     {} B primary table ({key} ≥ {min})",
                     4 * ppb,
                     primary.bytes()
                 ),

@@ -247,6 +247,23 @@ fn dram_is_accounted_by_part_and_within_budget() {
         let key = bad.split('=').next().unwrap();
         assert!(e.contains(key), "{bad}: {e}");
     }
+    // Too small a budget names the smallest one accepted, and that one is accepted.
+    for (bad, key) in [
+        ("dram_ratio=0.1", "dram_ratio"),
+        ("secondary_ratio=0.001", "secondary_ratio"),
+    ] {
+        let mut p = Params::from_assignments([bad], "test").unwrap();
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let e = HpFtl::new(&cfg, &mut p).err().unwrap().to_string();
+        let min = e
+            .rsplit_once(&format!("{key} ≥ "))
+            .and_then(|(_, m)| m.trim_end_matches(')').parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{bad}: no minimum in {e}"));
+        setup(&[&format!("{key}={min}")]);
+        let below = format!("{key}={}", min - 1e-4);
+        let mut p = Params::from_assignments([below.as_str()], "test").unwrap();
+        assert!(HpFtl::new(&cfg, &mut p).is_err(), "{below}");
+    }
 }
 
 #[test]
