@@ -27,7 +27,8 @@
 #   hpftl-secondary HP-FTL paper Figs. 4-7: secondary-table peak size and IOPS for h and m
 #
 # Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names),
-# TRACES_DIR (default ../shared/traces).
+# TRACES_DIR (default ../shared/traces), TIMING (femu, the default, or backfill: every run gets
+# `--set timing=backfill` and the results go to results/<preset>-backfill; docs/device.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,7 +80,15 @@ done
 
 seed=${SEED:-1}
 traces_dir=${TRACES_DIR:-../shared/traces}
-out=results/$preset
+timing=${TIMING:-femu}
+case $timing in
+  femu) out=results/$preset timing_args=() ;;
+  backfill) out=results/$preset-backfill timing_args=(--set timing=backfill) ;;
+  *)
+    echo "unknown TIMING '$timing' (femu or backfill)" >&2
+    usage
+    ;;
+esac
 jobs=$out/jobs
 mkdir -p "$jobs"
 
@@ -92,7 +101,7 @@ has_ftl() { [[ ",$ftls," == *",$1,"* ]]; }
 # experiments that overwrite the device leave it out unless FTLS names it.
 write_ftls=$ftls
 [[ -z ${FTLS:-} ]] && write_ftls=$(echo ",$ftls," | sed 's/,hpftl,/,/; s/^,//; s/,$//')
-echo "preset $preset, seed $seed, FTLs $ftls (where the device is overwritten: $write_ftls)"
+echo "preset $preset, seed $seed, timing $timing, FTLs $ftls (where the device is overwritten: $write_ftls)"
 
 # ---- job files (written per preset, kept beside the results) --------------------------------
 drain_bytes() { echo $(($1 * 4))k; }
@@ -211,7 +220,7 @@ run() { # run [--may-refuse] LABEL compare-args...: one `compare`, its JSON kept
   }
   local label=$1
   shift
-  local cmd=(compare --preset "$preset" --seed "$seed" "$@")
+  local cmd=(compare --preset "$preset" --seed "$seed" "${timing_args[@]}" "$@")
   local base t0 status=0
   base=$runs_dir/$(printf %03d $nruns)
   nruns=$((nruns + 1))
