@@ -2,7 +2,7 @@
 //! page, as a real FTL would store it), baseline allocation and greedy GC. The upper bound every
 //! other scheme is measured against: every read is a single read.
 
-use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use super::{check_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src};
@@ -83,16 +83,8 @@ impl Ftl for Ideal {
             Op::Read => {
                 for lpn in req.lpns() {
                     let ppa = self.table.l2p[lpn.idx()];
-                    if ppa == UNMAPPED {
-                        self.stats.lookup(0);
-                        sink.deliver(lpn, Served::Unmapped);
-                        continue;
-                    }
-                    let ppa = Ppa(ppa);
-                    let (oob, d) = dev.read(ppa, Cause::User, t)?;
-                    self.stats.lookup(1);
-                    self.stats.cmt_hits += 1;
-                    sink.deliver(lpn, Served::Flash { ppa, oob });
+                    let ppa = (ppa != UNMAPPED).then_some(Ppa(ppa));
+                    let d = read_from_dram_map(dev, &mut self.stats, sink, lpn, ppa, t)?;
                     done = done.max(d);
                 }
             }

@@ -15,7 +15,7 @@ pub mod tpftl;
 
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
-use crate::device::{Device, Oob};
+use crate::device::{Cause, Device, Oob};
 use crate::error::{ConfigError, FtlError};
 use crate::params::Params;
 use serde::Serialize;
@@ -227,6 +227,29 @@ pub fn build(
             known: FTLS.join(", "),
         }),
     }
+}
+
+/// Serves a host read of `lpn` whose mapping a DRAM-resident table gave (`None`: unmapped):
+/// one flash read issued at `t`, counted as a cache hit, or none; the page goes to `sink`.
+/// Returns the completion (`t` when unmapped).
+pub fn read_from_dram_map(
+    dev: &mut Device,
+    stats: &mut FtlStats,
+    sink: &mut dyn ReadSink,
+    lpn: Lpn,
+    ppa: Option<Ppa>,
+    t: SimTime,
+) -> Result<SimTime, FtlError> {
+    let Some(ppa) = ppa else {
+        stats.lookup(0);
+        sink.deliver(lpn, Served::Unmapped);
+        return Ok(t);
+    };
+    let (oob, done) = dev.read(ppa, Cause::User, t)?;
+    stats.lookup(1);
+    stats.cmt_hits += 1;
+    sink.deliver(lpn, Served::Flash { ppa, oob });
+    Ok(done)
 }
 
 /// Checks a full LPN → PPA table against the device: each mapped LPN points at a valid page

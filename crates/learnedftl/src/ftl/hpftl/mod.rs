@@ -37,7 +37,7 @@ pub use codec::Codec;
 use levels::FreeLevels;
 pub use secondary::Secondary;
 
-use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use super::{check_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src};
@@ -1035,25 +1035,13 @@ impl Ftl for HpFtl {
         match req.op {
             Op::Read => {
                 for lpn in req.lpns() {
-                    let ppa = match self.locate(lpn.0)? {
-                        Loc::Unmapped => {
-                            self.stats.lookup(0);
-                            sink.deliver(lpn, Served::Unmapped);
-                            continue;
-                        }
-                        Loc::Primary { ppa, .. } => {
-                            self.ctr.reads_primary += 1;
-                            ppa
-                        }
-                        Loc::Secondary { ppa, .. } => {
-                            self.ctr.reads_secondary += 1;
-                            ppa
-                        }
-                    };
-                    let (oob, d) = dev.read(ppa, Cause::User, t)?;
-                    self.stats.lookup(1);
-                    self.stats.cmt_hits += 1;
-                    sink.deliver(lpn, Served::Flash { ppa, oob });
+                    let loc = self.locate(lpn.0)?;
+                    match loc {
+                        Loc::Unmapped => {}
+                        Loc::Primary { .. } => self.ctr.reads_primary += 1,
+                        Loc::Secondary { .. } => self.ctr.reads_secondary += 1,
+                    }
+                    let d = read_from_dram_map(dev, &mut self.stats, sink, lpn, loc.ppa(), t)?;
                     done = done.max(d);
                 }
             }
