@@ -81,10 +81,16 @@ const VARIANTS: &[(&str, &[&str])] = &[
             "secondary_ratio=0.5",
         ],
     ),
-    // Once a deadlock: no LUN's single best victim fitted the free slots.
+    // Once a deadlock: no LUN's single best victim fitted the free slots. With LUN-aware
+    // candidate choice.
     (
         "hpftl",
-        &["sec_pick=fullest", "gc_victims=per-lun", "merge_any=off"],
+        &[
+            "sec_pick=fullest",
+            "gc_victims=per-lun",
+            "merge_any=off",
+            "cand_pick=idle-lun",
+        ],
     ),
 ];
 

@@ -329,6 +329,13 @@ impl Device {
     pub fn lines_valid(&self) -> &[u32] {
         &self.line_valid
     }
+    /// When the LUN holding `ppa` is next idle (after its last booked operation; under
+    /// `timing=backfill` it may have idle gaps before that).
+    #[inline]
+    pub fn lun_free_at(&self, ppa: Ppa) -> SimTime {
+        SimTime(self.lun_busy[self.math.lun_of(ppa) as usize])
+    }
+
     /// Reserves the LUN (and channel) for an operation issued at `t`; returns its completion.
     // Always inlined: every page operation passes here, and the extra mode test must not cost
     // FEMU's path a call.

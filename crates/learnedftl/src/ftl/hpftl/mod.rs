@@ -67,6 +67,17 @@ pub enum Probe {
     First,
 }
 
+/// Which fitting hash candidate a write takes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CandPick {
+    /// The first in probing order (paper Algorithm 1).
+    First,
+    /// The one whose LUN is free soonest (an ablation: how much of hash placement's LUN
+    /// collisions a LUN-aware controller would avoid); the first among equals.
+    IdleLun,
+}
+
 /// Where GC relocates valid pages.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -112,6 +123,7 @@ macro_rules! choice {
     };
 }
 choice!(Probe, "current" => Probe::Current, "first" => Probe::First);
+choice!(CandPick, "first" => CandPick::First, "idle-lun" => CandPick::IdleLun);
 choice!(Relocate, "secondary" => Relocate::Secondary, "primary-first" => Relocate::PrimaryFirst);
 choice!(SecPick, "emptiest" => SecPick::Emptiest, "fullest" => SecPick::Fullest);
 choice!(Victims, "global" => Victims::Global, "per-lun" => Victims::PerLun);
@@ -157,6 +169,8 @@ pub struct HpConfig {
     pub hash_seed: u64,
     /// Where writes start probing.
     pub probe: Probe,
+    /// Which fitting candidate a write takes.
+    pub cand_pick: CandPick,
     /// Where GC relocates.
     pub gc_relocate: Relocate,
     /// Which block the secondary writer opens.
@@ -283,7 +297,8 @@ pub struct HpFtl {
 
 impl HpFtl {
     /// Builds the FTL. Parameters (defaults in `docs/ftls/hpftl.md`): `h`, `m`, `hash`
-    /// (`mix|md5`), `hash_seed`, `probe` (`current|first`), `gc_relocate`
+    /// (`mix|md5`), `hash_seed`, `probe` (`current|first`), `cand_pick` (`first|idle-lun`),
+    /// `gc_relocate`
     /// (`secondary|primary-first`), `sec_pick` (`emptiest|fullest`), `secondary_ratio` (slots
     /// per logical page) or `dram_ratio` (whole budget as a fraction of an 8 B/LPN table),
     /// `sec_low`, `sec_high` (free-slot watermarks as fractions of the slots), `gc_free_low`,
@@ -311,6 +326,7 @@ impl HpFtl {
         let hash_seed = params.take::<u64>("hash_seed")?.unwrap_or(0x0048_5046_544c);
         let hashes = HashFamily::new(kind, codec.functions(), geo.blocks(), hash_seed)?;
         let probe = take_choice(params, "probe", Probe::Current)?;
+        let cand_pick = take_choice(params, "cand_pick", CandPick::First)?;
         let gc_relocate = take_choice(params, "gc_relocate", Relocate::Secondary)?;
         let sec_pick = take_choice(params, "sec_pick", SecPick::Emptiest)?;
 
@@ -412,6 +428,7 @@ impl HpFtl {
             hash: kind.to_string(),
             hash_seed,
             probe,
+            cand_pick,
             gc_relocate,
             sec_pick,
             secondary_slots: slots,
@@ -492,14 +509,15 @@ impl HpFtl {
         }
     }
 
-    /// The first hash candidate `H_f(lpn)`, `f ≥ first`, whose next free page is representable
-    /// for `lpn`: its page and primary destination.
+    /// The hash candidate `H_f(lpn)`, `f ≥ first`, whose next free page is representable for
+    /// `lpn` (the first such, or with `cand_pick=idle-lun` the one whose LUN is free soonest):
+    /// its page and primary destination.
     fn primary_slot(&self, dev: &Device, lpn: u32, first: u32) -> Option<(Ppa, Dest)> {
         let mut buf = [0u32; 256];
         let n = self.codec.functions();
         let cand = &mut buf[..n as usize];
         self.hashes.all(lpn, cand);
-        (first..=n).find_map(|hid| {
+        let mut fits = (first..=n).filter_map(|hid| {
             let block = cand[hid as usize - 1];
             if self.victim_idx[block as usize] != NONE {
                 return None; // a GC victim, about to be (or just) erased
@@ -510,7 +528,11 @@ impl HpFtl {
             }
             let ppid = self.codec.ppid_for(lpn, w)?;
             Some((Ppa(block * self.ppb + w), Dest::Primary { hid, ppid }))
-        })
+        });
+        match self.cfg.cand_pick {
+            CandPick::First => fits.next(),
+            CandPick::IdleLun => fits.min_by_key(|&(ppa, _)| dev.lun_free_at(ppa)),
+        }
     }
 
     /// The next page of the secondary writer: LUNs in turn; in a LUN, the block chosen by

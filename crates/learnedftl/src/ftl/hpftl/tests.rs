@@ -301,3 +301,31 @@ fn a_read_never_needs_more_than_one_flash_read() {
         sim.ftl().check_invariants(sim.device()).unwrap();
     }
 }
+
+#[test]
+fn idle_lun_pick_takes_the_candidate_whose_lun_frees_first() {
+    for (pick, expect_hid) in [("first", 1), ("idle-lun", 2)] {
+        let (mut d, mut f) = setup(&["h=2", &format!("cand_pick={pick}")]);
+        let g = d.geo().clone();
+        // An LPN whose two candidates lie on different LUNs.
+        let lpn = (0..10_000u32)
+            .find(|&l| {
+                let lun = |i| g.lun_of(Ppa(f.hashes.hash(i, l) * f.ppb));
+                lun(0) != lun(1)
+            })
+            .unwrap();
+        // Make H_1's LUN busy until 200 µs: another LPN whose H_1 is the same block goes there
+        // first (both LUNs idle: the first candidate either way).
+        let busy_block = f.hashes.hash(0, lpn);
+        let other = (0..10_000u32)
+            .find(|&l| l != lpn && f.hashes.hash(0, l) == busy_block)
+            .unwrap();
+        serve(&mut f, &mut d, req(Op::Write, other, 1, 0, 1));
+        serve(&mut f, &mut d, req(Op::Write, lpn, 1, 0, 2));
+        let Loc::Primary { hid, .. } = f.locate(lpn).unwrap() else {
+            panic!("{pick}: not in the primary table");
+        };
+        assert_eq!(hid, expect_hid, "{pick}");
+        f.check_invariants(&d).unwrap();
+    }
+}
