@@ -251,6 +251,45 @@ finish() { # write results/<preset>/<experiment>.json
   rm -rf "$runs_dir"
 }
 
+# hp_experiment NAME POINTS: per HP-FTL workload, the ideal FTL, then `POINTS LABEL`, which runs
+# its points with the workload's arguments in "${wl[@]}".
+hp_experiment() {
+  has_ftl hpftl || {
+    echo "== $1: skipped (no hpftl in FTLS)"
+    return
+  }
+  begin "$1"
+  local w
+  for w in "${hp_workloads[@]}"; do
+    wl=("${hp_fresh[@]}" --random-distribution "${w#*:}")
+    run "${w%%:*} ideal" --ftl ideal "${wl[@]}"
+    "$2" "${w%%:*}"
+  done
+  finish
+}
+hp_fig2_points() { # Fig. 2: DFTL and HP-FTL against the DRAM ratio
+  local w=$1 r
+  for r in "${hp_ratios[@]}"; do
+    run "$w dftl ratio=$r" --ftl dftl --set "cmt_ratio=$r" "${wl[@]}"
+    # Below the primary table's share of the budget HP-FTL refuses the configuration.
+    run --may-refuse "$w hpftl ratio=$r" --ftl hpftl --set "dram_ratio=$r" "${wl[@]}"
+  done
+  # Four requests in flight per job, at 40 %: how much of each gap is LUN collisions.
+  run "$w ideal iodepth=4" --ftl ideal "${wl[@]}" --iodepth 4
+  run "$w dftl iodepth=4" --ftl dftl --set cmt_ratio=0.4 "${wl[@]}" --iodepth 4
+  run "$w hpftl iodepth=4" --ftl hpftl --set dram_ratio=0.4 "${wl[@]}" --iodepth 4
+}
+hp_secondary_points() { # Figs. 4-7: the secondary table for h and m
+  local w=$1 h m
+  # The paper's table is "large enough to avoid overflowing": one slot per logical page.
+  for h in 2 3 4 5; do # at the default m = p
+    run "$w hpftl h=$h" --ftl hpftl --set secondary_ratio=1 --set "h=$h" "${wl[@]}"
+  done
+  for m in $hp_ms; do
+    run "$w hpftl h=3 m=$m" --ftl hpftl --set secondary_ratio=1 --set h=3 --set "m=$m" "${wl[@]}"
+  done
+}
+
 rand_pre=(--precondition randwrite:512k:6)
 seq_pre=(--precondition write:512k:1)
 # HP-FTL's experiments (docs/ftls/hpftl.md "Paper experiments"): a fresh device with twice the
@@ -334,43 +373,8 @@ for e in "${experiments[@]}"; do
       done
       finish
       ;;
-    hpftl-fig2)
-      has_ftl hpftl || { echo "== hpftl-fig2: skipped (no hpftl in FTLS)"; continue; }
-      begin hpftl-fig2
-      for w in "${hp_workloads[@]}"; do
-        wl=("${hp_fresh[@]}" --random-distribution "${w#*:}")
-        w=${w%%:*}
-        run "$w ideal" --ftl ideal "${wl[@]}"
-        for r in "${hp_ratios[@]}"; do
-          run "$w dftl ratio=$r" --ftl dftl --set "cmt_ratio=$r" "${wl[@]}"
-          # Below the primary table's share of the budget HP-FTL refuses the configuration.
-          run --may-refuse "$w hpftl ratio=$r" --ftl hpftl --set "dram_ratio=$r" "${wl[@]}"
-        done
-        # Four requests in flight per job, at 40 %: how much of each gap is LUN collisions.
-        run "$w ideal iodepth=4" --ftl ideal "${wl[@]}" --iodepth 4
-        run "$w dftl iodepth=4" --ftl dftl --set cmt_ratio=0.4 "${wl[@]}" --iodepth 4
-        run "$w hpftl iodepth=4" --ftl hpftl --set dram_ratio=0.4 "${wl[@]}" --iodepth 4
-      done
-      finish
-      ;;
-    hpftl-secondary)
-      has_ftl hpftl || { echo "== hpftl-secondary: skipped (no hpftl in FTLS)"; continue; }
-      begin hpftl-secondary
-      for w in "${hp_workloads[@]}"; do
-        wl=("${hp_fresh[@]}" --random-distribution "${w#*:}")
-        w=${w%%:*}
-        run "$w ideal" --ftl ideal "${wl[@]}"
-        # The paper's table is "large enough to avoid overflowing": one slot per logical page.
-        for h in 2 3 4 5; do # at the default m = p
-          run "$w hpftl h=$h" --ftl hpftl --set secondary_ratio=1 --set "h=$h" "${wl[@]}"
-        done
-        for m in $hp_ms; do
-          run "$w hpftl h=3 m=$m" --ftl hpftl --set secondary_ratio=1 --set h=3 --set "m=$m" \
-            "${wl[@]}"
-        done
-      done
-      finish
-      ;;
+    hpftl-fig2) hp_experiment hpftl-fig2 hp_fig2_points ;;
+    hpftl-secondary) hp_experiment hpftl-secondary hp_secondary_points ;;
   esac
 done
 echo "all experiments: $(($(date +%s) - t_start)) s"
