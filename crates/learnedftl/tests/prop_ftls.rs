@@ -5,6 +5,7 @@
 
 use learnedftl::engine::{NoProgress, SimOptions, Simulator};
 use learnedftl::ftl::FTLS;
+use learnedftl::stats::Metrics;
 use learnedftl::workload::{HostIo, JobSpec, RwKind};
 use learnedftl::{DeviceConfig, Op, Params};
 use proptest::prelude::*;
@@ -132,6 +133,26 @@ fn step() -> impl Strategy<Value = Step> {
         })
 }
 
+/// The property tests' preconditioning: a sequential fill, then random 16 KiB writes of half
+/// the logical space (8 in flight), so the device is full and fragmented and GC runs; returns
+/// the fragmenting phase's metrics.
+fn fill_and_fragment(
+    sim: &mut Simulator,
+    cfg: &DeviceConfig,
+    seed: u64,
+) -> Result<Metrics, String> {
+    let mut fill = JobSpec::new("fill", RwKind::Write);
+    fill.bs = 512 << 10;
+    sim.run_jobs("fill", &[fill], seed, &mut NoProgress)
+        .map_err(|e| e.to_string())?;
+    let mut frag = JobSpec::new("fragment", RwKind::RandWrite);
+    frag.bs = 16 << 10;
+    frag.io_size = Some(cfg.geometry.logical_bytes() / 2);
+    frag.iodepth = 8;
+    sim.run_jobs("fragment", &[frag], seed, &mut NoProgress)
+        .map_err(|e| e.to_string())
+}
+
 /// Fills the device, fragments it, then runs `steps` with every check on.
 fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> {
     let mut params = Params::from_assignments(kv.iter().copied(), "test").unwrap();
@@ -141,17 +162,7 @@ fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> 
         ..SimOptions::checked()
     };
     let mut sim = Simulator::new(&cfg, ftl, params, opts).map_err(|e| e.to_string())?;
-    let logical = cfg.geometry.logical_bytes();
-    let mut fill = JobSpec::new("fill", RwKind::Write);
-    fill.bs = 512 << 10;
-    let mut frag = JobSpec::new("fragment", RwKind::RandWrite);
-    frag.bs = 16 << 10;
-    frag.io_size = Some(logical / 2);
-    frag.iodepth = 8;
-    for job in [fill, frag] {
-        sim.run_jobs(&job.name.clone(), &[job], seed, &mut NoProgress)
-            .map_err(|e| e.to_string())?;
-    }
+    fill_and_fragment(&mut sim, &cfg, seed)?;
     sim.ftl().check_invariants(sim.device())?;
     sim.set_check_invariants(true);
     sim.begin_phase("random");
@@ -225,15 +236,7 @@ fn gc_really_runs_in_the_property_setup() {
     let cfg = DeviceConfig::preset("tiny").unwrap();
     for ftl in FTLS {
         let mut sim = Simulator::new(&cfg, ftl, Params::new(), SimOptions::default()).unwrap();
-        let mut fill = JobSpec::new("fill", RwKind::Write);
-        fill.bs = 512 << 10;
-        sim.run_jobs("fill", &[fill], 1, &mut NoProgress).unwrap();
-        let mut frag = JobSpec::new("fragment", RwKind::RandWrite);
-        frag.bs = 16 << 10;
-        frag.io_size = Some(cfg.geometry.logical_bytes() / 2);
-        let m = sim
-            .run_jobs("fragment", &[frag], 1, &mut NoProgress)
-            .unwrap();
+        let m = fill_and_fragment(&mut sim, &cfg, 1).unwrap();
         assert!(m.gc.events > 0, "{ftl}: no GC during fragmentation");
     }
 }
