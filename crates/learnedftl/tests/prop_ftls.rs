@@ -44,23 +44,39 @@ const VARIANTS: &[(&str, &[&str])] = &[
         "leaftl",
         &["gamma=0", "compaction_interval=500", "write_buffer_pages=1"],
     ),
-    ("learnedftl", &["cross_group=off"]),
+    // The default (log) design: merges whenever GC picks a group line, never, and with the
+    // switches that apply to both designs.
+    ("learnedftl", &["merge_budget=inf"]),
+    ("learnedftl", &["merge_budget=0", "gc_reserve_lines=1"]),
     (
         "learnedftl",
         &["sequential_init=off", "training=equal-count-ls"],
     ),
-    ("learnedftl", &["tp_write_cost=free", "lender=any"]),
-    ("learnedftl", &["refresh_period=1ms"]),
-    // Single-line collections: with the paper's lenders, and unpaired borrowing from any group
-    // under a tight quota (pages of many groups share lines).
-    ("learnedftl", &["group_gc=line"]),
+    ("learnedftl", &["tp_write_cost=free", "refresh_period=1ms"]),
+    // The paper design (design=paper) and its allocation switches.
+    ("learnedftl", &["design=paper"]),
+    ("learnedftl", &["design=paper", "cross_group=off"]),
     (
         "learnedftl",
-        &["group_gc=line", "lender=any", "group_line_quota=1"],
+        &["design=paper", "tp_write_cost=free", "lender=any"],
+    ),
+    ("learnedftl", &["design=paper", "refresh_period=1ms"]),
+    // Single-line collections: with the paper's lenders, and unpaired borrowing from any group
+    // under a tight quota (pages of many groups share lines).
+    ("learnedftl", &["design=paper", "group_gc=line"]),
+    (
+        "learnedftl",
+        &[
+            "design=paper",
+            "group_gc=line",
+            "lender=any",
+            "group_line_quota=1",
+        ],
     ),
     (
         "learnedftl",
         &[
+            "design=paper",
             "dram=equal-dram",
             "group_line_quota=1",
             "encroach_threshold=16",

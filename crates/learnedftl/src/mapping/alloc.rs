@@ -106,6 +106,8 @@ pub struct Allocator {
     free: VecDeque<u32>,
     state: Vec<LineState>,
     ptrs: Vec<Pointer>,
+    /// Lines each stream owns (open or closed), so that a quota check need not scan the lines.
+    owned: Vec<u32>,
     /// `(invalidations, free lines)` when the last background check found no victim: until a
     /// page is invalidated or a line changes hands, the answer stays the same.
     idle_at: Option<(u64, u32)>,
@@ -132,6 +134,7 @@ impl Allocator {
                 };
                 streams as usize
             ],
+            owned: vec![0; streams as usize],
             idle_at: None,
             gc_buffer: Vec::new(),
             policy,
@@ -185,6 +188,7 @@ impl Allocator {
             }
             let line = self.free.pop_front().ok_or(FtlError::NoSpace)?;
             self.state[line as usize] = LineState::Open(stream);
+            self.owned[s] += 1;
             self.ptrs[s] = Pointer {
                 line,
                 next: 0,
@@ -270,9 +274,18 @@ impl Allocator {
             })
     }
 
+    /// How many lines `stream` owns (open or closed).
+    #[inline]
+    pub fn lines_owned(&self, stream: Stream) -> u32 {
+        self.owned[stream.0 as usize]
+    }
+
     /// Returns an erased line to the tail of the free list.
     pub fn release(&mut self, line: u32) {
         debug_assert!(matches!(self.state[line as usize], LineState::Closed(_)));
+        if let LineState::Closed(s) = self.state[line as usize] {
+            self.owned[s.0 as usize] -= 1;
+        }
         self.state[line as usize] = LineState::Free;
         self.free.push_back(line);
     }

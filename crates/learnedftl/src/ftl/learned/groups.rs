@@ -27,7 +27,7 @@
 //!   owns [`TRANS_LINES`] already) its emptiest line is collected the baseline way.
 
 use super::model::{self, Piece, PIECES};
-use super::LearnedFtl;
+use super::{Design, LearnedFtl};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob, Src};
@@ -220,6 +220,9 @@ impl LearnedFtl {
         g: u32,
         t: SimTime,
     ) -> Result<Ppa, FtlError> {
+        if self.cfg.design == Design::Log {
+            return self.data_page_log(dev, g, t);
+        }
         if self.cfg.line_gc {
             return self.data_page_line(dev, g, t);
         }
@@ -242,7 +245,7 @@ impl LearnedFtl {
             }
             let free = self.alloc.free_lines();
             if free > self.cfg.gc_reserve_lines
-                && self.alloc.lines_of(s).count() < self.cfg.group_line_quota as usize
+                && self.alloc.lines_owned(s) < self.cfg.group_line_quota
             {
                 return self.alloc.next_page(s);
             }
@@ -278,7 +281,7 @@ impl LearnedFtl {
             }
             let free = self.alloc.free_lines();
             if free > self.cfg.gc_reserve_lines
-                && self.alloc.lines_of(s).count() < self.cfg.group_line_quota as usize
+                && self.alloc.lines_owned(s) < self.cfg.group_line_quota
             {
                 return self.alloc.next_page(s);
             }
@@ -413,6 +416,8 @@ impl LearnedFtl {
             let home = self.groups.stream(self.groups.of(lpn));
             let s = if self.alloc.room(home) > 0 {
                 home
+            } else if self.cfg.design == Design::Log {
+                Stream::DATA
             } else {
                 if spill.is_none_or(|l| self.alloc.room(self.groups.stream(l)) == 0) {
                     spill = self.roomiest(|_, _| true);
@@ -444,7 +449,12 @@ impl LearnedFtl {
                 .get(i + 1)
                 .map_or(offsets.len(), |&(_, e)| e as usize);
             let moved = &offsets[start as usize..end];
-            if moved.len() >= self.cfg.train_min_pages as usize && self.retrain(tpn, moved) {
+            // Under design=log scattered log pages teach a model nothing (merges train the
+            // groups): only moves that are mostly runs of consecutive offsets are retrained.
+            let runs = self.cfg.design == Design::Paper
+                || 2 * moved.windows(2).filter(|w| w[1] == w[0] + 1).count() >= moved.len();
+            if moved.len() >= self.cfg.train_min_pages as usize && runs && self.retrain(tpn, moved)
+            {
                 let g = self.groups.of(Lpn(self.table.gtd.lpns(tpn).start));
                 self.groups.trained_at[g as usize] = Some(t);
             }
@@ -461,7 +471,12 @@ impl LearnedFtl {
     }
 
     /// Erases every written block of `line` at `t` and returns it to the free list.
-    fn erase_line(&mut self, dev: &mut Device, line: u32, t: SimTime) -> Result<(), FtlError> {
+    pub(super) fn erase_line(
+        &mut self,
+        dev: &mut Device,
+        line: u32,
+        t: SimTime,
+    ) -> Result<(), FtlError> {
         for i in 0..self.geo.blocks_per_line() {
             let block = self.geo.block_in_line(line, i);
             if dev.block_written(block) > 0 {
@@ -717,7 +732,7 @@ impl LearnedFtl {
         if self.alloc.room(Stream::TRANS) >= n {
             return Ok(());
         }
-        let owned = self.alloc.lines_of(Stream::TRANS).count();
+        let owned = self.alloc.lines_owned(Stream::TRANS) as usize;
         self.alloc.close(Stream::TRANS);
         if owned < TRANS_LINES && self.alloc.free_lines() > self.cfg.gc_reserve_lines + 1 {
             return Ok(());
@@ -754,6 +769,10 @@ impl LearnedFtl {
             for ppa in valid_pages(dev, line) {
                 let oob = dev.peek_oob(ppa).unwrap_or_default();
                 let ok = match (self.groups.of_stream(owner), oob.lpn()) {
+                    // The write log (design=log) holds any group's data pages.
+                    (None, lpn) if owner == Stream::DATA => {
+                        self.cfg.design == Design::Log && lpn.is_some()
+                    }
                     (None, lpn) => owner == Stream::TRANS && lpn.is_none(),
                     (Some(g), Some(lpn)) => {
                         // Line collections send pages home one by one: with them, any

@@ -11,6 +11,7 @@
 //! ([`groups`]). The pieces are in [`model`], the fitting in [`plr`].
 
 pub mod groups;
+pub mod log;
 pub mod model;
 pub mod plr;
 #[cfg(test)]
@@ -22,16 +23,51 @@ use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::tpcache::ENTRY_BYTES;
-use crate::mapping::{Allocator, Budget, GcPolicy, Lookup, TpCache, TransTable};
+use crate::mapping::{Allocator, Budget, GcPolicy, LineState, Lookup, Stream, TpCache, TransTable};
 use crate::params::{parse_duration_ns, Params};
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
 use plr::Training;
 use serde::Serialize;
 
+/// Which LearnedFTL (`design`; `docs/ftls/learnedftl.md`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Design {
+    /// Ours, the default: group lines plus a shared write log, reclaimed by the cheapest of
+    /// log-line collections and group merges ([`log`]).
+    Log,
+    /// The paper's: groups own whole lines, borrow cold groups' lines and are collected whole
+    /// when no line can be had ([`groups`]).
+    Paper,
+}
+
+impl Design {
+    /// The `--set design=` value.
+    pub fn key(self) -> &'static str {
+        match self {
+            Design::Log => "log",
+            Design::Paper => "paper",
+        }
+    }
+}
+
+/// Keys that configure the paper design's allocation only.
+const PAPER_ONLY_KEYS: &[&str] = &[
+    "group_gc",
+    "lender",
+    "cross_group",
+    "encroach_threshold",
+    "group_line_quota",
+];
+
 /// LearnedFTL's parameters (all `--set` keys; see `docs/ftls/learnedftl.md`).
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// Which design (`design=log|paper`, default `log`).
+    pub design: Design,
+    /// `design=log`: pages a merge may move per host page written (`merge_budget`; `inf`: a
+    /// group line chosen by GC always merges its group, `0`: never).
+    pub merge_budget: f64,
     /// TPs per group (`group_tps`; default: one line's worth of LPNs).
     pub group_tps: u32,
     /// Lines a group may own before it borrows or GC runs (`group_line_quota`, default 5).
@@ -80,8 +116,12 @@ struct Counters {
     paired_gcs: u64,
     /// Translation-line collections.
     trans_gcs: u64,
-    /// Single-line collections (`group_gc=line`).
+    /// Single-line collections (`group_gc=line`; log lines under `design=log`).
     line_gcs: u64,
+    /// Group merges (`design=log`; also counted in `group_gcs`).
+    merges: u64,
+    /// Lines erased without moving anything (`design=log`: every page invalid).
+    empty_erases: u64,
     /// Dirty cached entries made clean because a collection rewrote their TP (write-backs
     /// saved).
     gc_cleaned_entries: u64,
@@ -119,6 +159,8 @@ pub struct LearnedFtl {
     dest_lines: Vec<u32>,
     points: Vec<(u32, u32)>,
     fit: Vec<Piece>,
+    /// `design=log`: pages merges may still move (see [`Config::merge_budget`]).
+    merge_credit: f64,
 }
 
 /// A two-way switch `key=default|other`: whether `other` was chosen.
@@ -174,9 +216,40 @@ impl LearnedFtl {
                 ),
             ));
         }
+        let design = match params.take_str("design").as_deref() {
+            None | Some("log") => Design::Log,
+            Some("paper") => Design::Paper,
+            Some(o) => {
+                return Err(ConfigError::invalid(
+                    "design",
+                    format!("'{o}' is not log or paper"),
+                ))
+            }
+        };
+        if design == Design::Log {
+            if let Some(k) = PAPER_ONLY_KEYS.iter().find(|k| params.contains(k)) {
+                return Err(ConfigError::invalid(
+                    k,
+                    "configures the paper design's allocation: add design=paper",
+                ));
+            }
+        }
+        let merge_budget = params.take::<f64>("merge_budget")?.unwrap_or(16.0);
+        if merge_budget.is_nan() || merge_budget < 0.0 {
+            return Err(ConfigError::invalid(
+                "merge_budget",
+                format!("{merge_budget} is not a number of pages >= 0 (inf: always merge)"),
+            ));
+        }
         let cross_group = params.take_bool("cross_group")?.unwrap_or(true);
         let gc_reserve_lines = params.take::<u32>("gc_reserve_lines")?.unwrap_or(2);
-        let min_reserve = if cross_group { 2 } else { 1 };
+        // A paired collection writes into two fresh lines; a merge or a log-line collection
+        // into one.
+        let min_reserve = if cross_group && design == Design::Paper {
+            2
+        } else {
+            1
+        };
         if gc_reserve_lines < min_reserve || gc_reserve_lines + 4 > geo.lines() {
             return Err(ConfigError::invalid(
                 "gc_reserve_lines",
@@ -259,12 +332,19 @@ impl LearnedFtl {
             }
         };
         let cache = TpCache::new(geo.logical_pages as u32, entries, budget.cache, cache_cfg);
-        // The baseline GC thresholds do not apply (groups are collected when no line can be
-        // had), but the allocator carries a policy.
-        let policy = GcPolicy::from_params(&geo, &mut Params::new())?;
+        // Foreground GC keeps the reserve; background GC (design=log) runs from two lines
+        // above it, on victims that free at least an eighth of a line.
+        let policy = GcPolicy {
+            fg_free_lines: gc_reserve_lines,
+            bg_free_lines: gc_reserve_lines + 2,
+            bg_min_invalid: (ppl / 8).max(1),
+            bg_victims: 1,
+        };
         let streams = FIRST_GROUP_STREAM + groups.count() as u16;
         Ok(LearnedFtl {
             cfg: Config {
+                design,
+                merge_budget,
                 group_tps,
                 group_line_quota,
                 gc_reserve_lines,
@@ -299,6 +379,7 @@ impl LearnedFtl {
             dest_lines: Vec::new(),
             points: Vec::new(),
             fit: Vec::new(),
+            merge_credit: 0.0,
         })
     }
 
@@ -497,7 +578,11 @@ impl Ftl for LearnedFtl {
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
-        self.refresh(dev, now)
+        self.refresh(dev, now)?;
+        if self.cfg.design == Design::Log {
+            self.background_log(dev, now)?;
+        }
+        Ok(())
     }
 
     fn stats(&self) -> &FtlStats {
@@ -530,6 +615,7 @@ impl Ftl for LearnedFtl {
     fn params(&self) -> serde_json::Value {
         let c = &self.cfg;
         serde_json::json!({
+            "design": c.design.key(),
             "group_tps": c.group_tps,
             "groups": self.groups.count(),
             "group_line_quota": c.group_line_quota,
@@ -567,6 +653,22 @@ impl Ftl for LearnedFtl {
                 (bits as f64 / mapped.max(1) as f64).into(),
             );
             o.insert("modelled_tps".into(), self.models.modelled_tps().into());
+            let (mut group_lines, mut log_lines) = (0u32, 0u32);
+            for line in 0..self.geo.lines() {
+                match self.alloc.state(line) {
+                    LineState::Open(s) | LineState::Closed(s) if s == Stream::DATA => {
+                        log_lines += 1
+                    }
+                    LineState::Open(s) | LineState::Closed(s)
+                        if self.groups.of_stream(s).is_some() =>
+                    {
+                        group_lines += 1
+                    }
+                    _ => {}
+                }
+            }
+            o.insert("group_lines".into(), group_lines.into());
+            o.insert("log_lines".into(), log_lines.into());
             o.insert(
                 "gc_per_group".into(),
                 serde_json::json!({

@@ -49,6 +49,7 @@ fn scripted_scenario_counts_every_flash_operation() {
     // A CMT of two entries (fixed DRAM: 4 × 128 B models + 16 B GTD + 4 × 20 B groups), one
     // line per group, no borrowing: every step's operations are predictable.
     let (mut dev, mut ftl) = small(&[
+        "design=paper",
         "mapping_dram_bytes=624",
         "group_line_quota=1",
         "cross_group=off",
@@ -176,7 +177,7 @@ fn sequential_init_through_the_write_path_and_its_switch() {
 fn cross_group_borrowing_pairs_and_collects_both_groups() {
     // Quota 1 and a small encroachment threshold: group 0 fills its line, borrows from the
     // untrained group 1, and once it placed 8 pages there both are collected and trained.
-    let (mut dev, mut ftl) = small(&["group_line_quota=1", "encroach_threshold=8"]);
+    let (mut dev, mut ftl) = small(&["design=paper", "group_line_quota=1", "encroach_threshold=8"]);
     step(&mut dev, &mut ftl, req(Op::Write, 512, 16, 0)); // group 1 opens a line
     let mut t = 1_000_000;
     for _ in 0..4 {
@@ -229,6 +230,7 @@ fn refresh_rewrites_and_trains_without_gc() {
 #[test]
 fn switches_are_parsed_and_bad_values_refused() {
     let (_, ftl) = small(&[
+        "design=paper",
         "training=equal-count-ls",
         "tp_write_cost=free",
         "lender=any",
@@ -243,7 +245,9 @@ fn switches_are_parsed_and_bad_values_refused() {
         "training=sgd",
         "tp_write_cost=cheap",
         "group_tps=2",
-        "gc_reserve_lines=1",
+        "gc_reserve_lines=0",
+        "design=lsm",
+        "merge_budget=-1",
         "lender=warm",
         "group_gc=sideways",
         "refresh_period=soon",
@@ -256,7 +260,11 @@ fn switches_are_parsed_and_bad_values_refused() {
         assert!(e.contains(key), "{bad}: {e}");
     }
     // A refresh rewrites whole groups: not with line collections.
-    let mut p = Params::from_assignments(["group_gc=line", "refresh_period=1ms"], "--set").unwrap();
+    let mut p = Params::from_assignments(
+        ["design=paper", "group_gc=line", "refresh_period=1ms"],
+        "--set",
+    )
+    .unwrap();
     let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
     assert!(e.contains("refresh_period"), "{e}");
     // paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP.
@@ -268,7 +276,12 @@ fn switches_are_parsed_and_bad_values_refused() {
 
 #[test]
 fn a_line_collection_sends_pages_home_in_lpn_order_rewrites_tps_and_retrains() {
-    let (mut dev, mut ftl) = small(&["group_gc=line", "cross_group=off", "group_line_quota=2"]);
+    let (mut dev, mut ftl) = small(&[
+        "design=paper",
+        "group_gc=line",
+        "cross_group=off",
+        "group_line_quota=2",
+    ]);
     for i in 0..4 {
         step(
             &mut dev,
@@ -313,6 +326,7 @@ fn a_collection_cleans_the_cached_entries_of_the_tps_it_rewrote() {
         // A CMT of two entries (see the scripted scenario): writing LPNs 0..4 leaves 2 and 3
         // cached and dirty.
         let (mut dev, mut ftl) = small(&[
+            "design=paper",
             "mapping_dram_bytes=624",
             "group_line_quota=1",
             "cross_group=off",
@@ -373,7 +387,7 @@ fn random_reads(sim: &mut crate::engine::Simulator) -> u64 {
 
 #[test]
 fn line_collections_with_any_lender_share_room_and_still_predict() {
-    let mut sim = fill_and_fragment(&["group_gc=line", "lender=any"]);
+    let mut sim = fill_and_fragment(&["design=paper", "group_gc=line", "lender=any"]);
     let x = sim.ftl().extra_counters();
     assert_eq!(x["group_gcs"], 0, "{x}");
     assert!(x["line_gcs"].as_u64().unwrap() > 0, "{x}");
@@ -383,10 +397,72 @@ fn line_collections_with_any_lender_share_room_and_still_predict() {
 
 #[test]
 fn the_property_setup_borrows_collects_pairs_and_predicts() {
-    let mut sim = fill_and_fragment(&[]);
+    let mut sim = fill_and_fragment(&["design=paper"]);
     let x = sim.ftl().extra_counters();
     assert!(sim.ftl().stats().gc_events > 0);
     assert!(x["borrowed_pages"].as_u64().unwrap() > 0, "{x}");
     assert!(x["paired_gcs"].as_u64().unwrap() > 0, "{x}");
     assert!(random_reads(&mut sim) > 0);
+}
+
+#[test]
+fn the_property_setup_merges_groups_and_collects_log_lines() {
+    let mut sim = fill_and_fragment(&[]);
+    let x = sim.ftl().extra_counters();
+    assert!(x["merges"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["line_gcs"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["log_lines"].as_u64().unwrap() > 0, "{x}");
+    assert!(random_reads(&mut sim) > 0);
+}
+
+#[test]
+fn paper_only_keys_are_refused_under_the_log_design() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    for key in PAPER_ONLY_KEYS {
+        let mut p = Params::new();
+        p.insert_assignment(&format!("{key}=1"), "--set").unwrap();
+        let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
+        assert!(e.contains(key) && e.contains("design=paper"), "{key}: {e}");
+    }
+}
+
+/// WAF of 4 KiB random writes over the whole logical space of a fully mapped `tiny` (filled
+/// with 512 KiB sequential writes first), 64 jobs.
+fn sustained_random_waf(ftl: &str, kv: &[&str]) -> f64 {
+    use crate::engine::{NoProgress, SimOptions, Simulator};
+    use crate::workload::{JobSpec, RwKind};
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
+    let mut sim = Simulator::new(&cfg, ftl, p, SimOptions::default()).unwrap();
+    let mut fill = JobSpec::new("fill", RwKind::Write);
+    fill.bs = 512 << 10;
+    sim.run_jobs("fill", &[fill], 1, &mut NoProgress).unwrap();
+    let mut w = JobSpec::new("randwrite", RwKind::RandWrite);
+    w.bs = 4 << 10;
+    w.numjobs = 64;
+    w.io_size = Some(cfg.geometry.logical_bytes() / 64);
+    let m = sim.run_jobs("randwrite", &[w], 1, &mut NoProgress).unwrap();
+    m.waf
+}
+
+#[test]
+fn sustained_random_writes_on_a_full_device_keep_waf_near_the_baselines() {
+    // Every FTL keeps the same 2-line reserve.
+    let same = ["gc_fg_ratio=0", "gc_bg_ratio=0"];
+    let tpftl = sustained_random_waf("tpftl", &same);
+    // The default design, translation writes charged as TPFTL's are (measured 38.4 against
+    // TPFTL's 32.1; the paper design collapses here: WAF ~500). Against the ideal FTL (15.1)
+    // no demand-based FTL comes within 1.5x on this device: TPFTL is at 2.1x.
+    let learned = sustained_random_waf("learnedftl", &[]);
+    assert!(
+        learned <= 1.5 * tpftl,
+        "LearnedFTL WAF {learned:.2} against TPFTL's {tpftl:.2}"
+    );
+    // Its data placement alone (free translation writes, merges off) against the ideal FTL's.
+    let ideal = sustained_random_waf("ideal", &same);
+    let placement = sustained_random_waf("learnedftl", &["merge_budget=0", "tp_write_cost=free"]);
+    assert!(
+        placement <= 1.5 * ideal,
+        "LearnedFTL data WAF {placement:.2} against the ideal FTL's {ideal:.2}"
+    );
 }

@@ -1,0 +1,179 @@
+//! `design=log` (the default; ours, not the paper's): group lines plus a shared write log, so
+//! that small random writes on a full device never pay a whole-group compaction for a handful of
+//! freed pages (see `docs/ftls/learnedftl.md`, "The default design").
+//!
+//! * A group's **own lines** hold only its pages. A host write of group `g` goes to `g`'s open
+//!   line while it has room (VPPN-contiguous in write order, as in the paper); a group that owns
+//!   no line takes a free one while lines are plentiful.
+//! * Otherwise the page goes to the **write log**: the baseline data stream
+//!   ([`Stream::DATA`]), page-mapped and shared by every group — the paper's cross-group
+//!   allocation with the spare room shared page by page instead of line by line.
+//! * **Reclaiming** (foreground when the log needs a line and free lines are at the reserve;
+//!   background by the shared GC rule) picks, over every data line, the cheapest way to free
+//!   space, by moved pages per page freed:
+//!   - a line with no valid page is erased;
+//!   - a **log line** costs its valid pages, which go home to their group's open line if it has
+//!     room, else back to the log, sorted by LPN (the line collection of `group_gc=line`);
+//!   - a **group** is **merged**: every live page of the group — in its own lines and in the
+//!     log — is read, sorted by LPN and written into a fresh line of the group, its TPs are
+//!     programmed, its old lines erased and its TPs trained (the paper's group collection). It
+//!     costs the group's live pages and frees its lines' invalid pages plus its log pages.
+//!
+//! Merges keep most live data in sorted group lines, where one `k = 1` piece per TP predicts
+//! it, while the log absorbs the writes between merges.
+
+use super::LearnedFtl;
+use crate::addr::{Ppa, SimTime};
+use crate::device::Device;
+use crate::error::FtlError;
+use crate::mapping::{LineState, Stream};
+
+/// What [`LearnedFtl::reclaim`] does.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Victim {
+    /// A line whose every written page is invalid: erase it.
+    Empty(u32),
+    /// A log line, or a group line collected without merging its group: collect it alone.
+    Line(u32),
+    /// A group: merge it.
+    Group(u32),
+}
+
+impl LearnedFtl {
+    /// `design=log`: the page a host write of group `g` goes to (see the module docs). Each
+    /// page earns `merge_budget` pages of merge credit.
+    pub(super) fn data_page_log(
+        &mut self,
+        dev: &mut Device,
+        g: u32,
+        t: SimTime,
+    ) -> Result<Ppa, FtlError> {
+        let s = self.groups.stream(g);
+        let reserve = self.cfg.gc_reserve_lines;
+        // Unused credit is capped at two merges' worth, so that merges follow the writes
+        // rather than bunch up after a quiet spell.
+        let cap = 2.0 * self.groups.lpns(g).len() as f64;
+        self.merge_credit = (self.merge_credit + self.cfg.merge_budget).min(cap);
+        for _ in 0..self.groups.count() + 2 * self.geo.lines() + 8 {
+            if self.alloc.room(s) > 0 {
+                return self.alloc.next_page(s);
+            }
+            let free = self.alloc.free_lines();
+            // One spare line beyond the reserve stays for the log.
+            if self.alloc.lines_owned(s) == 0 && free > reserve + 1 {
+                return self.alloc.next_page(s);
+            }
+            if self.alloc.room(Stream::DATA) > 0 || free > reserve {
+                return self.alloc.next_page(Stream::DATA);
+            }
+            // A full log line becomes a candidate before the log takes another.
+            self.alloc.close_full(Stream::DATA);
+            if !self.reclaim(dev, t, 0)? {
+                break;
+            }
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// `design=log`: background GC after a request, by the shared rule: one reclaim while free
+    /// lines are at or below the background threshold and it frees at least the policy's
+    /// minimum of invalid pages.
+    pub(super) fn background_log(
+        &mut self,
+        dev: &mut Device,
+        now: SimTime,
+    ) -> Result<(), FtlError> {
+        let pol = &self.alloc.policy;
+        let (victims, lines, min_gain) = (pol.bg_victims, pol.bg_free_lines, pol.bg_min_invalid);
+        for _ in 0..victims {
+            if self.alloc.free_lines() > lines || !self.reclaim(dev, now, min_gain)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees space at `t` the cheapest way (see the module docs) among the ways that free at
+    /// least `min_gain` pages now. Returns whether anything was done.
+    pub(super) fn reclaim(
+        &mut self,
+        dev: &mut Device,
+        t: SimTime,
+        min_gain: u32,
+    ) -> Result<bool, FtlError> {
+        let Some(v) = self.log_victim(dev, min_gain) else {
+            return Ok(false);
+        };
+        match v {
+            Victim::Empty(line) => {
+                if let LineState::Open(s) = self.alloc.state(line) {
+                    self.alloc.close(s);
+                }
+                self.erase_line(dev, line, t)?;
+                self.stats.gc_events += 1;
+                self.extra.empty_erases += 1;
+            }
+            Victim::Line(line) => self.collect_one_line(dev, line, t)?,
+            Victim::Group(g) => {
+                self.merge_credit -= self.groups.mapped[g as usize] as f64;
+                self.collect(dev, &[g], t, false)?;
+                self.extra.merges += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The reclaim among those freeing at least `min_gain` pages now: an empty line is erased;
+    /// else the line with the fewest valid pages (greedy, as every FTL) — if it is a group line
+    /// its group is merged while the merge credit covers it, and otherwise the log line with
+    /// the fewest valid pages is collected instead (a group line's pages leave it only through
+    /// a merge, so its models survive); a group line is collected alone only when the log has
+    /// no candidate.
+    fn log_victim(&mut self, dev: &Device, min_gain: u32) -> Option<Victim> {
+        let ppl = self.geo.pages_per_line();
+        let valid = dev.lines_valid();
+        // (valid pages, line, its group) of the best log line and the best group line.
+        let mut log: Option<(u32, u32)> = None;
+        let mut grp: Option<(u32, u32, u32)> = None;
+        for line in 0..self.geo.lines() {
+            let v = valid[line as usize];
+            let group = match self.alloc.state(line) {
+                LineState::Closed(Stream::DATA) => None,
+                LineState::Open(s) | LineState::Closed(s) => match self.groups.of_stream(s) {
+                    Some(g) => Some(g),
+                    None => continue,
+                },
+                LineState::Free => continue,
+            };
+            if v == 0 {
+                return Some(Victim::Empty(line));
+            }
+            if ppl - v < min_gain.max(1) {
+                continue;
+            }
+            match group {
+                None if log.is_none_or(|(bv, _)| v < bv) => log = Some((v, line)),
+                Some(g) if grp.is_none_or(|(bv, ..)| v < bv) => grp = Some((v, line, g)),
+                _ => {}
+            }
+        }
+        // Greedy: the line with the fewest valid pages. A group line's group is merged instead
+        // while the merge credit (earned per host page written) covers the merge, which moves
+        // every live page of the group, its log pages included, into fresh lines.
+        let group_best = grp.filter(|&(gv, ..)| log.is_none_or(|(lv, _)| gv < lv));
+        Some(match (group_best, log) {
+            (Some((_, line, g)), _) => {
+                let mapped = self.groups.mapped[g as usize];
+                if mapped.div_ceil(ppl) <= self.alloc.free_lines()
+                    && self.merge_credit >= mapped as f64
+                {
+                    Victim::Group(g)
+                } else {
+                    Victim::Line(line)
+                }
+            }
+            (None, Some((_, line))) => Victim::Line(line),
+            (None, None) => return None,
+        })
+    }
+}
