@@ -449,12 +449,12 @@ impl LearnedFtl {
                 .get(i + 1)
                 .map_or(offsets.len(), |&(_, e)| e as usize);
             let moved = &offsets[start as usize..end];
-            // Under design=log scattered log pages teach a model nothing (merges train the
-            // groups): only moves that are mostly runs of consecutive offsets are retrained.
-            let runs = self.cfg.design == Design::Paper
+            // Under design=log a linear fit of scattered log pages teaches nothing (merges
+            // train the groups): it is tried only where the moves are mostly runs of
+            // consecutive offsets.
+            let fit = self.cfg.design == Design::Paper
                 || 2 * moved.windows(2).filter(|w| w[1] == w[0] + 1).count() >= moved.len();
-            if moved.len() >= self.cfg.train_min_pages as usize && runs && self.retrain(tpn, moved)
-            {
+            if moved.len() >= self.cfg.train_min_pages as usize && self.retrain(tpn, moved, fit) {
                 let g = self.groups.of(Lpn(self.table.gtd.lpns(tpn).start));
                 self.groups.trained_at[g as usize] = Some(t);
             }
@@ -656,42 +656,88 @@ impl LearnedFtl {
         self.install_fit(tpn);
     }
 
-    /// `group_gc=line`: retrains TP `tpn` after a collection moved its LPNs at offsets `moved`
-    /// (their bits are clear): fits the LPNs the current model still verifies together with
-    /// those on the lines the moved ones went to (the moved ones and any run they continue;
-    /// scattered LPNs elsewhere would only fragment the pieces), and keeps the new model only if
-    /// it predicts more of those exactly than the current one verifies. Returns whether it was
-    /// kept.
-    fn retrain(&mut self, tpn: Tpn, moved: &[u32]) -> bool {
+    /// After a line collection moved TP `tpn`'s LPNs at offsets `moved` (ascending; their bits
+    /// are clear), offers it two new models and keeps the one that verifies the most LPNs, if
+    /// more than the current one still verifies: with `fit`, a linear fit of the LPNs the
+    /// current model verifies together with those on the lines the moved ones went to (the
+    /// moved ones and any run they continue; scattered LPNs elsewhere would only fragment the
+    /// pieces); with `rank_pieces`, a rank piece over the moved LPNs if they were written at
+    /// consecutive VPPNs (holes between them cost nothing). Returns whether the model changed.
+    fn retrain(&mut self, tpn: Tpn, moved: &[u32], fit: bool) -> bool {
         let ppl = self.geo.pages_per_line();
         let first = self.table.gtd.lpns(tpn).start;
-        let mut dest = std::mem::take(&mut self.dest_lines);
-        dest.clear();
-        for &x in moved {
-            if let Some(p) = self.table.get(Lpn(first + x)) {
-                let line = self.math.ppa_to_vppn(p).0 / ppl;
-                if !dest.contains(&line) {
-                    dest.push(line);
+        let current = self.models.bits_in(tpn, 0, self.models.entries());
+        let mut rank = 0;
+        if self.cfg.rank_pieces {
+            self.points.clear();
+            for &x in moved {
+                if let Some(p) = self.table.get(Lpn(first + x)) {
+                    self.points.push((x, self.math.ppa_to_vppn(p).0));
                 }
             }
+            let (head, n) = (self.points.first().map(|p| p.1), self.points.len() as u32);
+            let run = head.is_some_and(|h| {
+                self.points.last().is_some_and(|l| l.1 == h + n - 1)
+                    && self.points.windows(2).all(|w| w[1].1 == w[0].1 + 1)
+            });
+            if run {
+                rank = n;
+            }
         }
-        self.gather(tpn, |models, x, v| {
-            models.bit(tpn, x) || dest.iter().any(|&l| (l * ppl..(l + 1) * ppl).contains(&v))
-        });
-        self.dest_lines = dest;
-        self.fit_points();
-        let mut pieces = [Piece::UNUSED; PIECES];
-        pieces[..self.fit.len()].copy_from_slice(&self.fit);
-        let exact = self
-            .points
-            .iter()
-            .filter(|&&(x, v)| model::predict(&pieces, x) == Some(Vppn(v)))
-            .count() as u32;
-        let better = exact > self.models.bits_in(tpn, 0, self.models.entries());
-        if better {
+        let mut exact = 0;
+        if fit {
+            let mut dest = std::mem::take(&mut self.dest_lines);
+            dest.clear();
+            for &x in moved {
+                if let Some(p) = self.table.get(Lpn(first + x)) {
+                    let line = self.math.ppa_to_vppn(p).0 / ppl;
+                    if !dest.contains(&line) {
+                        dest.push(line);
+                    }
+                }
+            }
+            let rank_points = std::mem::take(&mut self.points);
+            self.gather(tpn, |models, x, v| {
+                models.bit(tpn, x) || dest.iter().any(|&l| (l * ppl..(l + 1) * ppl).contains(&v))
+            });
+            self.dest_lines = dest;
+            self.fit_points();
+            let mut pieces = [Piece::UNUSED; PIECES];
+            pieces[..self.fit.len()].copy_from_slice(&self.fit);
+            exact = self
+                .points
+                .iter()
+                .filter(|&&(x, v)| model::predict(&pieces, x) == Some(Vppn(v)))
+                .count() as u32;
+            if rank >= exact.saturating_sub(current) {
+                self.points = rank_points;
+            }
+        }
+        if rank > 0 && rank >= exact.saturating_sub(current) {
+            // One rank piece per stretch of moved LPNs with no verified LPN between them, so
+            // that it takes nothing from the pieces the others still verify.
+            let pts: Vec<(u32, Vppn)> = self.points.iter().map(|&(x, v)| (x, Vppn(v))).collect();
+            let mut set = 0;
+            let mut start = 0;
+            for i in 1..=pts.len() {
+                let split =
+                    i == pts.len() || self.models.bits_in(tpn, pts[i - 1].0 + 1, pts[i].0) > 0;
+                if split {
+                    let seg = &pts[start..i];
+                    if seg.len() >= self.cfg.train_min_pages.max(2) as usize {
+                        set += self.models.install_run(tpn, seg);
+                    }
+                    start = i;
+                }
+            }
+            self.extra.rank_installs += (set > 0) as u64;
+            set > 0
+        } else if exact > current {
             self.install_fit(tpn);
+            true
+        } else {
+            false
         }
-        better
     }
 
     /// Refresh rewrite (paper §III-E3): collects the least recently trained group that has

@@ -139,6 +139,9 @@ impl LearnedFtl {
             let v = valid[line as usize];
             let group = match self.alloc.state(line) {
                 LineState::Closed(Stream::DATA) => None,
+                // A group's open line still takes its writes (collecting it would throw its
+                // room away), unless it is full.
+                LineState::Open(s) if self.alloc.room(s) > 0 => continue,
                 LineState::Open(s) | LineState::Closed(s) => match self.groups.of_stream(s) {
                     Some(g) => Some(g),
                     None => continue,

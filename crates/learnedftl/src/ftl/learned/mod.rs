@@ -84,6 +84,9 @@ pub struct Config {
     /// `group_gc=line`: collect single lines (greedy, any group) instead of whole groups
     /// (`group`, the paper's design, default).
     pub line_gc: bool,
+    /// Line collections may install rank pieces (`rank_pieces`; default on under
+    /// `design=log`, off under `design=paper`).
+    pub rank_pieces: bool,
     /// Sequential initialisation (`sequential_init`, default on).
     pub sequential_init: bool,
     /// How models are trained (`training`, default greedy PLR).
@@ -122,6 +125,8 @@ struct Counters {
     merges: u64,
     /// Lines erased without moving anything (`design=log`: every page invalid).
     empty_erases: u64,
+    /// Rank pieces installed by line collections.
+    rank_installs: u64,
     /// Dirty cached entries made clean because a collection rewrote their TP (write-backs
     /// saved).
     gc_cleaned_entries: u64,
@@ -264,6 +269,9 @@ impl LearnedFtl {
         let lend_trained = take_choice(params, "lender", "untrained", "any")?;
         let line_gc = take_choice(params, "group_gc", "group", "line")?;
         let sequential_init = params.take_bool("sequential_init")?.unwrap_or(true);
+        let rank_pieces = params
+            .take_bool("rank_pieces")?
+            .unwrap_or(design == Design::Log);
         let training = params
             .take::<Training>("training")?
             .unwrap_or(Training::GreedyPlr);
@@ -289,7 +297,7 @@ impl LearnedFtl {
         }
         // TPFTL's cache knobs, parsed as TPFTL parses them.
         let cache_cfg = super::tpftl::cache_config(params)?;
-        let models = Models::new(geo.tps(), entries);
+        let models = Models::new(geo.tps(), entries, rank_pieces);
         let table = TransTable::new(&geo);
         let fixed = models.dram_bytes() + table.gtd.dram_bytes() + groups.dram_bytes();
         let (dram, budget) = match params.take_str("dram").as_deref() {
@@ -353,6 +361,7 @@ impl LearnedFtl {
                 lend_trained,
                 line_gc,
                 sequential_init,
+                rank_pieces,
                 training,
                 train_min_pages,
                 tp_write_charged,
@@ -546,7 +555,7 @@ impl LearnedFtl {
             for x in self.models.set_offsets(tpn) {
                 let lpn = Lpn(first + x);
                 let truth = self.table.get(lpn).map(|p| self.math.ppa_to_vppn(p));
-                let pred = model::predict(self.models.pieces(tpn), x);
+                let pred = self.models.predict(tpn, x);
                 if truth.is_none() || pred != truth {
                     return Err(format!(
                         "bitmap: {lpn:?} has its bit set but predicts {pred:?}, truth {truth:?}"
@@ -625,6 +634,7 @@ impl Ftl for LearnedFtl {
             "lender": if c.lend_trained { "any" } else { "untrained" },
             "group_gc": if c.line_gc { "line" } else { "group" },
             "sequential_init": c.sequential_init,
+            "rank_pieces": c.rank_pieces,
             "training": c.training.key(),
             "train_min_pages": c.train_min_pages,
             "tp_write_cost": if c.tp_write_charged { "charged" } else { "free" },

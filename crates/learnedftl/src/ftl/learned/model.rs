@@ -6,6 +6,12 @@
 //! `[off_n, off_{n+1})` and predicts `vppn = base_n + round(k_n · (x − off_n))`, always from the
 //! stored (quantised) values. Unused pieces carry `off = NONE` and sort last.
 //!
+//! A model may instead be one **rank piece** (`k` = NaN, ours; see `docs/ftls/learnedftl.md`): a
+//! base VPPN and a *layout* bitmap of the offsets that were written together, in LPN order, at
+//! consecutive VPPNs; offset `x` with its layout bit set is predicted at `base + (layout bits
+//! below x)`. It describes a TP whose pages a collection moved together with holes between them,
+//! which no handful of linear pieces can. The layout takes the pieces' 64 B; the base 4 B more.
+//!
 //! **Bitmap invariant**: a set bit means the model's prediction for that offset is the LPN's true
 //! VPPN. Writes, trims and moves clear bits ([`Models::clear`]); any change of the pieces clears
 //! the set bits whose prediction changed ([`Models::replace_pieces`]) before new bits are set for
@@ -44,10 +50,28 @@ impl Piece {
         self.off != Piece::NONE
     }
 
-    /// This piece's prediction for offset `x` (`x ≥ off`), from the stored values; `None` if it
-    /// falls outside the VPPN range.
+    /// A rank piece from offset `off` whose first laid-out offset is at VPPN `base`.
+    pub fn rank_at(off: u32, base: u32) -> Piece {
+        Piece {
+            off: off as u16,
+            k: f16::NAN,
+            base,
+        }
+    }
+
+    /// Whether this is a rank piece (its predictions need the TP's layout).
+    #[inline]
+    pub fn is_rank(&self) -> bool {
+        self.k.is_nan()
+    }
+
+    /// This linear piece's prediction for offset `x` (`x ≥ off`), from the stored values; `None`
+    /// if it falls outside the VPPN range, or for a rank piece.
     #[inline]
     pub fn predict(&self, x: u32) -> Option<Vppn> {
+        if self.is_rank() {
+            return None;
+        }
         // k has an 11-bit significand and x − off < 2^16, so the product is exact in f64 and
         // `round` sees the true value.
         let v = self.base as i64 + (self.k.to_f64() * (x as f64 - self.off as f64)).round() as i64;
@@ -58,9 +82,9 @@ impl Piece {
 /// A model's pieces, used ones first in ascending `off`.
 pub type Pieces = [Piece; PIECES];
 
-/// The prediction of `pieces` for offset `x`: the last used piece with `off ≤ x`.
+/// The piece of `pieces` covering offset `x`: the last used piece with `off ≤ x`.
 #[inline]
-pub fn predict(pieces: &Pieces, x: u32) -> Option<Vppn> {
+fn covering(pieces: &Pieces, x: u32) -> Option<&Piece> {
     let mut hit = None;
     for p in pieces.iter().take_while(|p| p.used()) {
         if p.off as u32 > x {
@@ -68,25 +92,55 @@ pub fn predict(pieces: &Pieces, x: u32) -> Option<Vppn> {
         }
         hit = Some(p);
     }
-    hit.and_then(|p| p.predict(x))
+    hit
+}
+
+/// The prediction of linear `pieces` for offset `x` (a rank piece predicts nothing here: see
+/// [`predict_in`]).
+#[inline]
+pub fn predict(pieces: &Pieces, x: u32) -> Option<Vppn> {
+    covering(pieces, x).and_then(|p| p.predict(x))
+}
+
+/// The prediction of `pieces` with the TP's `layout` bitmap for offset `x`.
+#[inline]
+pub fn predict_in(pieces: &Pieces, layout: &[u64], x: u32) -> Option<Vppn> {
+    let p = covering(pieces, x)?;
+    if !p.is_rank() {
+        return p.predict(x);
+    }
+    if layout[(x >> 6) as usize] >> (x & 63) & 1 == 0 {
+        return None;
+    }
+    let below = count_in(layout, p.off as u32, x);
+    p.base.checked_add(below).map(Vppn)
 }
 
 /// Every TP's model.
 #[derive(Clone, Debug)]
 pub struct Models {
+    rank: bool,
     pieces: Vec<Pieces>,
     bits: Vec<u64>,
+    /// Rank pieces' layouts, `words` per TP.
+    layout: Vec<u64>,
+    /// One TP's layout before a change (scratch).
+    scratch: Vec<u64>,
     words: usize,
     entries: u32,
 }
 
 impl Models {
-    /// Untrained models (no piece, no bit) for `tps` TPs of `entries` entries each.
-    pub fn new(tps: u32, entries: u32) -> Models {
+    /// Untrained models (no piece, no bit) for `tps` TPs of `entries` entries each; `rank`:
+    /// rank pieces may be installed (their base costs 4 B of DRAM per TP).
+    pub fn new(tps: u32, entries: u32, rank: bool) -> Models {
         let words = entries.div_ceil(64) as usize;
         Models {
+            rank,
             pieces: vec![[Piece::UNUSED; PIECES]; tps as usize],
             bits: vec![0; tps as usize * words],
+            layout: vec![0; tps as usize * words],
+            scratch: Vec::with_capacity(words),
             words,
             entries,
         }
@@ -97,9 +151,30 @@ impl Models {
         self.entries
     }
 
-    /// DRAM the models take: 8 B per piece plus one bit per entry (128 B per TP of 512 entries).
+    /// DRAM the models take: 8 B per piece plus one bit per entry (128 B per TP of 512
+    /// entries); with rank pieces, a layout as large as the bitmap in the pieces' place (if
+    /// larger) and a 4 B base (132 B per TP of 512 entries).
     pub fn dram_bytes(&self) -> u64 {
-        self.pieces.len() as u64 * (PIECES as u64 * 8 + self.entries.div_ceil(8) as u64)
+        let bitmap = self.entries.div_ceil(8) as u64;
+        let pieces = PIECES as u64 * 8;
+        let per_tp = if self.rank {
+            pieces.max(bitmap) + bitmap + 4
+        } else {
+            pieces + bitmap
+        };
+        self.pieces.len() as u64 * per_tp
+    }
+
+    /// The prediction of TP `tpn`'s model for offset `x` (whatever its bit says).
+    #[inline]
+    pub fn predict(&self, tpn: Tpn, x: u32) -> Option<Vppn> {
+        predict_in(&self.pieces[tpn.idx()], self.layout(tpn), x)
+    }
+
+    #[inline]
+    fn layout(&self, tpn: Tpn) -> &[u64] {
+        let base = tpn.idx() * self.words;
+        &self.layout[base..base + self.words]
     }
 
     /// The pieces of TP `tpn`.
@@ -130,7 +205,7 @@ impl Models {
     #[inline]
     pub fn lookup(&self, tpn: Tpn, x: u32) -> Option<Vppn> {
         if self.bit(tpn, x) {
-            predict(&self.pieces[tpn.idx()], x)
+            self.predict(tpn, x)
         } else {
             None
         }
@@ -146,7 +221,7 @@ impl Models {
     /// Sets the bit of offset `x` if the model predicts `truth` there; returns whether it did.
     #[inline]
     pub fn verify(&mut self, tpn: Tpn, x: u32, truth: Vppn) -> bool {
-        let ok = predict(&self.pieces[tpn.idx()], x) == Some(truth);
+        let ok = self.predict(tpn, x) == Some(truth);
         if ok {
             let (w, m) = self.word(tpn, x);
             self.bits[w] |= m;
@@ -156,9 +231,12 @@ impl Models {
 
     /// Set bits of TP `tpn` at offsets in `[from, to)`.
     pub fn bits_in(&self, tpn: Tpn, from: u32, to: u32) -> u32 {
-        self.set_offsets(tpn)
-            .filter(|&x| x >= from && x < to)
-            .count() as u32
+        let base = tpn.idx() * self.words;
+        count_in(
+            &self.bits[base..base + self.words],
+            from,
+            to.min(self.entries),
+        )
     }
 
     /// Offsets of TP `tpn` whose bit is set, ascending.
@@ -193,9 +271,10 @@ impl Models {
     /// change alters (the invariant's "model changes clear bits"). Returns how many it cleared.
     pub fn replace_pieces(&mut self, tpn: Tpn, new: Pieces) -> u32 {
         let old = std::mem::replace(&mut self.pieces[tpn.idx()], new);
+        let layout = self.layout(tpn);
         let changed: Vec<u32> = self
             .set_offsets(tpn)
-            .filter(|&x| predict(&old, x) != predict(&new, x))
+            .filter(|&x| predict_in(&old, layout, x) != predict_in(&new, layout, x))
             .collect();
         for &x in &changed {
             self.clear(tpn, x);
@@ -216,6 +295,7 @@ impl Models {
         self.pieces[tpn.idx()] = p;
         let base = tpn.idx() * self.words;
         self.bits[base..base + self.words].fill(0);
+        self.layout[base..base + self.words].fill(0);
         points.filter(|&(x, v)| self.verify(tpn, x, v)).count() as u32
     }
 
@@ -233,35 +313,103 @@ impl Models {
         if len < 2 || end > self.entries {
             return false;
         }
-        let mut p = self.pieces[tpn.idx()];
+        let p = &self.pieces[tpn.idx()];
         let n = p.iter().take_while(|q| q.used()).count();
-        let cover = p[..n].iter().rposition(|q| q.off as u32 <= x);
+        if let Some(i) = p[..n].iter().rposition(|q| q.off as u32 <= x) {
+            let piece_end = p
+                .get(i + 1)
+                .filter(|q| q.used())
+                .map_or(self.entries, |q| q.off as u32);
+            if end <= piece_end && (x..end).all(|o| p[i].predict(o) == Some(Vppn(first.0 + o - x)))
+            {
+                // The piece already predicts the run (it continues the run the piece came
+                // from): the offsets are verified, the model stays.
+                for o in x..end {
+                    let (w, m) = self.word(tpn, o);
+                    self.bits[w] |= m;
+                }
+                return false;
+            }
+            if self.bits_in(tpn, p[i].off as u32, piece_end) >= len {
+                return false;
+            }
+        }
         let run = Piece {
             off: x as u16,
             k: f16::ONE,
             base: first.0,
         };
-        let mut n = n;
-        let i = match cover {
+        let Some(p) = self.splice(tpn, run, end) else {
+            return false;
+        };
+        self.replace_pieces(tpn, p);
+        for o in x..end {
+            let (w, m) = self.word(tpn, o);
+            self.bits[w] |= m;
+        }
+        true
+    }
+
+    /// Installs a rank piece over `points` `(offset, true VPPN)` of TP `tpn` — ascending in
+    /// offset with consecutive VPPNs, a run a collection wrote in LPN order — covering offsets
+    /// from the first point's to just past the last's, if that verifies more LPNs than the bits
+    /// now set there and a piece slot is free once pieces predicting nothing are dropped: the
+    /// piece covering the first offset keeps the offsets before it, the piece covering the end
+    /// is moved past it, pieces starting inside are dropped, the layout there becomes the
+    /// points' offsets, bits whose prediction changed are cleared and the points' bits set.
+    /// Returns the bits it set (0: model unchanged).
+    pub fn install_run(&mut self, tpn: Tpn, points: &[(u32, Vppn)]) -> u32 {
+        let (Some(&(lo, first)), Some(&(last, _))) = (points.first(), points.last()) else {
+            return 0;
+        };
+        let run = points.iter().enumerate().all(|(i, &(x, v))| {
+            v.0 == first.0 + i as u32 && (i == 0 || points[i - 1].0 < x) && x < self.entries
+        });
+        let end = last + 1;
+        if !run || points.len() as u32 <= self.bits_in(tpn, lo, end) {
+            return 0;
+        }
+        self.drop_dead(tpn);
+        let Some(new) = self.split_in(tpn, Piece::rank_at(lo, first.0), end) else {
+            return 0;
+        };
+        // The old predictions need the old layout.
+        let base = tpn.idx() * self.words;
+        self.scratch.clear();
+        self.scratch
+            .extend_from_slice(&self.layout[base..base + self.words]);
+        for x in lo..end {
+            self.layout[base + (x >> 6) as usize] &= !(1u64 << (x & 63));
+        }
+        for &(x, _) in points {
+            self.layout[base + (x >> 6) as usize] |= 1u64 << (x & 63);
+        }
+        let old = std::mem::replace(&mut self.pieces[tpn.idx()], new);
+        let changed: Vec<u32> = self
+            .set_offsets(tpn)
+            .filter(|&x| {
+                predict_in(&old, &self.scratch, x) != predict_in(&new, self.layout(tpn), x)
+            })
+            .collect();
+        for x in changed {
+            self.clear(tpn, x);
+        }
+        points
+            .iter()
+            .filter(|&&(x, v)| self.verify(tpn, x, v))
+            .count() as u32
+    }
+
+    /// TP `tpn`'s pieces with `run` spliced in over `[run.off, end)`: it replaces the piece
+    /// covering `run.off` (or is inserted if none does and a slot is free; `None` if none is),
+    /// and pieces starting inside the run are moved to `end` (re-anchored so their predictions
+    /// past it stay, where rounding allows) or dropped.
+    fn splice(&self, tpn: Tpn, run: Piece, end: u32) -> Option<Pieces> {
+        let x = run.off as u32;
+        let mut p = self.pieces[tpn.idx()];
+        let mut n = p.iter().take_while(|q| q.used()).count();
+        let i = match p[..n].iter().rposition(|q| q.off as u32 <= x) {
             Some(i) => {
-                let piece_end = p
-                    .get(i + 1)
-                    .filter(|q| q.used())
-                    .map_or(self.entries, |q| q.off as u32);
-                if end <= piece_end
-                    && (x..end).all(|o| p[i].predict(o) == Some(Vppn(first.0 + o - x)))
-                {
-                    // The piece already predicts the run (it continues the run the piece came
-                    // from): the offsets are verified, the model stays.
-                    for o in x..end {
-                        let (w, m) = self.word(tpn, o);
-                        self.bits[w] |= m;
-                    }
-                    return false;
-                }
-                if self.bits_in(tpn, p[i].off as u32, piece_end) >= len {
-                    return false;
-                }
                 p[i] = run;
                 i
             }
@@ -271,10 +419,8 @@ impl Models {
                 n += 1;
                 0
             }
-            None => return false,
+            None => return None,
         };
-        // Pieces the run overlaps: move past it (keeping their predictions where rounding
-        // allows) or drop them when wholly covered.
         let j = i + 1;
         while j < n && (p[j].off as u32) < end {
             let next_off = if j + 1 < n {
@@ -282,13 +428,9 @@ impl Models {
             } else {
                 self.entries
             };
-            match p[j].predict(end) {
-                Some(v) if next_off > end => {
-                    p[j] = Piece {
-                        off: end as u16,
-                        k: p[j].k,
-                        base: v.0,
-                    };
+            match self.reanchor(tpn, &p[j], end) {
+                Some(q) if next_off > end => {
+                    p[j] = q;
                     break;
                 }
                 _ => {
@@ -298,13 +440,100 @@ impl Models {
                 }
             }
         }
-        self.replace_pieces(tpn, p);
-        for o in x..end {
-            let (w, m) = self.word(tpn, o);
-            self.bits[w] |= m;
-        }
-        true
+        Some(p)
     }
+
+    /// Drops TP `tpn`'s pieces that verify no offset (their offsets fall to the piece before,
+    /// and none of them has a bit to lose).
+    fn drop_dead(&mut self, tpn: Tpn) {
+        let p = self.pieces[tpn.idx()];
+        let n = p.iter().take_while(|q| q.used()).count();
+        let mut keep = [Piece::UNUSED; PIECES];
+        let mut m = 0;
+        for i in 0..n {
+            let end = if i + 1 < n {
+                p[i + 1].off as u32
+            } else {
+                self.entries
+            };
+            if self.bits_in(tpn, p[i].off as u32, end) > 0 {
+                keep[m] = p[i];
+                m += 1;
+            }
+        }
+        if m < n {
+            self.pieces[tpn.idx()] = keep;
+        }
+    }
+
+    /// TP `tpn`'s pieces with `run` inserted over `[run.off, end)` and everything else kept:
+    /// the piece covering `run.off` still covers the offsets before it, the piece covering
+    /// `end` is re-anchored there, pieces starting inside the run are dropped. `None` if that
+    /// takes more than [`PIECES`] pieces.
+    fn split_in(&self, tpn: Tpn, run: Piece, end: u32) -> Option<Pieces> {
+        let x = run.off as u32;
+        let old = &self.pieces[tpn.idx()];
+        let used = old.iter().take_while(|q| q.used());
+        let mut p = [Piece::UNUSED; PIECES];
+        let mut n = 0;
+        let mut push = |q: Piece| -> Option<()> {
+            *p.get_mut(n)? = q;
+            n += 1;
+            Some(())
+        };
+        for q in used.clone().filter(|q| (q.off as u32) < x) {
+            push(*q)?;
+        }
+        push(run)?;
+        if let Some(q) = used.clone().filter(|q| q.off as u32 <= end).last() {
+            if (q.off as u32) < end && end < self.entries {
+                if let Some(t) = self.reanchor(tpn, q, end) {
+                    push(t)?;
+                }
+            }
+        }
+        for q in used.filter(|q| q.off as u32 >= end) {
+            push(*q)?;
+        }
+        Some(p)
+    }
+
+    /// Piece `q` of TP `tpn` starting at offset `at` (≥ its own) instead, predicting what it
+    /// predicted from there on: a linear piece's base becomes its prediction at `at`, a rank
+    /// piece's counts the laid-out offsets it skips.
+    fn reanchor(&self, tpn: Tpn, q: &Piece, at: u32) -> Option<Piece> {
+        let base = if q.is_rank() {
+            q.base + count_in(self.layout(tpn), q.off as u32, at)
+        } else {
+            q.predict(at)?.0
+        };
+        Some(Piece {
+            off: at as u16,
+            k: q.k,
+            base,
+        })
+    }
+}
+
+/// Set bits of `words` at offsets in `[from, to)`.
+fn count_in(words: &[u64], from: u32, to: u32) -> u32 {
+    if to <= from {
+        return 0;
+    }
+    let (w0, b0) = ((from >> 6) as usize, from & 63);
+    let (w1, b1) = ((to >> 6) as usize, to & 63);
+    (w0..=w1.min(words.len() - 1))
+        .map(|i| {
+            let mut word = words[i];
+            if i == w0 {
+                word &= !((1u64 << b0) - 1);
+            }
+            if i == w1 {
+                word &= (1u64 << b1) - 1;
+            }
+            word.count_ones()
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -320,11 +549,58 @@ mod tests {
     }
 
     #[test]
-    fn model_is_128_bytes_per_tp_of_512_entries() {
+    fn a_rank_piece_predicts_laid_out_offsets_and_keeps_them_when_others_change() {
+        let mut m = Models::new(1, 512, true);
+        let pts: Vec<(u32, Vppn)> = [3u32, 4, 9, 200, 511]
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| (x, Vppn(1000 + i as u32)))
+            .collect();
+        assert_eq!(m.install_run(Tpn(0), &pts), 5);
+        for &(x, v) in &pts {
+            assert_eq!(m.lookup(Tpn(0), x), Some(v), "offset {x}");
+        }
+        assert_eq!(m.predict(Tpn(0), 5), None, "not laid out");
+        // A write clears its bit; the others keep their predictions.
+        m.clear(Tpn(0), 4);
+        assert_eq!(m.lookup(Tpn(0), 4), None);
+        assert_eq!(m.lookup(Tpn(0), 200), Some(Vppn(1003)));
+        // Not a run (VPPNs not consecutive): refused, the model stays.
+        assert_eq!(m.install_run(Tpn(0), &[(1, Vppn(7)), (2, Vppn(9))]), 0);
+        // A run over [100, 120) splits the rank piece: the part past it is re-anchored.
+        let run: Vec<(u32, Vppn)> = (100..110).map(|x| (2 * x - 100, Vppn(x))).collect();
+        assert_eq!(m.install_run(Tpn(0), &run), 10);
+        assert_eq!(m.lookup(Tpn(0), 102), Some(Vppn(101)));
+        assert_eq!(m.lookup(Tpn(0), 9), Some(Vppn(1002)), "before the run");
+        assert_eq!(
+            m.lookup(Tpn(0), 200),
+            Some(Vppn(1003)),
+            "re-anchored past it"
+        );
+        assert_eq!(m.lookup(Tpn(0), 511), Some(Vppn(1004)));
+        // Sequential initialisation before the rank piece moves it past the run.
+        assert!(m.seq_init(Tpn(0), 0, 8, Vppn(50)));
+        assert_eq!(m.lookup(Tpn(0), 3), Some(Vppn(53)));
+        assert_eq!(
+            m.lookup(Tpn(0), 9),
+            Some(Vppn(1002)),
+            "the rank piece moved past the run"
+        );
+        assert_eq!(
+            m.lookup(Tpn(0), 511),
+            Some(Vppn(1004)),
+            "a later rank piece stays"
+        );
+    }
+
+    #[test]
+    fn model_is_128_bytes_per_tp_of_512_entries_132_with_rank_pieces() {
         assert_eq!(std::mem::size_of::<Piece>(), 8);
-        assert_eq!(Models::new(10, 512).dram_bytes(), 1280);
+        assert_eq!(Models::new(10, 512, false).dram_bytes(), 1280);
+        assert_eq!(Models::new(10, 512, true).dram_bytes(), 1320);
         // The bitmap scales with entries per TP (8 KiB pages: 1024 entries).
-        assert_eq!(Models::new(1, 1024).dram_bytes(), 64 + 128);
+        assert_eq!(Models::new(1, 1024, false).dram_bytes(), 64 + 128);
+        assert_eq!(Models::new(1, 1024, true).dram_bytes(), 128 + 128 + 4);
     }
 
     #[test]
@@ -345,7 +621,7 @@ mod tests {
 
     #[test]
     fn replacing_pieces_clears_exactly_the_changed_predictions() {
-        let mut m = Models::new(1, 512);
+        let mut m = Models::new(1, 512, true);
         let t = Tpn(0);
         let mut p = [Piece::UNUSED; PIECES];
         p[0] = piece(0, 1.0, 100);
@@ -365,7 +641,7 @@ mod tests {
 
     #[test]
     fn sequential_init_sets_exactly_the_run_and_clears_changed_bits() {
-        let mut m = Models::new(1, 512);
+        let mut m = Models::new(1, 512, true);
         let t = Tpn(0);
         // An empty model gets a piece for the run.
         assert!(m.seq_init(t, 100, 8, Vppn(5000)));
@@ -406,7 +682,7 @@ mod tests {
 
     #[test]
     fn sequential_init_drops_pieces_it_covers_and_respects_the_slot_limit() {
-        let mut m = Models::new(1, 512);
+        let mut m = Models::new(1, 512, true);
         let t = Tpn(0);
         let pieces: Vec<Piece> = (0..PIECES as u16)
             .map(|i| piece(10 + 20 * i, 1.0, 1000 * i as u32))

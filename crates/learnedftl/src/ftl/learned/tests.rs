@@ -267,10 +267,11 @@ fn switches_are_parsed_and_bad_values_refused() {
     .unwrap();
     let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
     assert!(e.contains("refresh_period"), "{e}");
-    // paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP.
+    // dram=paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP and
+    // 4 B for a rank piece's base.
     let ftl = LearnedFtl::new(&cfg, &mut Params::new()).unwrap();
     let d = ftl.dram();
-    assert_eq!(d.parts[1], ("models", 60 * 128));
+    assert_eq!(d.parts[1], ("models", 60 * 128 + 60 * 4));
     assert_eq!(ftl.cfg.budget.cache, (0.015 * 30_720.0 * 8.0) as u64);
 }
 
