@@ -178,7 +178,8 @@ impl<C: Cmt> Demand<C> {
         min_cache: u64,
         make: impl FnOnce(u64, &mut Params) -> Result<C, ConfigError>,
     ) -> Result<Self, ConfigError> {
-        let policy = GcPolicy::from_params(geo, params)?;
+        // A victim may hold data and translation pages: its moves may open a line on each stream.
+        let policy = GcPolicy::from_params(geo, params, 2)?;
         let table = TransTable::new(geo);
         let budget = Budget::from_params(geo, params, 0.03, table.gtd.dram_bytes(), min_cache)?;
         let cache = make(budget.cache, params)?;

@@ -47,7 +47,7 @@ impl Ideal {
     /// Builds the FTL; parameters: the GC thresholds of [`GcPolicy`].
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError> {
         let geo = &dev.geometry;
-        let policy = GcPolicy::from_params(geo, params)?;
+        let policy = GcPolicy::from_params(geo, params, 1)?;
         Ok(Ideal {
             table: Table {
                 l2p: vec![UNMAPPED; geo.logical_pages as usize],

@@ -420,7 +420,8 @@ impl Leaftl {
         // The cache must hold at least one group's translation page.
         let budget =
             Budget::from_params(geo, params, 0.03, gtd.dram_bytes(), geo.page_size as u64)?;
-        let gc_policy = GcPolicy::from_params(geo, params)?;
+        // A victim may hold data and translation pages: its moves may open a line on each stream.
+        let gc_policy = GcPolicy::from_params(geo, params, 2)?;
         let groups = geo.logical_pages.div_ceil(GROUP_LPNS as u64) as u32;
         Ok(Leaftl {
             map: Mapping {

@@ -22,7 +22,7 @@ use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::tpcache::ENTRY_BYTES;
-use crate::mapping::{Allocator, Budget, GcPolicy, Lookup, TpCache, TransTable};
+use crate::mapping::{Allocator, Budget, GcPolicy, GcRule, Lookup, TpCache, TransTable};
 use crate::params::{parse_duration_ns, Params};
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
@@ -36,7 +36,8 @@ pub struct Config {
     pub group_tps: u32,
     /// Lines a group may own before it borrows or GC runs (`group_line_quota`, default 5).
     pub group_line_quota: u32,
-    /// Free lines only GC may take (`gc_reserve_lines`, default 2: a paired GC's destinations).
+    /// Free lines only GC may take: the shared policy's reserve (`gc_reserve_lines`, default 2:
+    /// a paired GC's destinations).
     pub gc_reserve_lines: u32,
     /// Opportunistic cross-group allocation (`cross_group`, default on).
     pub cross_group: bool,
@@ -175,14 +176,16 @@ impl LearnedFtl {
             ));
         }
         let cross_group = params.take_bool("cross_group")?.unwrap_or(true);
-        let gc_reserve_lines = params.take::<u32>("gc_reserve_lines")?.unwrap_or(2);
+        // The reserve is the shared policy's (SPEC §3.5: one reserve for every FTL); a paired
+        // collection writes into two fresh lines, so it needs 2 with cross-group allocation.
         let min_reserve = if cross_group { 2 } else { 1 };
-        if gc_reserve_lines < min_reserve || gc_reserve_lines + 4 > geo.lines() {
-            return Err(ConfigError::invalid(
-                "gc_reserve_lines",
-                format!("{gc_reserve_lines}: need at least {min_reserve} (a collection's destinations) and room for data"),
-            ));
-        }
+        let policy = GcPolicy::from_params(&geo, params, min_reserve)?;
+        let gc_reserve_lines = match policy.rule {
+            GcRule::Reserve => policy.fg_free_lines,
+            // `gc=femu` reproduces the setup before the shared reserve: FEMU's thresholds for
+            // the baselines, LearnedFTL's own 2-line reserve.
+            GcRule::Femu => 2,
+        };
         let group_line_quota = params.take::<u32>("group_line_quota")?.unwrap_or(5).max(1);
         let encroach_threshold = params
             .take::<u32>("encroach_threshold")?
@@ -259,9 +262,6 @@ impl LearnedFtl {
             }
         };
         let cache = TpCache::new(geo.logical_pages as u32, entries, budget.cache, cache_cfg);
-        // The baseline GC thresholds do not apply (groups are collected when no line can be
-        // had), but the allocator carries a policy.
-        let policy = GcPolicy::from_params(&geo, &mut Params::new())?;
         let streams = FIRST_GROUP_STREAM + groups.count() as u16;
         Ok(LearnedFtl {
             cfg: Config {
@@ -534,6 +534,7 @@ impl Ftl for LearnedFtl {
             "groups": self.groups.count(),
             "group_line_quota": c.group_line_quota,
             "gc_reserve_lines": c.gc_reserve_lines,
+            "gc": self.alloc.policy,
             "cross_group": c.cross_group,
             "encroach_threshold": c.encroach_threshold,
             "lender": if c.lend_trained { "any" } else { "untrained" },
