@@ -65,8 +65,18 @@ fn run_writes_json_with_every_documented_key() {
     assert_eq!(v["ftl"], "ideal");
     assert_eq!(v["preset"], "tiny");
     let phases = v["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 2);
+    assert_eq!(phases.len(), 3);
     assert_eq!(phases[0]["phase"], "precondition");
+    // The device settles after preconditioning (default --settle auto), a phase of its own.
+    assert_eq!(phases[1]["phase"], "settle");
+    assert_eq!(v["config"]["settle"], "auto");
+    // The GC policy and the line counts it gave.
+    let gc = &v["config"]["ftl"]["gc"];
+    assert_eq!(gc["rule"], "reserve");
+    assert_eq!(
+        (gc["fg_free_lines"].as_u64(), gc["bg_free_lines"].as_u64()),
+        (Some(2), Some(4))
+    );
     let r = &v["result"];
     for ptr in [
         "/iops",
@@ -156,6 +166,46 @@ fn job_files_run_as_phases() {
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["phases"].as_array().unwrap().len(), 2);
     assert_eq!(v["result"]["requests"]["read"], 400);
+    // settle= before a phase, and --settle off after preconditioning.
+    std::fs::write(
+        &job,
+        "[fill]\nrw=write\nbs=64k\nsize=50%\n[read]\nstonewall\nsettle=50ms\nrw=randread\nnumber_ios=100\n",
+    )
+    .unwrap();
+    let (ok, stdout, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--job",
+        job.to_str().unwrap(),
+        "--precondition",
+        "randwrite:512k:1",
+        "--settle",
+        "off",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["precondition", "fill", "settle", "read"]);
+    assert_eq!(
+        v["config"]["workload"]["phases"][1]["settle"]["for"],
+        50_000_000
+    );
+    std::fs::write(&job, "[a]\nrw=randread\nsettle=later\n").unwrap();
+    let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", job.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("two.fio:3") && stderr.contains("settle"),
+        "{stderr}"
+    );
     std::fs::write(&job, "[a]\nrw=randread\nbogus_option=3\n").unwrap();
     let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", job.to_str().unwrap()]);
     assert!(!ok);
@@ -194,6 +244,20 @@ fn bad_input_gets_a_clear_error() {
             "--precondition",
         ),
         (&["run", "--preset", "tiny", "--rw", "sideways"], "--rw"),
+        (&["run", "--preset", "tiny", "--settle", "soon"], "--settle"),
+        (&["run", "--preset", "tiny", "--set", "gc=lazy"], "gc"),
+        (
+            &[
+                "run",
+                "--preset",
+                "tiny",
+                "--set",
+                "gc=reserve",
+                "--set",
+                "gc_fg_ratio=0.1",
+            ],
+            "gc_fg_ratio",
+        ),
         (
             &["run", "--preset", "tiny", "--rw", "read", "--size", "1t"],
             "beyond the logical space",

@@ -119,6 +119,11 @@ impl Ftl for Ideal {
         gc::background(dev, &mut self.alloc, now, &mut self.table, &mut self.stats)
     }
 
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // No mapping to write back, no buffer: background GC is all an idle ideal FTL owes.
+        gc::background_one(dev, &mut self.alloc, now, &mut self.table, &mut self.stats)
+    }
+
     fn stats(&self) -> &FtlStats {
         &self.stats
     }

@@ -22,7 +22,7 @@ use super::demand::{Cmt, Demand, Evict};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::error::ConfigError;
-use crate::mapping::lru::{Links, List};
+use crate::mapping::lru::{Links, List, NIL};
 use crate::mapping::{Lookup, TransTable, WriteBack};
 use crate::params::Params;
 use serde::Serialize;
@@ -67,6 +67,8 @@ struct TpLruStats {
     loaded: u64,
     evicted_clean: u64,
     evicted_dirty: u64,
+    /// Dirty TPs written back while the device was idle.
+    flushed: u64,
 }
 
 /// SFTL's cache: an LRU list of compressed TPs.
@@ -270,6 +272,26 @@ impl Cmt for TpLru {
             self.update(lpn, table);
         }
         cached
+    }
+
+    fn flush_one(&mut self, _: &TransTable) -> Option<WriteBack> {
+        if self.dirty == 0 {
+            return None;
+        }
+        // The least recently used dirty TP, as evictions would take it; written whole (the
+        // cache holds every entry).
+        let mut t = self.lru.tail();
+        while t != NIL && !self.tps[t as usize].dirty {
+            t = self.links.prev(t);
+        }
+        let st = self.tps.get_mut(t as usize)?;
+        st.dirty = false;
+        self.dirty -= 1;
+        self.stats.flushed += 1;
+        Some(WriteBack {
+            tpn: Tpn(t),
+            read_first: false,
+        })
     }
 
     fn shrink(&mut self, table: &TransTable) -> Evict {

@@ -423,7 +423,11 @@ mod tests {
         assert_eq!((p.fg_free_lines, p.bg_free_lines), (3, 9));
         assert_eq!(policy(&["gc_reserve_lines=5"], 2).unwrap().bg_free_lines, 7);
         // FEMU: 5 % (at least 2) and 25 % of the lines.
-        for kv in [&["gc=femu"][..], &["gc_fg_ratio=0.05"], &["gc_bg_ratio=0.25"]] {
+        for kv in [
+            &["gc=femu"][..],
+            &["gc_fg_ratio=0.05"],
+            &["gc_bg_ratio=0.25"],
+        ] {
             let p = policy(kv, 2).unwrap();
             assert_eq!(p.rule, GcRule::Femu, "{kv:?}");
             assert_eq!((p.fg_free_lines, p.bg_free_lines), (3, 16), "{kv:?}");

@@ -403,8 +403,7 @@ impl HpFtl {
         let spare = geo.pages() - lp;
         // GC relocates into free pages of any block: one line's worth is enough to progress.
         let gc = GcPolicy::from_params(geo, params, 1)?;
-        let (page_reserve, gc_free_low_pages, gc_free_high_pages, bg_min_invalid) = match gc.rule
-        {
+        let (page_reserve, gc_free_low_pages, gc_free_high_pages, bg_min_invalid) = match gc.rule {
             // The shared reserve (SPEC §3.5), in pages: foreground GC at the reserve lines'
             // worth of free pages; background GC while free pages are at most the background
             // lines' worth, with victims at least `gc_bg_min_invalid` invalid, as a line FTL's.
@@ -1147,6 +1146,22 @@ impl Ftl for HpFtl {
             self.gc_run(dev, now, true)?;
         }
         Ok(())
+    }
+
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // The whole mapping is in DRAM and there is no buffer: an idle HP-FTL owes only the GC
+        // its watermarks call for. A run that frees neither slots nor pages cannot progress
+        // until a request changes something, so it owes nothing more.
+        if !self.gc_needed() {
+            return Ok(None);
+        }
+        let before = (self.sec.free_slots(), self.free_pages);
+        self.gc_run(dev, now, true)?;
+        if (self.sec.free_slots(), self.free_pages) == before {
+            return Ok(None);
+        }
+        // A run spreads over every LUN: it completes when the device drains.
+        Ok(Some(dev.drained_at().max(now)))
     }
 
     fn stats(&self) -> &FtlStats {

@@ -320,16 +320,37 @@ impl LearnedFtl {
     ) -> Result<SimTime, FtlError> {
         let range = self.cache.load_range(lpn, req_last);
         while let Some(v) = self.cache.evict_for(&range) {
-            if v.written_back > 0 && self.cfg.tp_write_charged {
-                let new = self.trans_page(dev, t)?;
-                self.table
-                    .gtd
-                    .rewrite(dev, v.tpn, new, Cause::TransWrite, t)?;
+            if v.written_back > 0 {
+                self.write_back_tp(dev, v.tpn, t)?;
             }
         }
         let done = self.table.read_tp(dev, lpn, Cause::TransRead, t)?;
         self.cache.load(lpn, range, done);
         Ok(done)
+    }
+
+    /// Pays the batch write-back of TP `tpn`'s dirty entries at `t` (an eviction's, or an idle
+    /// one): a TP read and program, free under `tp_write_cost=free`. Returns when it completes.
+    fn write_back_tp(
+        &mut self,
+        dev: &mut Device,
+        tpn: Tpn,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
+        if !self.cfg.tp_write_charged {
+            return Ok(t);
+        }
+        let new = self.trans_page(dev, t)?;
+        self.table.gtd.rewrite(dev, tpn, new, Cause::TransWrite, t)
+    }
+
+    /// Background GC while the device is idle (SPEC §3.5: collect greedy victims while free
+    /// lines ≤ `alloc.policy.bg_free_lines` and the victim has ≥ `bg_min_invalid` invalid
+    /// pages): one collection issued at `now` and its completion, or `None` when the rule
+    /// asks for none. The hook for LearnedFTL's background GC, which is not built yet: until
+    /// it is, an idle LearnedFTL collects nothing.
+    fn idle_gc(&mut self, _dev: &mut Device, _now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        Ok(None)
     }
 
     /// The cache side of a write or trim of `lpn`: a miss loads it (the TP read tells the old
@@ -498,6 +519,18 @@ impl Ftl for LearnedFtl {
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
         self.refresh(dev, now)
+    }
+
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // GC first: collections rewrite TPs and so clean cached entries the write-backs would
+        // otherwise pay for.
+        if let Some(done) = self.idle_gc(dev, now)? {
+            return Ok(Some(done));
+        }
+        match self.cache.flush_one() {
+            Some(tpn) => self.write_back_tp(dev, tpn, now).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn stats(&self) -> &FtlStats {
