@@ -146,48 +146,36 @@ fn compare_prints_one_row_per_ftl_and_a_json_array() {
 fn job_files_run_as_phases() {
     let dir = Scratch::new("learnedftl-job");
     let job = dir.join("two.fio");
-    std::fs::write(
-        &job,
+    let path = job.to_str().unwrap();
+    // Runs the job file holding `text` on tiny with `extra` options; the JSON report.
+    let run = |text: &str, extra: &[&str]| -> serde_json::Value {
+        std::fs::write(&job, text).unwrap();
+        let mut args = vec![
+            "run", "--preset", "tiny", "--job", path, "--quiet", "--json", "-",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = learnedftl(&args);
+        assert!(ok, "{stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    // The error running the job file holding `text` gives.
+    let refused = |text: &str| -> String {
+        std::fs::write(&job, text).unwrap();
+        let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", path]);
+        assert!(!ok);
+        stderr
+    };
+    let v = run(
         "[global]\nbs=64k\n[fill]\nrw=write\nsize=50%\n[read]\nstonewall\nrw=randread\nbs=4k\nnumjobs=4\nnumber_ios=100\n",
-    )
-    .unwrap();
-    let (ok, stdout, stderr) = learnedftl(&[
-        "run",
-        "--preset",
-        "tiny",
-        "--job",
-        job.to_str().unwrap(),
-        "--quiet",
-        "--verify",
-        "--json",
-        "-",
-    ]);
-    assert!(ok, "{stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        &["--verify"],
+    );
     assert_eq!(v["phases"].as_array().unwrap().len(), 2);
     assert_eq!(v["result"]["requests"]["read"], 400);
     // settle= before a phase, and --settle off after preconditioning.
-    std::fs::write(
-        &job,
+    let v = run(
         "[fill]\nrw=write\nbs=64k\nsize=50%\n[read]\nstonewall\nsettle=50ms\nrw=randread\nnumber_ios=100\n",
-    )
-    .unwrap();
-    let (ok, stdout, stderr) = learnedftl(&[
-        "run",
-        "--preset",
-        "tiny",
-        "--job",
-        job.to_str().unwrap(),
-        "--precondition",
-        "randwrite:512k:1",
-        "--settle",
-        "off",
-        "--quiet",
-        "--json",
-        "-",
-    ]);
-    assert!(ok, "{stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        &["--precondition", "randwrite:512k:1", "--settle", "off"],
+    );
     let names: Vec<&str> = v["phases"]
         .as_array()
         .unwrap()
@@ -199,20 +187,16 @@ fn job_files_run_as_phases() {
         v["config"]["workload"]["phases"][1]["settle"]["for"],
         50_000_000
     );
-    std::fs::write(&job, "[a]\nrw=randread\nsettle=later\n").unwrap();
-    let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", job.to_str().unwrap()]);
-    assert!(!ok);
-    assert!(
-        stderr.contains("two.fio:3") && stderr.contains("settle"),
-        "{stderr}"
-    );
-    std::fs::write(&job, "[a]\nrw=randread\nbogus_option=3\n").unwrap();
-    let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", job.to_str().unwrap()]);
-    assert!(!ok);
-    assert!(
-        stderr.contains("two.fio:3") && stderr.contains("bogus_option"),
-        "{stderr}"
-    );
+    for (text, needle) in [
+        ("[a]\nrw=randread\nsettle=later\n", "settle"),
+        ("[a]\nrw=randread\nbogus_option=3\n", "bogus_option"),
+    ] {
+        let stderr = refused(text);
+        assert!(
+            stderr.contains("two.fio:3") && stderr.contains(needle),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

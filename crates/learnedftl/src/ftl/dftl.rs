@@ -134,19 +134,12 @@ impl Cmt for EntryLru {
     }
 
     fn flush_one(&mut self, table: &TransTable) -> Option<WriteBack> {
-        if self.dirty == 0 {
-            return None;
-        }
         // The least recently used dirty entry's TP. DFTL's eviction rewrites a TP for one entry
         // (no batching); an idle flush that must leave no entry dirty writes each TP once and
         // cleans every cached entry of it, as the rewritten TP holds them all.
-        let mut s = self.lru.tail();
-        while s != NIL && !self.slots[s as usize].dirty {
-            s = self.links.prev(s);
-        }
-        if s == NIL {
-            return None;
-        }
+        let s = self
+            .lru
+            .rfind(&self.links, |s| self.slots[s as usize].dirty)?;
         let tpn = Tpn(self.index.key(s) / self.epp);
         for lpn in table.gtd.lpns(tpn) {
             let s = self.index.slot(lpn);

@@ -22,7 +22,7 @@ use super::demand::{Cmt, Demand, Evict};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::error::ConfigError;
-use crate::mapping::lru::{Links, List, NIL};
+use crate::mapping::lru::{Links, List};
 use crate::mapping::{Lookup, TransTable, WriteBack};
 use crate::params::Params;
 use serde::Serialize;
@@ -275,17 +275,12 @@ impl Cmt for TpLru {
     }
 
     fn flush_one(&mut self, _: &TransTable) -> Option<WriteBack> {
-        if self.dirty == 0 {
-            return None;
-        }
         // The least recently used dirty TP, as evictions would take it; written whole (the
         // cache holds every entry).
-        let mut t = self.lru.tail();
-        while t != NIL && !self.tps[t as usize].dirty {
-            t = self.links.prev(t);
-        }
-        let st = self.tps.get_mut(t as usize)?;
-        st.dirty = false;
+        let t = self
+            .lru
+            .rfind(&self.links, |t| self.tps[t as usize].dirty)?;
+        self.tps[t as usize].dirty = false;
         self.dirty -= 1;
         self.stats.flushed += 1;
         Some(WriteBack {

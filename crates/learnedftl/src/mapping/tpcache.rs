@@ -412,16 +412,9 @@ impl TpCache {
     /// (the batch write-back an eviction does); `None` when no entry is dirty. The least
     /// recently used dirty node goes first, as evictions would take it.
     pub fn flush_one(&mut self) -> Option<Tpn> {
-        if self.dirty == 0 {
-            return None;
-        }
-        let mut t = self.node_lru.tail();
-        while t != NIL && self.nodes[t as usize].dirty == 0 {
-            t = self.node_links.prev(t);
-        }
-        if t == NIL {
-            return None;
-        }
+        let t = self
+            .node_lru
+            .rfind(&self.node_links, |t| self.nodes[t as usize].dirty > 0)?;
         let n = self.clean_node(Tpn(t));
         self.stats.flushed += n as u64;
         Some(Tpn(t))
