@@ -298,6 +298,9 @@ pub struct HpFtl {
     plan: Vec<(u32, Ppa, Dest)>,
     /// Pages GC has read, to program when each read completes.
     copies: Vec<GcCopy>,
+    /// `(invalidations, free pages, free slots)` after a background run that freed nothing:
+    /// until one of them changes, another run would choose the same (no) victims.
+    bg_idle_at: Option<(u64, u64, u32)>,
 }
 
 impl HpFtl {
@@ -502,6 +505,7 @@ impl HpFtl {
             slot_taken: Vec::new(),
             plan: Vec::new(),
             copies: Vec::new(),
+            bg_idle_at: None,
             cfg,
         })
     }
@@ -672,6 +676,22 @@ impl HpFtl {
     /// [`Self::may_move_back`] with `slots` free slots and `pages` free pages.
     fn may_move_back_at(&self, slots: u32, pages: u64) -> bool {
         slots < self.cfg.sec_high_slots && pages > self.cfg.page_reserve + self.ppb as u64
+    }
+
+    /// Background GC at `now` if the thresholds call for it; whether it freed slots or pages.
+    /// A run that frees nothing is not repeated until a page is invalidated or the free pages
+    /// or slots change, so that requests pay no victim scan while GC has nothing it may do.
+    fn background_gc(&mut self, dev: &mut Device, now: SimTime) -> Result<bool, FtlError> {
+        let state =
+            |f: &Self, dev: &Device| (dev.invalidations(), f.free_pages, f.sec.free_slots());
+        if !self.gc_needed() || self.bg_idle_at == Some(state(self, dev)) {
+            return Ok(false);
+        }
+        let before = (self.free_pages, self.sec.free_slots());
+        self.gc_run(dev, now, true)?;
+        let progress = (self.free_pages, self.sec.free_slots()) != before;
+        self.bg_idle_at = (!progress).then(|| state(self, dev));
+        Ok(progress)
     }
 
     /// Whether the watermarks call for GC.
@@ -1142,26 +1162,16 @@ impl Ftl for HpFtl {
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
-        if self.gc_needed() {
-            self.gc_run(dev, now, true)?;
-        }
-        Ok(())
+        self.background_gc(dev, now).map(drop)
     }
 
     fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
         // The whole mapping is in DRAM and there is no buffer: an idle HP-FTL owes only the GC
-        // its watermarks call for. A run that frees neither slots nor pages cannot progress
-        // until a request changes something, so it owes nothing more.
-        if !self.gc_needed() {
-            return Ok(None);
-        }
-        let before = (self.sec.free_slots(), self.free_pages);
-        self.gc_run(dev, now, true)?;
-        if (self.sec.free_slots(), self.free_pages) == before {
-            return Ok(None);
-        }
-        // A run spreads over every LUN: it completes when the device drains.
-        Ok(Some(dev.drained_at().max(now)))
+        // its thresholds ask for. A run spreads over every LUN: it completes when the device
+        // drains.
+        Ok(self
+            .background_gc(dev, now)?
+            .then(|| dev.drained_at().max(now)))
     }
 
     fn stats(&self) -> &FtlStats {
