@@ -122,6 +122,35 @@ fn run_writes_json_with_every_documented_key() {
 }
 
 #[test]
+fn settle_off_with_femu_thresholds_reproduces_the_earlier_defaults() {
+    // The built-in workload on tiny (randwrite:512k:2, then 64 jobs x 4096 random reads). The
+    // numbers are what the defaults gave before the shared GC rule and the settle phase
+    // (commit b5653b7): the measured phase paid the preconditioning's dirty entries.
+    let base = [
+        "run", "--ftl", "dftl", "--preset", "tiny", "--quiet", "--json", "-",
+    ];
+    let report = |extra: &[&str]| -> serde_json::Value {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = learnedftl(&args);
+        assert!(ok, "{stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let v = report(&["--settle", "off", "--set", "gc=femu"]);
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    let (pre, m) = (&phases[0], &v["result"]);
+    assert_eq!(pre["flash"]["programs"]["total"], 220_030);
+    assert_eq!(pre["gc"]["events"], 369);
+    assert_eq!(m["flash"]["programs"]["translation_writeback"], 921);
+    assert_eq!(m["latency_us"]["read"]["p99"], 1960.959);
+    // Settled (the default): the measured reads write nothing back.
+    let v = report(&[]);
+    assert_eq!(v["phases"][1]["phase"], "settle");
+    assert_eq!(v["result"]["flash"]["programs"]["translation_writeback"], 0);
+}
+
+#[test]
 fn compare_prints_one_row_per_ftl_and_a_json_array() {
     let dir = Scratch::new("learnedftl-cli");
     let json = dir.join("out.json");
