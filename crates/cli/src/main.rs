@@ -13,7 +13,7 @@ use learnedftl::params::{parse_duration_ns, parse_size, Params};
 use learnedftl::report;
 use learnedftl::run::{Experiment, Precondition, RunReport, TraceWorkload, Workload};
 use learnedftl::trace;
-use learnedftl::workload::{fio, Dist, JobSpec, Phase, RwKind};
+use learnedftl::workload::{fio, Dist, JobSpec, Phase, RwKind, Settle};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -193,6 +193,11 @@ struct Opts {
     /// Draw uniform offsets independently instead of fio's once-per-pass random map.
     #[arg(long, requires = "rw")]
     norandommap: bool,
+    /// Idle time after preconditioning, in which each FTL does the work it owes an idle device
+    /// (background GC, dirty mapping write-back, buffer flush), reported as phase `settle`:
+    /// auto (until it owes nothing), off, or a cap in simulated time (e.g. 100ms).
+    #[arg(long, default_value = "auto", value_name = "auto|off|DURATION")]
+    settle: String,
     /// Seed for every random choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -275,6 +280,7 @@ impl Opts {
                 Workload::Jobs(vec![Phase {
                     name: "measure".into(),
                     jobs: vec![job],
+                    settle: None,
                 }])
             }
             (None, None, None) => {
@@ -285,6 +291,7 @@ impl Opts {
                 Workload::Jobs(vec![Phase {
                     name: "measure".into(),
                     jobs: vec![job],
+                    settle: None,
                 }])
             }
         };
@@ -300,6 +307,11 @@ impl Opts {
             params,
             precondition,
             workload,
+            settle: self
+                .settle
+                .parse::<Settle>()
+                .map_err(anyhow::Error::msg)
+                .context("--settle")?,
             seed: self.seed,
             verify: if self.verify {
                 Verify::FailFast

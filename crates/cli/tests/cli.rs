@@ -65,8 +65,18 @@ fn run_writes_json_with_every_documented_key() {
     assert_eq!(v["ftl"], "ideal");
     assert_eq!(v["preset"], "tiny");
     let phases = v["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 2);
+    assert_eq!(phases.len(), 3);
     assert_eq!(phases[0]["phase"], "precondition");
+    // The device settles after preconditioning (default --settle auto), a phase of its own.
+    assert_eq!(phases[1]["phase"], "settle");
+    assert_eq!(v["config"]["settle"], "auto");
+    // The GC policy and the line counts it gave.
+    let gc = &v["config"]["ftl"]["gc"];
+    assert_eq!(gc["rule"], "reserve");
+    assert_eq!(
+        (gc["fg_free_lines"].as_u64(), gc["bg_free_lines"].as_u64()),
+        (Some(2), Some(4))
+    );
     let r = &v["result"];
     for ptr in [
         "/iops",
@@ -112,6 +122,35 @@ fn run_writes_json_with_every_documented_key() {
 }
 
 #[test]
+fn settle_off_with_femu_thresholds_reproduces_the_earlier_defaults() {
+    // The built-in workload on tiny (randwrite:512k:2, then 64 jobs x 4096 random reads). The
+    // numbers are what the defaults gave before the shared GC rule and the settle phase
+    // (commit b5653b7): the measured phase paid the preconditioning's dirty entries.
+    let base = [
+        "run", "--ftl", "dftl", "--preset", "tiny", "--quiet", "--json", "-",
+    ];
+    let report = |extra: &[&str]| -> serde_json::Value {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = learnedftl(&args);
+        assert!(ok, "{stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let v = report(&["--settle", "off", "--set", "gc=femu"]);
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    let (pre, m) = (&phases[0], &v["result"]);
+    assert_eq!(pre["flash"]["programs"]["total"], 220_030);
+    assert_eq!(pre["gc"]["events"], 369);
+    assert_eq!(m["flash"]["programs"]["translation_writeback"], 921);
+    assert_eq!(m["latency_us"]["read"]["p99"], 1960.959);
+    // Settled (the default): the measured reads write nothing back.
+    let v = report(&[]);
+    assert_eq!(v["phases"][1]["phase"], "settle");
+    assert_eq!(v["result"]["flash"]["programs"]["translation_writeback"], 0);
+}
+
+#[test]
 fn compare_prints_one_row_per_ftl_and_a_json_array() {
     let dir = Scratch::new("learnedftl-cli");
     let json = dir.join("out.json");
@@ -136,33 +175,57 @@ fn compare_prints_one_row_per_ftl_and_a_json_array() {
 fn job_files_run_as_phases() {
     let dir = Scratch::new("learnedftl-job");
     let job = dir.join("two.fio");
-    std::fs::write(
-        &job,
+    let path = job.to_str().unwrap();
+    // Runs the job file holding `text` on tiny with `extra` options; the JSON report.
+    let run = |text: &str, extra: &[&str]| -> serde_json::Value {
+        std::fs::write(&job, text).unwrap();
+        let mut args = vec![
+            "run", "--preset", "tiny", "--job", path, "--quiet", "--json", "-",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = learnedftl(&args);
+        assert!(ok, "{stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    // The error running the job file holding `text` gives.
+    let refused = |text: &str| -> String {
+        std::fs::write(&job, text).unwrap();
+        let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", path]);
+        assert!(!ok);
+        stderr
+    };
+    let v = run(
         "[global]\nbs=64k\n[fill]\nrw=write\nsize=50%\n[read]\nstonewall\nrw=randread\nbs=4k\nnumjobs=4\nnumber_ios=100\n",
-    )
-    .unwrap();
-    let (ok, stdout, stderr) = learnedftl(&[
-        "run",
-        "--preset",
-        "tiny",
-        "--job",
-        job.to_str().unwrap(),
-        "--quiet",
-        "--verify",
-        "--json",
-        "-",
-    ]);
-    assert!(ok, "{stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        &["--verify"],
+    );
     assert_eq!(v["phases"].as_array().unwrap().len(), 2);
     assert_eq!(v["result"]["requests"]["read"], 400);
-    std::fs::write(&job, "[a]\nrw=randread\nbogus_option=3\n").unwrap();
-    let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", job.to_str().unwrap()]);
-    assert!(!ok);
-    assert!(
-        stderr.contains("two.fio:3") && stderr.contains("bogus_option"),
-        "{stderr}"
+    // settle= before a phase, and --settle off after preconditioning.
+    let v = run(
+        "[fill]\nrw=write\nbs=64k\nsize=50%\n[read]\nstonewall\nsettle=50ms\nrw=randread\nnumber_ios=100\n",
+        &["--precondition", "randwrite:512k:1", "--settle", "off"],
     );
+    let names: Vec<&str> = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["precondition", "fill", "settle", "read"]);
+    assert_eq!(
+        v["config"]["workload"]["phases"][1]["settle"]["for"],
+        50_000_000
+    );
+    for (text, needle) in [
+        ("[a]\nrw=randread\nsettle=later\n", "settle"),
+        ("[a]\nrw=randread\nbogus_option=3\n", "bogus_option"),
+    ] {
+        let stderr = refused(text);
+        assert!(
+            stderr.contains("two.fio:3") && stderr.contains(needle),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]
@@ -194,6 +257,20 @@ fn bad_input_gets_a_clear_error() {
             "--precondition",
         ),
         (&["run", "--preset", "tiny", "--rw", "sideways"], "--rw"),
+        (&["run", "--preset", "tiny", "--settle", "soon"], "--settle"),
+        (&["run", "--preset", "tiny", "--set", "gc=lazy"], "gc"),
+        (
+            &[
+                "run",
+                "--preset",
+                "tiny",
+                "--set",
+                "gc=reserve",
+                "--set",
+                "gc_fg_ratio=0.1",
+            ],
+            "gc_fg_ratio",
+        ),
         (
             &["run", "--preset", "tiny", "--rw", "read", "--size", "1t"],
             "beyond the logical space",

@@ -8,7 +8,7 @@ use crate::ftl;
 use crate::params::{parse_size, Params};
 use crate::stats::Metrics;
 use crate::trace::{self, Format, ParseOptions, ReplayOptions};
-use crate::workload::{HostIo, JobSpec, Phase, RwKind};
+use crate::workload::{HostIo, JobSpec, Phase, RwKind, Settle};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -127,6 +127,10 @@ pub struct Experiment {
     pub precondition: Option<Precondition>,
     /// The workload.
     pub workload: Workload,
+    /// Idle time after preconditioning (and after a trace's fill-unwritten phase) before the
+    /// workload: a `settle` phase (SPEC §3.5). Job phases may ask for their own
+    /// ([`Phase::settle`]).
+    pub settle: Settle,
     /// Seed for everything random.
     pub seed: u64,
     /// Read verification.
@@ -170,16 +174,26 @@ impl Experiment {
         let mut phases = Vec::new();
         if let Some(pre) = &self.precondition {
             phases.push(sim.run_jobs("precondition", &[pre.job(logical)], self.seed, progress)?);
+            phases.extend(sim.settle(SETTLE, self.settle, progress)?);
         }
         let trace = match &self.workload {
             Workload::Jobs(jobs) => {
                 for (i, phase) in jobs.iter().enumerate() {
+                    if let Some(s) = phase.settle {
+                        phases.extend(sim.settle(SETTLE, s, progress)?);
+                    }
                     let seed = crate::engine::mix(self.seed, 1 + i as u64, 0);
                     phases.push(sim.run_jobs(&phase.name, &phase.jobs, seed, progress)?);
                 }
                 None
             }
-            Workload::Trace(t) => Some(replay_trace(&mut sim, t, &mut phases, progress)?),
+            Workload::Trace(t) => Some(replay_trace(
+                &mut sim,
+                t,
+                self.settle,
+                &mut phases,
+                progress,
+            )?),
         };
         let result = phases.last().cloned().unwrap_or_default();
         Ok(RunReport {
@@ -190,10 +204,12 @@ impl Experiment {
                 "device": self.device,
                 "ftl": sim.ftl().params(),
                 "precondition": self.precondition,
+                "settle": self.settle,
                 "workload": match &self.workload {
                     Workload::Jobs(jobs) => serde_json::json!({
                         "phases": jobs.iter().map(|p| serde_json::json!({
                             "name": p.name,
+                            "settle": p.settle,
                             "jobs": p.jobs,
                         })).collect::<Vec<_>>(),
                     }),
@@ -216,6 +232,9 @@ impl Experiment {
         })
     }
 }
+
+/// The name of the phases in which the device settles.
+pub const SETTLE: &str = "settle";
 
 /// Writes every page a trace reads before it writes it: one pass over the trace marks those
 /// pages, then they are written in runs of up to 512 KiB as a phase of their own.
@@ -271,16 +290,18 @@ fn input(e: trace::TraceError) -> EngineError {
     EngineError::Input(e.to_string())
 }
 
-/// Replays a trace (after filling what it reads unwritten, if asked); returns what the report
-/// says about the trace.
+/// Replays a trace (after filling what it reads unwritten and settling, if asked); returns
+/// what the report says about the trace.
 fn replay_trace(
     sim: &mut Simulator,
     t: &TraceWorkload,
+    settle: Settle,
     phases: &mut Vec<Metrics>,
     progress: &mut dyn Progress,
 ) -> Result<serde_json::Value, EngineError> {
     if t.fill_unwritten {
         phases.push(fill_unwritten(sim, t, progress)?);
+        phases.extend(sim.settle(SETTLE, settle, progress)?);
     }
     let reader = trace::open(&t.path, t.format, &t.parse).map_err(input)?;
     let logical = sim.device().geo().logical_bytes();
@@ -334,6 +355,7 @@ mod tests {
             params,
             precondition: None,
             workload: Workload::Jobs(vec![]),
+            settle: Settle::Auto,
             seed: 1,
             verify: Verify::Off,
         };
@@ -353,13 +375,19 @@ mod tests {
             workload: Workload::Jobs(vec![Phase {
                 name: "measure".into(),
                 jobs: vec![r],
+                settle: None,
             }]),
+            settle: Settle::Auto,
             seed: 3,
             verify: Verify::FailFast,
         };
         let rep = e.run("ideal", &mut crate::engine::NoProgress).unwrap();
-        assert_eq!(rep.phases.len(), 2);
+        assert_eq!(rep.phases.len(), 3);
         assert_eq!(rep.phases[0].phase, "precondition");
+        // A sequential fill leaves the ideal FTL nothing to do: it settles in zero time.
+        assert_eq!(rep.phases[1].phase, SETTLE);
+        assert_eq!(rep.phases[1].sim_seconds, 0.0);
+        assert_eq!(rep.phases[1].flash.programs["total"], 0);
         assert_eq!(rep.result.requests.read, 2000);
         assert_eq!(rep.result.verify.checked, 2000);
         assert!(
@@ -382,6 +410,7 @@ mod tests {
                 replay: ReplayOptions::default(),
                 fill_unwritten: fill,
             }),
+            settle: Settle::Off,
             seed: 1,
             verify: Verify::FailFast,
         }

@@ -13,7 +13,7 @@ use crate::error::{ConfigError, FtlError};
 use crate::ftl::{self, Ftl, Op, ReadSink, Request, Served};
 use crate::params::Params;
 use crate::stats::{Collector, Metrics, VerifySummary};
-use crate::workload::{HostIo, JobGen, JobSpec};
+use crate::workload::{HostIo, JobGen, JobSpec, Settle};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use thiserror::Error;
@@ -34,6 +34,14 @@ pub enum EngineError {
         at: u64,
         /// The failure.
         source: FtlError,
+    },
+    /// The FTL failed, or broke an invariant, while the device settled.
+    #[error("settling from simulated time {at} ns: {message}")]
+    Settle {
+        /// When the settle phase started.
+        at: u64,
+        /// What failed.
+        message: String,
     },
     /// A read returned the wrong version (fail-fast verification).
     #[error("verification failed: {0}")]
@@ -444,6 +452,60 @@ impl Simulator {
         }
         ticker.finish();
         Ok(self.end_phase())
+    }
+
+    /// Lets the device idle as a phase of its own (`name`, normally `settle`; SPEC §3.5): the
+    /// FTL does the work it owes an idle device ([`Ftl::idle`]) with as many units in flight as
+    /// the device has LUNs, each slot issuing its next unit when its previous one completes,
+    /// until the FTL owes nothing or (with [`Settle::For`]) the next unit would be issued after
+    /// the idle time. The phase ends when its last operation completes (at its start if the
+    /// FTL owed nothing); the next phase starts then, on an idle device. `Settle::Off` runs no
+    /// phase and returns `None`.
+    pub fn settle(
+        &mut self,
+        name: &str,
+        settle: Settle,
+        progress: &mut dyn Progress,
+    ) -> Result<Option<Metrics>, EngineError> {
+        let limit = match settle {
+            Settle::Off => return Ok(None),
+            Settle::Auto => None,
+            Settle::For(ns) => Some(ns),
+        };
+        self.begin_phase(name);
+        let start = self.clock;
+        let deadline = limit.map(|ns| SimTime(start.0.saturating_add(ns)));
+        let fail = |message: String| EngineError::Settle {
+            at: start.0,
+            message,
+        };
+        progress.start(name, None);
+        let mut slots: BinaryHeap<Reverse<u64>> = (0..self.dev.geo().luns())
+            .map(|_| Reverse(start.0))
+            .collect();
+        while let Some(Reverse(t)) = slots.pop() {
+            let t = SimTime(t);
+            if deadline.is_some_and(|d| t >= d) {
+                break;
+            }
+            // Units are issued in time order, like requests.
+            self.dev.advance_floor(t);
+            match self
+                .ftl
+                .idle(&mut self.dev, t)
+                .map_err(|e| fail(e.to_string()))?
+            {
+                Some(done) => slots.push(Reverse(done.0.max(t.0))),
+                None => break,
+            }
+        }
+        progress.finish();
+        if self.opts.check_invariants {
+            self.ftl.check_invariants(&self.dev).map_err(fail)?;
+        }
+        self.phase.note_end(self.dev.drained_at());
+        self.phase.note_dram(self.ftl.dram_total());
+        Ok(Some(self.end_phase()))
     }
 
     /// Runs an open-loop stream as one phase: each I/O arrives at the phase start plus its

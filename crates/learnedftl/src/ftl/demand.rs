@@ -51,6 +51,10 @@ pub trait Cmt: Send {
     /// GC moved `lpn`'s data (new mapping in `table`): update the cache if it holds the mapping
     /// and return `true`; `false` makes the caller batch a TP update.
     fn gc_update(&mut self, lpn: Lpn, table: &TransTable) -> bool;
+    /// Idle write-back (SPEC §3.5, settled device): marks every dirty entry of one TP clean,
+    /// keeping it cached, and returns that TP's write-back (one program cleans all of them:
+    /// the TP is written with every current mapping); `None` when nothing is dirty.
+    fn flush_one(&mut self, table: &TransTable) -> Option<WriteBack>;
     /// Evicts one unit if the cache is over its capacity (a cache whose units grow, like SFTL's
     /// compressed TPs, after a write or GC); the others never are.
     fn shrink(&mut self, _table: &TransTable) -> Evict {
@@ -98,6 +102,8 @@ struct DemandStats {
     write_backs: u64,
     /// Clean evictions.
     clean_evictions: u64,
+    /// TP write-backs while the device was idle (settle), each cleaning a TP's dirty entries.
+    idle_write_backs: u64,
     /// TPs re-programmed by GC for moved pages whose mapping was not cached.
     gc_tp_updates: u64,
     /// Moved data pages whose cached entry GC updated.
@@ -178,7 +184,8 @@ impl<C: Cmt> Demand<C> {
         min_cache: u64,
         make: impl FnOnce(u64, &mut Params) -> Result<C, ConfigError>,
     ) -> Result<Self, ConfigError> {
-        let policy = GcPolicy::from_params(geo, params)?;
+        // A victim may hold data and translation pages: its moves may open a line on each stream.
+        let policy = GcPolicy::from_params(geo, params, 2)?;
         let table = TransTable::new(geo);
         let budget = Budget::from_params(geo, params, 0.03, table.gtd.dram_bytes(), min_cache)?;
         let cache = make(budget.cache, params)?;
@@ -201,18 +208,29 @@ impl<C: Cmt> Demand<C> {
             Evict::Clean => self.core.stats.clean_evictions += 1,
             Evict::Dirty(wb) => {
                 self.core.stats.write_backs += 1;
-                write_tp(
-                    dev,
-                    &mut self.alloc,
-                    &mut self.core,
-                    &mut self.stats,
-                    wb,
-                    Cause::TransWrite,
-                    t,
-                )?;
+                self.program_tp(dev, wb, t)?;
             }
         }
         Ok(())
+    }
+
+    /// Pays a TP write-back issued at `t` (an eviction's or an idle one); returns when its
+    /// program completes.
+    fn program_tp(
+        &mut self,
+        dev: &mut Device,
+        wb: WriteBack,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
+        write_tp(
+            dev,
+            &mut self.alloc,
+            &mut self.core,
+            &mut self.stats,
+            wb,
+            Cause::TransWrite,
+            t,
+        )
     }
 
     /// Makes `lpn`'s mapping usable: a cache hit, or a miss that evicts, reads the TP and loads.
@@ -355,6 +373,22 @@ impl<C: Cmt> Ftl for Demand<C> {
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
         gc::background(dev, &mut self.alloc, now, &mut self.core, &mut self.stats)?;
         self.shrink(dev, now)
+    }
+
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // Background GC first: its moves dirty cached entries, which the write-backs then
+        // clean.
+        if let Some(done) =
+            gc::background_one(dev, &mut self.alloc, now, &mut self.core, &mut self.stats)?
+        {
+            self.shrink(dev, now)?;
+            return Ok(Some(done));
+        }
+        let Some(wb) = self.core.cache.flush_one(&self.core.table) else {
+            return Ok(None);
+        };
+        self.core.stats.idle_write_backs += 1;
+        self.program_tp(dev, wb, now).map(Some)
     }
 
     fn stats(&self) -> &FtlStats {

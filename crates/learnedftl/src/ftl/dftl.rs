@@ -48,6 +48,8 @@ struct EntryStats {
     loaded: u64,
     evicted_clean: u64,
     evicted_dirty: u64,
+    /// Dirty entries written back while the device was idle.
+    flushed: u64,
 }
 
 /// DFTL's cache: one LRU list of mapping entries, 8 B each.
@@ -129,6 +131,28 @@ impl Cmt for EntryLru {
             self.stats.evicted_clean += 1;
             Evict::Clean
         }
+    }
+
+    fn flush_one(&mut self, table: &TransTable) -> Option<WriteBack> {
+        // The least recently used dirty entry's TP. DFTL's eviction rewrites a TP for one entry
+        // (no batching); an idle flush that must leave no entry dirty writes each TP once and
+        // cleans every cached entry of it, as the rewritten TP holds them all.
+        let s = self
+            .lru
+            .rfind(&self.links, |s| self.slots[s as usize].dirty)?;
+        let tpn = Tpn(self.index.key(s) / self.epp);
+        for lpn in table.gtd.lpns(tpn) {
+            let s = self.index.slot(lpn);
+            if s != NIL && self.slots[s as usize].dirty {
+                self.slots[s as usize].dirty = false;
+                self.dirty -= 1;
+                self.stats.flushed += 1;
+            }
+        }
+        Some(WriteBack {
+            tpn,
+            read_first: true,
+        })
     }
 
     fn load(&mut self, lpn: Lpn, _: Range<u32>, ready: SimTime, _: &TransTable) {

@@ -47,7 +47,7 @@ impl Ideal {
     /// Builds the FTL; parameters: the GC thresholds of [`GcPolicy`].
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError> {
         let geo = &dev.geometry;
-        let policy = GcPolicy::from_params(geo, params)?;
+        let policy = GcPolicy::from_params(geo, params, 1)?;
         Ok(Ideal {
             table: Table {
                 l2p: vec![UNMAPPED; geo.logical_pages as usize],
@@ -117,6 +117,11 @@ impl Ftl for Ideal {
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
         gc::background(dev, &mut self.alloc, now, &mut self.table, &mut self.stats)
+    }
+
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // No mapping to write back, no buffer: background GC is all an idle ideal FTL owes.
+        gc::background_one(dev, &mut self.alloc, now, &mut self.table, &mut self.stats)
     }
 
     fn stats(&self) -> &FtlStats {

@@ -168,6 +168,15 @@ pub trait Ftl: Send {
     /// Background work after a request (background GC), issued at `now`.
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError>;
 
+    /// One bounded unit of the work the FTL owes an idle device (SPEC §3.5, settled device),
+    /// issued at `now`: a background-GC victim while the background rule holds, a write-back of
+    /// one translation page's dirty cached entries, a write-buffer flush. Returns when the
+    /// unit's last operation completes, or `None` when nothing is owed: then no dirty mapping
+    /// entry, buffered write or background collection is left, and `None` stays the answer
+    /// until a request changes the FTL's state. Every scheme implements it explicitly, so that
+    /// none can skip work it owes; the engine calls it during the `settle` phase.
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError>;
+
     /// Counters since the last reset.
     fn stats(&self) -> &FtlStats;
 

@@ -67,6 +67,8 @@ struct TpLruStats {
     loaded: u64,
     evicted_clean: u64,
     evicted_dirty: u64,
+    /// Dirty TPs written back while the device was idle.
+    flushed: u64,
 }
 
 /// SFTL's cache: an LRU list of compressed TPs.
@@ -270,6 +272,21 @@ impl Cmt for TpLru {
             self.update(lpn, table);
         }
         cached
+    }
+
+    fn flush_one(&mut self, _: &TransTable) -> Option<WriteBack> {
+        // The least recently used dirty TP, as evictions would take it; written whole (the
+        // cache holds every entry).
+        let t = self
+            .lru
+            .rfind(&self.links, |t| self.tps[t as usize].dirty)?;
+        self.tps[t as usize].dirty = false;
+        self.dirty -= 1;
+        self.stats.flushed += 1;
+        Some(WriteBack {
+            tpn: Tpn(t),
+            read_first: false,
+        })
     }
 
     fn shrink(&mut self, table: &TransTable) -> Evict {

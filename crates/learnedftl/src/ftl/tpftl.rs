@@ -88,6 +88,13 @@ impl Cmt for TpCache {
         TpCache::load(self, lpn, range, ready);
     }
 
+    fn flush_one(&mut self, _: &TransTable) -> Option<WriteBack> {
+        TpCache::flush_one(self).map(|tpn| WriteBack {
+            tpn,
+            read_first: true,
+        })
+    }
+
     fn mark_dirty(&mut self, lpn: Lpn, _: &TransTable) {
         TpCache::mark_dirty(self, lpn);
     }

@@ -36,12 +36,29 @@ pub enum LineState {
     Closed(Stream),
 }
 
+/// Which rule sets the GC thresholds (`gc=reserve|femu`, SPEC §3.5).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GcRule {
+    /// The default: every FTL keeps the same small reserve of free lines (`gc_reserve_lines`)
+    /// and collects in the background from `gc_bg_lines` free lines, so that FTLs differ only
+    /// in their placement and victims.
+    Reserve,
+    /// FEMU's thresholds as fractions of the lines (`gc_fg_ratio`, `gc_bg_ratio`), for
+    /// reproducing FEMU-based papers.
+    Femu,
+}
+
 /// When garbage collection runs (SPEC §3.5), in lines.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GcPolicy {
-    /// Foreground GC runs before an allocation needing a new line while free lines ≤ this.
+    /// The rule the line counts below came from.
+    pub rule: GcRule,
+    /// Foreground GC runs before an allocation needing a new line while free lines ≤ this (the
+    /// reserve only GC writes into).
     pub fg_free_lines: u32,
-    /// Background GC runs after a request while free lines ≤ this ...
+    /// Background GC runs after a request (and while the device settles) while free lines ≤
+    /// this ...
     pub bg_free_lines: u32,
     /// ... and the best victim has at least this many invalid pages ...
     pub bg_min_invalid: u32,
@@ -49,41 +66,119 @@ pub struct GcPolicy {
     pub bg_victims: u32,
 }
 
+/// Keys only `gc=femu` reads.
+const FEMU_KEYS: [&str; 2] = ["gc_fg_ratio", "gc_bg_ratio"];
+/// Keys only `gc=reserve` reads.
+const RESERVE_KEYS: [&str; 2] = ["gc_reserve_lines", "gc_bg_lines"];
+
 impl GcPolicy {
-    /// Defaults (foreground at 5 % free, at least 2 lines; background at 25 % with victims at
-    /// least 1/8 invalid, one victim per request, as FEMU), overridable with `gc_fg_ratio`,
-    /// `gc_bg_ratio`, `gc_bg_min_invalid` and `gc_bg_victims`.
-    pub fn from_params(geo: &Geometry, params: &mut Params) -> Result<GcPolicy, ConfigError> {
-        let fg = params.take::<f64>("gc_fg_ratio")?.unwrap_or(0.05);
-        let bg = params.take::<f64>("gc_bg_ratio")?.unwrap_or(0.25);
-        let inv = params.take::<f64>("gc_bg_min_invalid")?.unwrap_or(0.125);
-        let bg_victims = params.take::<u32>("gc_bg_victims")?.unwrap_or(1);
-        for (k, v) in [
-            ("gc_fg_ratio", fg),
-            ("gc_bg_ratio", bg),
-            ("gc_bg_min_invalid", inv),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
+    /// The policy from `params` (SPEC §3.5). `gc=reserve` (the default): foreground GC at
+    /// `gc_reserve_lines` free lines (default 2; at least `min_reserve`, the lines one
+    /// collection of this FTL may need to open for its destinations), background GC from
+    /// `gc_bg_lines` (default reserve + 2). `gc=femu`: foreground at `gc_fg_ratio` of the lines
+    /// (default 5 %, at least 2), background from `gc_bg_ratio` (25 %); giving either ratio
+    /// implies `gc=femu`. Both: background victims need `gc_bg_min_invalid` of a line invalid
+    /// (1/8), at most `gc_bg_victims` (1) per request. A key of the other rule is an error
+    /// naming it.
+    pub fn from_params(
+        geo: &Geometry,
+        params: &mut Params,
+        min_reserve: u32,
+    ) -> Result<GcPolicy, ConfigError> {
+        let femu_key = FEMU_KEYS.into_iter().find(|k| params.contains(k));
+        let reserve_key = RESERVE_KEYS.into_iter().find(|k| params.contains(k));
+        let rule = match params.take_str("gc").as_deref() {
+            None if femu_key.is_some() => GcRule::Femu,
+            None | Some("reserve") => GcRule::Reserve,
+            Some("femu") => GcRule::Femu,
+            Some(o) => {
                 return Err(ConfigError::invalid(
-                    k,
-                    format!("{v} is not a fraction in [0, 1]"),
-                ));
+                    "gc",
+                    format!("'{o}' is not reserve or femu"),
+                ))
             }
-        }
-        let lines = geo.lines();
-        let fg_free_lines = ((lines as f64 * fg) as u32).max(2);
-        if fg_free_lines + 2 >= lines {
+        };
+        let wrong = match rule {
+            GcRule::Reserve => femu_key.map(|k| (k, "gc=femu")),
+            GcRule::Femu => reserve_key.map(|k| (k, "gc=reserve")),
+        };
+        if let Some((key, other)) = wrong {
             return Err(ConfigError::invalid(
-                "gc_fg_ratio",
-                format!("{fg_free_lines} reserved lines leave too few of {lines} for data"),
+                key,
+                format!("only meaningful with {other}, but gc={}", rule.key()),
             ));
         }
+        let inv = params.take::<f64>("gc_bg_min_invalid")?.unwrap_or(0.125);
+        check_fraction("gc_bg_min_invalid", inv)?;
+        let bg_victims = params.take::<u32>("gc_bg_victims")?.unwrap_or(1);
+        let lines = geo.lines();
+        let (fg_free_lines, bg_free_lines) = match rule {
+            GcRule::Reserve => {
+                let reserve = params.take::<u32>("gc_reserve_lines")?.unwrap_or(2);
+                if reserve < min_reserve || reserve + 4 > lines {
+                    return Err(ConfigError::invalid(
+                        "gc_reserve_lines",
+                        format!(
+                            "{reserve}: need at least {min_reserve} (a collection's \
+                             destinations) and 4 of {lines} lines left for data"
+                        ),
+                    ));
+                }
+                let bg = params.take::<u32>("gc_bg_lines")?.unwrap_or(reserve + 2);
+                if bg < reserve || bg + 2 > lines {
+                    return Err(ConfigError::invalid(
+                        "gc_bg_lines",
+                        format!("{bg}: need gc_reserve_lines ({reserve}) to {}", lines - 2),
+                    ));
+                }
+                (reserve, bg)
+            }
+            GcRule::Femu => {
+                let fg = params.take::<f64>("gc_fg_ratio")?.unwrap_or(0.05);
+                let bg = params.take::<f64>("gc_bg_ratio")?.unwrap_or(0.25);
+                check_fraction("gc_fg_ratio", fg)?;
+                check_fraction("gc_bg_ratio", bg)?;
+                let fg_free_lines = ((lines as f64 * fg) as u32).max(2).max(min_reserve);
+                if fg_free_lines + 2 >= lines {
+                    return Err(ConfigError::invalid(
+                        "gc_fg_ratio",
+                        format!("{fg_free_lines} reserved lines leave too few of {lines} for data"),
+                    ));
+                }
+                (
+                    fg_free_lines,
+                    ((lines as f64 * bg) as u32).max(fg_free_lines),
+                )
+            }
+        };
         Ok(GcPolicy {
+            rule,
             fg_free_lines,
-            bg_free_lines: ((lines as f64 * bg) as u32).max(fg_free_lines),
+            bg_free_lines,
             bg_min_invalid: ((geo.pages_per_line() as f64 * inv).ceil() as u32).max(1),
             bg_victims,
         })
+    }
+}
+
+impl GcRule {
+    /// The `gc=` value.
+    pub fn key(self) -> &'static str {
+        match self {
+            GcRule::Reserve => "reserve",
+            GcRule::Femu => "femu",
+        }
+    }
+}
+
+fn check_fraction(key: &str, v: f64) -> Result<(), ConfigError> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            key,
+            format!("{v} is not a fraction in [0, 1]"),
+        ))
     }
 }
 
@@ -306,21 +401,69 @@ mod tests {
     fn setup() -> (Device, Allocator) {
         let cfg = DeviceConfig::preset("tiny").unwrap();
         let mut p = Params::new();
-        let pol = GcPolicy::from_params(&cfg.geometry, &mut p).unwrap();
+        let pol = GcPolicy::from_params(&cfg.geometry, &mut p, 2).unwrap();
         (Device::new(&cfg), Allocator::new(&cfg.geometry, 2, pol))
+    }
+
+    fn policy(kv: &[&str], min_reserve: u32) -> Result<GcPolicy, ConfigError> {
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let mut p = Params::new();
+        for a in kv {
+            p.insert_assignment(a, "t").unwrap();
+        }
+        let pol = GcPolicy::from_params(&geo, &mut p, min_reserve)?;
+        p.finish().unwrap();
+        Ok(pol)
+    }
+
+    /// The error's text, which must name `key`.
+    fn refused(kv: &[&str], min_reserve: u32, key: &str) {
+        let e = policy(kv, min_reserve).unwrap_err().to_string();
+        assert!(e.contains(key), "{kv:?}: '{e}' does not name {key}");
     }
 
     #[test]
     fn thresholds_follow_the_spec() {
         let (d, a) = setup();
-        // tiny: 64 lines of 512 pages.
-        assert_eq!(a.policy.fg_free_lines, 3);
-        assert_eq!(a.policy.bg_free_lines, 16);
-        assert_eq!(a.policy.bg_min_invalid, 64);
+        // tiny: 64 lines of 512 pages. The default: a 2-line reserve, background from 4.
         assert_eq!(d.geo().lines(), 64);
-        let mut p = Params::new();
-        p.insert_assignment("gc_fg_ratio=0.99", "t").unwrap();
-        assert!(GcPolicy::from_params(d.geo(), &mut p).is_err());
+        assert_eq!(a.policy.rule, GcRule::Reserve);
+        assert_eq!(a.policy.fg_free_lines, 2);
+        assert_eq!(a.policy.bg_free_lines, 4);
+        assert_eq!(a.policy.bg_min_invalid, 64);
+        assert_eq!(a.policy.bg_victims, 1);
+        let p = policy(&["gc_reserve_lines=3", "gc_bg_lines=9"], 2).unwrap();
+        assert_eq!((p.fg_free_lines, p.bg_free_lines), (3, 9));
+        assert_eq!(policy(&["gc_reserve_lines=5"], 2).unwrap().bg_free_lines, 7);
+        // FEMU: 5 % (at least 2) and 25 % of the lines.
+        for kv in [
+            &["gc=femu"][..],
+            &["gc_fg_ratio=0.05"],
+            &["gc_bg_ratio=0.25"],
+        ] {
+            let p = policy(kv, 2).unwrap();
+            assert_eq!(p.rule, GcRule::Femu, "{kv:?}");
+            assert_eq!((p.fg_free_lines, p.bg_free_lines), (3, 16), "{kv:?}");
+        }
+        // The measurement docs/device.md quotes: both ratios 0 is a 2-line reserve.
+        let p = policy(&["gc_fg_ratio=0", "gc_bg_ratio=0"], 2).unwrap();
+        assert_eq!((p.fg_free_lines, p.bg_free_lines), (2, 2));
+    }
+
+    #[test]
+    fn bad_and_contradictory_settings_name_their_key() {
+        refused(&["gc=lazy"], 2, "gc");
+        refused(&["gc_reserve_lines=1"], 2, "gc_reserve_lines");
+        assert_eq!(policy(&["gc_reserve_lines=1"], 1).unwrap().fg_free_lines, 1);
+        refused(&["gc_reserve_lines=61"], 2, "gc_reserve_lines");
+        refused(&["gc_bg_lines=1"], 2, "gc_bg_lines");
+        refused(&["gc_bg_lines=63"], 2, "gc_bg_lines");
+        refused(&["gc=reserve", "gc_fg_ratio=0.1"], 2, "gc_fg_ratio");
+        refused(&["gc=reserve", "gc_bg_ratio=0.1"], 2, "gc_bg_ratio");
+        refused(&["gc=femu", "gc_reserve_lines=3"], 2, "gc_reserve_lines");
+        refused(&["gc_bg_ratio=0.3", "gc_bg_lines=3"], 2, "gc_bg_lines");
+        refused(&["gc_fg_ratio=0.99"], 2, "gc_fg_ratio");
+        refused(&["gc_bg_min_invalid=2"], 2, "gc_bg_min_invalid");
     }
 
     #[test]

@@ -196,11 +196,27 @@ pub fn background(
     stats: &mut FtlStats,
 ) -> Result<(), FtlError> {
     for _ in 0..alloc.policy.bg_victims {
-        let Some(victim) = alloc.background_victim(dev) else {
+        if background_one(dev, alloc, now, hooks, stats)?.is_none() {
             break;
-        };
-        let out = collect_line(dev, alloc, victim, now, hooks)?;
-        record(stats, &out, true);
+        }
     }
     Ok(())
+}
+
+/// One background collection issued at `now`, if the background condition holds (the unit of
+/// idle work while the device settles, where `bg_victims` does not cap it); returns when it
+/// completes.
+pub fn background_one(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    now: SimTime,
+    hooks: &mut impl GcHooks,
+    stats: &mut FtlStats,
+) -> Result<Option<SimTime>, FtlError> {
+    let Some(victim) = alloc.background_victim(dev) else {
+        return Ok(None);
+    };
+    let out = collect_line(dev, alloc, victim, now, hooks)?;
+    record(stats, &out, true);
+    Ok(Some(out.done))
 }

@@ -150,6 +150,18 @@ impl List {
         })
     }
 
+    /// The least recently used element for which `pred` holds (a scan from the tail).
+    pub fn rfind(&self, l: &Links, mut pred: impl FnMut(u32) -> bool) -> Option<u32> {
+        let mut cur = self.tail;
+        while cur != NIL {
+            if pred(cur) {
+                return Some(cur);
+            }
+            cur = l.prev(cur);
+        }
+        None
+    }
+
     /// Checks the list's links are consistent (both directions, length); returns its elements
     /// from head to tail.
     pub fn check(&self, l: &Links) -> Result<Vec<u32>, String> {

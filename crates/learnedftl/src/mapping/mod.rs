@@ -14,7 +14,7 @@ pub mod packed;
 pub mod table;
 pub mod tpcache;
 
-pub use alloc::{Allocator, GcPolicy, LineState, Stream};
+pub use alloc::{Allocator, GcPolicy, GcRule, LineState, Stream};
 pub use budget::Budget;
 pub use gc::{GcHooks, GcOrder, GcOutcome};
 pub use gtd::Gtd;

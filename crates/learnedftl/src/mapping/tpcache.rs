@@ -141,6 +141,8 @@ pub struct TpCacheStats {
     pub written_back: u64,
     /// Dirty entries cleaned because the FTL rewrote their TP ([`TpCache::clean_tp`]).
     pub cleaned: u64,
+    /// Dirty entries written back while the device was idle ([`TpCache::flush_one`]).
+    pub flushed: u64,
     /// TP nodes created.
     pub nodes_created: u64,
     /// TP nodes freed.
@@ -403,6 +405,19 @@ impl TpCache {
         let n = self.clean_node(tpn);
         self.stats.cleaned += n as u64;
         n
+    }
+
+    /// Idle write-back (SPEC §3.5, settled device): marks every dirty entry of one node clean,
+    /// keeping them cached, and returns its TP, which the FTL programs once for all of them
+    /// (the batch write-back an eviction does); `None` when no entry is dirty. The least
+    /// recently used dirty node goes first, as evictions would take it.
+    pub fn flush_one(&mut self) -> Option<Tpn> {
+        let t = self
+            .node_lru
+            .rfind(&self.node_links, |t| self.nodes[t as usize].dirty > 0)?;
+        let n = self.clean_node(Tpn(t));
+        self.stats.flushed += n as u64;
+        Some(Tpn(t))
     }
 
     fn remove_slot(&mut self, t: Tpn, s: u32) {

@@ -81,7 +81,8 @@ pub fn compare_table(runs: &[RunReport]) -> String {
     t.render()
 }
 
-/// One row per phase of a run.
+/// One row per phase of a run (flash reads and programs of every cause, so that a `settle`
+/// phase shows the work it did).
 pub fn phases_table(phases: &[Metrics]) -> String {
     let mut t = Table::new(&[
         "phase",
@@ -95,6 +96,8 @@ pub fn phases_table(phases: &[Metrics]) -> String {
         "wr p99 µs",
         "WAF",
         "GC",
+        "flash rd",
+        "flash pr",
         "verified",
         "wall s",
         "sim Mops/s",
@@ -113,6 +116,13 @@ pub fn phases_table(phases: &[Metrics]) -> String {
             format!("{:.1}", m.latency_us.write.p99),
             format!("{:.2}", m.waf),
             m.gc.events.to_string(),
+            m.flash.reads.get("total").copied().unwrap_or(0).to_string(),
+            m.flash
+                .programs
+                .get("total")
+                .copied()
+                .unwrap_or(0)
+                .to_string(),
             if m.verify.enabled {
                 format!(
                     "{}/{}",

@@ -253,6 +253,11 @@ impl Collector {
         self.hist[2].saturating_record(lat);
     }
 
+    /// Extends the phase to `t`, when internal work it issued (the settle phase's) completes.
+    #[inline]
+    pub fn note_end(&mut self, t: SimTime) {
+        self.end = self.end.max(t);
+    }
     /// Counts host page reads that returned unmapped data.
     #[inline]
     pub fn note_unmapped_reads(&mut self, n: u64) {

@@ -4,10 +4,13 @@
 //! with `stonewall` (or `wait_for_previous`) starts a new phase: it runs after every earlier job
 //! has finished, and statistics are reported per phase. Options that do not change a simulation
 //! (`ioengine`, `direct`, `filename`, `group_reporting`, `thread`, `description`) are accepted
-//! and ignored; any other unknown option is an error naming it and its line.
+//! and ignored; any other unknown option is an error naming it and its line. `settle=auto|off|
+//! DURATION` in the section that starts a phase lets the device settle before that phase (SPEC
+//! §3.5; not a fio option).
 
 use super::dist::Dist;
 use super::job::{JobSpec, RwKind};
+use super::Settle;
 use crate::params::{parse_duration_ns, parse_size};
 use thiserror::Error;
 
@@ -30,6 +33,8 @@ pub struct Phase {
     pub name: String,
     /// The jobs.
     pub jobs: Vec<JobSpec>,
+    /// Idle time before the phase (`settle=` in its first section); `None`: none.
+    pub settle: Option<Settle>,
 }
 
 const IGNORED: &[&str] = &[
@@ -121,21 +126,33 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
         message,
     };
     let mut global = JobSpec::new("global", RwKind::Read);
-    // The section being read: (name, spec, stonewall, first line).
-    let mut current: Option<(JobSpec, bool, usize)> = None;
+    // The section being read: (spec, stonewall, first line, `settle=` and its line).
+    type Section = (JobSpec, bool, usize, Option<(Settle, usize)>);
+    let mut current: Option<Section> = None;
     let mut in_global = false;
     let mut phases: Vec<Phase> = Vec::new();
-    let finish = |job: Option<(JobSpec, bool, usize)>,
-                  phases: &mut Vec<Phase>|
-     -> Result<(), JobFileError> {
-        if let Some((spec, stonewall, line)) = job {
+    let finish = |job: Option<Section>, phases: &mut Vec<Phase>| -> Result<(), JobFileError> {
+        if let Some((spec, stonewall, line, settle)) = job {
             spec.validate(logical_bytes)
                 .map_err(|m| err(line, format!("job '{}': {m}", spec.name)))?;
             match phases.last_mut() {
-                Some(p) if !stonewall => p.jobs.push(spec),
+                Some(p) if !stonewall => {
+                    if let Some((_, at)) = settle {
+                        return Err(err(
+                            at,
+                            format!(
+                                "settle applies before a phase, but job '{}' joins phase '{}' \
+                                 (add stonewall, or move settle to that phase's first section)",
+                                spec.name, p.name
+                            ),
+                        ));
+                    }
+                    p.jobs.push(spec)
+                }
                 _ => phases.push(Phase {
                     name: spec.name.clone(),
                     jobs: vec![spec],
+                    settle: settle.map(|s| s.0),
                 }),
             }
         }
@@ -160,7 +177,7 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
             if !in_global {
                 let mut spec = global.clone();
                 spec.name = name.to_string();
-                current = Some((spec, false, lineno));
+                current = Some((spec, false, lineno, None));
             }
             continue;
         }
@@ -168,7 +185,19 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
             Some((k, v)) => (k.trim(), Some(v.trim())),
             None => (line, None),
         };
-        if in_global {
+        if key == "settle" {
+            let Some((_, _, _, settle)) = current.as_mut() else {
+                return Err(err(
+                    lineno,
+                    "settle belongs in a job section (it applies before that job's phase)".into(),
+                ));
+            };
+            let v = value.ok_or_else(|| err(lineno, "settle needs a value (settle=...)".into()))?;
+            let s = v
+                .parse::<Settle>()
+                .map_err(|m| err(lineno, format!("settle: {m}")))?;
+            *settle = Some((s, lineno));
+        } else if in_global {
             let stonewall =
                 apply(&mut global, key, value, logical_bytes).map_err(|m| err(lineno, m))?;
             if stonewall {
@@ -177,7 +206,7 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
                     "stonewall belongs in a job section, not [global]".into(),
                 ));
             }
-        } else if let Some((spec, stonewall, _)) = current.as_mut() {
+        } else if let Some((spec, stonewall, _, _)) = current.as_mut() {
             *stonewall |= apply(spec, key, value, logical_bytes).map_err(|m| err(lineno, m))?;
         } else {
             return Err(err(lineno, format!("option '{key}' outside any section")));
@@ -243,6 +272,24 @@ time_based
     }
 
     #[test]
+    fn settle_applies_before_the_phase_its_section_starts() {
+        let text = "[w]\nrw=write\nsize=1m\n[r]\nstonewall\nsettle=100ms\nrw=read\n\
+                    [r2]\nrw=read\n[x]\nstonewall\nsettle=off\n[y]\nstonewall\nsettle=auto\n";
+        let phases = parse(text, "t.fio", 4 * GIB).unwrap();
+        let settles: Vec<_> = phases.iter().map(|p| p.settle).collect();
+        assert_eq!(
+            settles,
+            [
+                None,
+                Some(Settle::For(100_000_000)),
+                Some(Settle::Off),
+                Some(Settle::Auto)
+            ]
+        );
+        assert_eq!(phases[1].jobs.len(), 2);
+    }
+
+    #[test]
     fn errors_name_option_and_line() {
         let cases = [
             ("[a]\nrw=read\nfoo=1\n", 3, "foo"),
@@ -255,6 +302,10 @@ time_based
             ("[global]\nstonewall\n", 2, "stonewall"),
             ("# nothing\n", 0, "no job"),
             ("[a]\nruntime=fast\n", 2, "runtime"),
+            ("[a]\nsettle=soon\n", 2, "settle"),
+            ("[a]\nsettle\n", 2, "settle"),
+            ("[global]\nsettle=auto\n", 2, "settle"),
+            ("[a]\nrw=read\n[b]\nsettle=off\n", 4, "settle"),
         ];
         for (text, line, needle) in cases {
             let e = parse(text, "bad.fio", 4 * GIB).unwrap_err();

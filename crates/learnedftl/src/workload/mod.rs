@@ -18,6 +18,33 @@ pub struct HostIo {
     pub len: u64,
 }
 
+/// Simulated idle time before a phase (SPEC §3.5, settled device): the FTL does the work it
+/// owes an idle device — background GC up to its threshold, write-back of dirty mapping
+/// entries, write-buffer flushes — as a phase of its own (`settle`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Settle {
+    /// No idle time.
+    Off,
+    /// Idle until the FTL owes nothing.
+    Auto,
+    /// Idle for at most this many simulated ns: work is issued only inside it.
+    For(u64),
+}
+
+impl std::str::FromStr for Settle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Settle, String> {
+        match s.trim() {
+            "auto" => Ok(Settle::Auto),
+            "off" | "0" => Ok(Settle::Off),
+            d => crate::params::parse_duration_ns(d)
+                .map(Settle::For)
+                .ok_or_else(|| format!("'{s}' is not auto, off or a duration (e.g. 100ms)")),
+        }
+    }
+}
+
 pub mod dist;
 pub mod fio;
 pub mod job;

@@ -42,7 +42,7 @@ use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
-use crate::mapping::{HashFamily, HashKind, PackedVec};
+use crate::mapping::{GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
 use crate::params::Params;
 use serde::Serialize;
 use std::str::FromStr;
@@ -183,12 +183,17 @@ pub struct HpConfig {
     pub sec_high_slots: u32,
     /// Host writes leave this many slots to GC relocation (foreground GC first).
     pub slot_reserve: u32,
+    /// The shared GC policy (SPEC §3.5) the page thresholds below come from under
+    /// `gc=reserve`.
+    pub gc: GcPolicy,
     /// GC starts when free pages fall below this.
     pub gc_free_low_pages: u64,
     /// ... and runs until free pages reach this.
     pub gc_free_high_pages: u64,
     /// Host writes run foreground GC first when free pages are at or below this.
     pub page_reserve: u64,
+    /// Background rounds take only blocks with at least this many invalid pages.
+    pub bg_min_invalid: u32,
     /// Victim blocks per GC round.
     pub gc_batch: u32,
     /// How victims are chosen.
@@ -293,6 +298,9 @@ pub struct HpFtl {
     plan: Vec<(u32, Ppa, Dest)>,
     /// Pages GC has read, to program when each read completes.
     copies: Vec<GcCopy>,
+    /// `(invalidations, free pages, free slots)` after a background run that freed nothing:
+    /// until one of them changes, another run would choose the same (no) victims.
+    bg_idle_at: Option<(u64, u64, u32)>,
 }
 
 impl HpFtl {
@@ -396,17 +404,47 @@ impl HpFtl {
             ));
         }
         let spare = geo.pages() - lp;
-        let free_low = take_fraction(params, "gc_free_low", 0.3)?;
-        let free_high = take_fraction(params, "gc_free_high", 0.4)?;
-        let page_reserve = ppb as u64;
-        let gc_free_low_pages = ((free_low * spare as f64) as u64).max(page_reserve + 1);
-        let gc_free_high_pages = ((free_high * spare as f64) as u64).max(gc_free_low_pages + 1);
-        if gc_free_high_pages >= spare {
-            return Err(ConfigError::invalid(
-                "gc_free_high",
-                format!("{gc_free_high_pages} free pages wanted of {spare} spare"),
-            ));
-        }
+        // GC relocates into free pages of any block: one line's worth is enough to progress.
+        let gc = GcPolicy::from_params(geo, params, 1)?;
+        let (page_reserve, gc_free_low_pages, gc_free_high_pages, bg_min_invalid) = match gc.rule {
+            // The shared reserve (SPEC §3.5), in pages: foreground GC at the reserve lines'
+            // worth of free pages; background GC while free pages are at most the background
+            // lines' worth, with victims at least `gc_bg_min_invalid` invalid, as a line FTL's.
+            // On a device whose spare pages are fewer, background GC runs whenever a victim
+            // qualifies, as it does for the line FTLs there.
+            GcRule::Reserve => {
+                if let Some(key) = ["gc_free_low", "gc_free_high"]
+                    .into_iter()
+                    .find(|k| params.contains(k))
+                {
+                    return Err(ConfigError::invalid(
+                        key,
+                        "only meaningful with gc=femu (gc=reserve takes HP-FTL's page \
+                         thresholds from gc_reserve_lines and gc_bg_lines)",
+                    ));
+                }
+                let ppl = geo.pages_per_line() as u64;
+                let bg = gc.bg_free_lines as u64 * ppl + 1;
+                let per_block = gc.bg_min_invalid.div_ceil(geo.blocks_per_line()).max(1);
+                (gc.fg_free_lines as u64 * ppl, bg, bg, per_block)
+            }
+            // HP-FTL's own thresholds as fractions of the spare pages, as before the shared
+            // reserve (the setting that reproduces the paper's setup).
+            GcRule::Femu => {
+                let free_low = take_fraction(params, "gc_free_low", 0.3)?;
+                let free_high = take_fraction(params, "gc_free_high", 0.4)?;
+                let page_reserve = ppb as u64;
+                let low = ((free_low * spare as f64) as u64).max(page_reserve + 1);
+                let high = ((free_high * spare as f64) as u64).max(low + 1);
+                if high >= spare {
+                    return Err(ConfigError::invalid(
+                        "gc_free_high",
+                        format!("{high} free pages wanted of {spare} spare"),
+                    ));
+                }
+                (page_reserve, low, high, 1)
+            }
+        };
         let gc_batch = params.take::<u32>("gc_batch")?.unwrap_or(geo.luns());
         if gc_batch == 0 || gc_batch > geo.blocks() / 8 {
             return Err(ConfigError::invalid(
@@ -420,6 +458,7 @@ impl HpFtl {
         let gc_victims = take_choice(params, "gc_victims", Victims::Global)?;
         let merge_any = params.take_bool("merge_any")?.unwrap_or(true);
         let cfg = HpConfig {
+            gc,
             gc_victims,
             merge_any,
             h,
@@ -438,6 +477,7 @@ impl HpFtl {
             gc_free_low_pages,
             gc_free_high_pages,
             page_reserve,
+            bg_min_invalid,
             gc_batch,
             secondary_growth,
             budget: primary.bytes() + slots as u64 * 8,
@@ -465,6 +505,7 @@ impl HpFtl {
             slot_taken: Vec::new(),
             plan: Vec::new(),
             copies: Vec::new(),
+            bg_idle_at: None,
             cfg,
         })
     }
@@ -626,15 +667,31 @@ impl HpFtl {
     }
 
     /// Whether GC should move secondary entries back into primary positions: free slots are
-    /// below the high watermark, and free pages (each move takes one) above twice the page
-    /// reserve, so moving back never eats the pages GC needs to relocate its next victim.
+    /// below the high watermark, and free pages (each move takes one) above the page reserve
+    /// plus a block, so moving back never eats the pages GC needs to relocate its next victim.
     fn may_move_back(&self) -> bool {
         self.may_move_back_at(self.sec.free_slots(), self.free_pages)
     }
 
     /// [`Self::may_move_back`] with `slots` free slots and `pages` free pages.
     fn may_move_back_at(&self, slots: u32, pages: u64) -> bool {
-        slots < self.cfg.sec_high_slots && pages > 2 * self.cfg.page_reserve
+        slots < self.cfg.sec_high_slots && pages > self.cfg.page_reserve + self.ppb as u64
+    }
+
+    /// Background GC at `now` if the thresholds call for it; whether it freed slots or pages.
+    /// A run that frees nothing is not repeated until a page is invalidated or the free pages
+    /// or slots change, so that requests pay no victim scan while GC has nothing it may do.
+    fn background_gc(&mut self, dev: &mut Device, now: SimTime) -> Result<bool, FtlError> {
+        let state =
+            |f: &Self, dev: &Device| (dev.invalidations(), f.free_pages, f.sec.free_slots());
+        if !self.gc_needed() || self.bg_idle_at == Some(state(self, dev)) {
+            return Ok(false);
+        }
+        let before = (self.free_pages, self.sec.free_slots());
+        self.gc_run(dev, now, true)?;
+        let progress = (self.free_pages, self.sec.free_slots()) != before;
+        self.bg_idle_at = (!progress).then(|| state(self, dev));
+        Ok(progress)
     }
 
     /// Whether the watermarks call for GC.
@@ -706,7 +763,14 @@ impl HpFtl {
                 break;
             }
             let before = (self.sec.free_slots(), self.free_pages);
-            if !self.gc_round(dev, t, background)? {
+            // The background rule's victim filter is for free pages; the secondary table's
+            // watermarks are HP-FTL's own and take any victim.
+            let min_invalid = if background && !slots_short {
+                self.cfg.bg_min_invalid
+            } else {
+                1
+            };
+            if !self.gc_round(dev, t, background, min_invalid)? {
                 // Nothing to erase (a young device): entries can still move into candidates.
                 if slots_short && self.cfg.merge_any {
                     self.merge_any(dev, t)?;
@@ -726,15 +790,16 @@ impl HpFtl {
 
     /// Chooses this round's victims into `self.victims`: full blocks with the fewest valid
     /// pages, at most `gc_batch`, as many as the free pages (and, relocating into the secondary
-    /// table, its free slots) can absorb — always at least the best one.
-    fn choose_victims(&mut self, dev: &Device) {
+    /// table, its free slots) can absorb — always at least the best one. Only blocks with at
+    /// least `min_invalid` invalid pages qualify.
+    fn choose_victims(&mut self, dev: &Device, min_invalid: u32) {
         let v = &mut self.victims;
         v.clear();
         let per_lun = self.cfg.gc_victims == Victims::PerLun;
         for b in 0..self.blocks {
             let valid = dev.block_valid(b);
             let invalid = dev.block_written(b) - valid;
-            if invalid == 0 {
+            if invalid < min_invalid {
                 continue;
             }
             // Ranked by invalid pages (what erasing gains), then valid pages (what it costs):
@@ -787,14 +852,16 @@ impl HpFtl {
         }
     }
 
-    /// One GC round at `t`; `false` if there was no victim.
+    /// One GC round at `t` over victims with at least `min_invalid` invalid pages; `false` if
+    /// there was none.
     fn gc_round(
         &mut self,
         dev: &mut Device,
         t: SimTime,
         background: bool,
+        min_invalid: u32,
     ) -> Result<bool, FtlError> {
-        self.choose_victims(dev);
+        self.choose_victims(dev, min_invalid);
         if self.victims.is_empty() {
             return Ok(false);
         }
@@ -1095,10 +1162,16 @@ impl Ftl for HpFtl {
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
-        if self.gc_needed() {
-            self.gc_run(dev, now, true)?;
-        }
-        Ok(())
+        self.background_gc(dev, now).map(drop)
+    }
+
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // The whole mapping is in DRAM and there is no buffer: an idle HP-FTL owes only the GC
+        // its thresholds ask for. A run spreads over every LUN: it completes when the device
+        // drains.
+        Ok(self
+            .background_gc(dev, now)?
+            .then(|| dev.drained_at().max(now)))
     }
 
     fn stats(&self) -> &FtlStats {

@@ -89,6 +89,11 @@ impl GroupCache {
         self.state[g as usize] |= DIRTY;
     }
 
+    /// Marks cached group `g` clean (its TP was just written back).
+    #[inline]
+    pub fn clean(&mut self, g: u32) {
+        self.state[g as usize] &= !DIRTY;
+    }
     /// Drops group `g` from the cache; returns whether it was dirty.
     pub fn remove(&mut self, g: u32) -> bool {
         let dirty = self.is_dirty(g);

@@ -420,7 +420,8 @@ impl Leaftl {
         // The cache must hold at least one group's translation page.
         let budget =
             Budget::from_params(geo, params, 0.03, gtd.dram_bytes(), geo.page_size as u64)?;
-        let gc_policy = GcPolicy::from_params(geo, params)?;
+        // A victim may hold data and translation pages: its moves may open a line on each stream.
+        let gc_policy = GcPolicy::from_params(geo, params, 2)?;
         let groups = geo.logical_pages.div_ceil(GROUP_LPNS as u64) as u32;
         Ok(Leaftl {
             map: Mapping {
@@ -463,20 +464,35 @@ impl Leaftl {
                 self.map.cache.remove(g);
                 continue;
             }
-            let ppa = gc::alloc_page(
-                dev,
-                &mut self.alloc,
-                Stream::TRANS,
-                t,
-                &mut self.map,
-                &mut self.stats,
-            )?;
-            self.map.cache.remove(g);
-            self.map
-                .gtd
-                .program(dev, Tpn(g), ppa, Cause::TransWrite, t)?;
+            self.write_back_group(dev, g, t, true)?;
         }
         Ok(())
+    }
+
+    /// Programs dirty cached group `g`'s TP at `t` (the whole group is in DRAM, so nothing is
+    /// read first), then drops it from the cache (`evict`) or keeps it cached and clean (an
+    /// idle write-back); returns when the program completes.
+    fn write_back_group(
+        &mut self,
+        dev: &mut Device,
+        g: u32,
+        t: SimTime,
+        evict: bool,
+    ) -> Result<SimTime, FtlError> {
+        let ppa = gc::alloc_page(
+            dev,
+            &mut self.alloc,
+            Stream::TRANS,
+            t,
+            &mut self.map,
+            &mut self.stats,
+        )?;
+        if evict {
+            self.map.cache.remove(g);
+        } else {
+            self.map.cache.clean(g);
+        }
+        self.map.gtd.program(dev, Tpn(g), ppa, Cause::TransWrite, t)
     }
 
     /// Programs the buffer at `t`, sorted by LPN, through the data write pointer (so the pages
@@ -661,6 +677,25 @@ impl Ftl for Leaftl {
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
         gc::background(dev, &mut self.alloc, now, &mut self.map, &mut self.stats)?;
         self.enforce_budget(dev, now)
+    }
+
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // The write buffer first (its flush learns segments and dirties groups), then
+        // background GC, then the dirty groups' TPs.
+        if !self.buf.entries.is_empty() {
+            self.flush(dev, now)?;
+            return Ok(Some(self.buf.durable_at.max(now)));
+        }
+        if let Some(done) =
+            gc::background_one(dev, &mut self.alloc, now, &mut self.map, &mut self.stats)?
+        {
+            self.enforce_budget(dev, now)?;
+            return Ok(Some(done));
+        }
+        let Some(g) = self.map.cache.iter().find(|&g| self.map.cache.is_dirty(g)) else {
+            return Ok(None);
+        };
+        self.write_back_group(dev, g, now, false).map(Some)
     }
 
     fn stats(&self) -> &FtlStats {

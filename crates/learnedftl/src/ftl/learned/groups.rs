@@ -374,7 +374,7 @@ impl LearnedFtl {
         dev: &mut Device,
         line: u32,
         t: SimTime,
-    ) -> Result<(), FtlError> {
+    ) -> Result<SimTime, FtlError> {
         if let LineState::Open(s) = self.alloc.state(line) {
             self.alloc.close(s);
         }
@@ -433,16 +433,21 @@ impl LearnedFtl {
             self.models.clear(tpn, x);
         }
         // Each touched TP now holds every current value, cached dirty ones included.
+        let mut done = data_done;
         for &(tpn, _) in &touched {
             if self.cfg.tp_write_charged {
                 let new = self.trans_page(dev, t)?;
-                self.table
-                    .gtd
-                    .rewrite(dev, tpn, new, Cause::GcTrans, data_done)?;
+                done = done.max(self.table.gtd.rewrite(
+                    dev,
+                    tpn,
+                    new,
+                    Cause::GcTrans,
+                    data_done,
+                )?);
             }
             self.extra.gc_cleaned_entries += self.cache.clean_tp(tpn) as u64;
         }
-        self.erase_line(dev, line, t)?;
+        done = done.max(self.erase_line(dev, line, t)?);
         let clock = Instant::now();
         for (i, &(tpn, start)) in touched.iter().enumerate() {
             let end = touched
@@ -467,7 +472,7 @@ impl LearnedFtl {
         self.line_moves = moves;
         self.touched = touched;
         self.offsets = offsets;
-        Ok(())
+        Ok(done)
     }
 
     /// Erases every written block of `line` at `t` and returns it to the free list.
@@ -476,15 +481,16 @@ impl LearnedFtl {
         dev: &mut Device,
         line: u32,
         t: SimTime,
-    ) -> Result<(), FtlError> {
+    ) -> Result<SimTime, FtlError> {
+        let mut done = t;
         for i in 0..self.geo.blocks_per_line() {
             let block = self.geo.block_in_line(line, i);
             if dev.block_written(block) > 0 {
-                dev.erase(block, Cause::GcData, t)?;
+                done = done.max(dev.erase(block, Cause::GcData, t)?);
             }
         }
         self.alloc.release(line);
-        Ok(())
+        Ok(done)
     }
 
     /// The group with the most invalid pages in the lines it owns, if any has one.
@@ -511,7 +517,7 @@ impl LearnedFtl {
         members: &[u32],
         t: SimTime,
         refresh: bool,
-    ) -> Result<(), FtlError> {
+    ) -> Result<SimTime, FtlError> {
         let charged = self.cfg.tp_write_charged;
         let tps: Vec<Tpn> = members
             .iter()
@@ -576,6 +582,7 @@ impl LearnedFtl {
         }
         // The members' TPs now hold every current value: the new locations, and the cached
         // dirty entries' values (which therefore become clean).
+        let mut done = data_done;
         for &tpn in &tps {
             let lpns = self.table.gtd.lpns(tpn);
             let mapped = lpns.clone().any(|l| self.table.get(Lpn(l)).is_some());
@@ -584,14 +591,18 @@ impl LearnedFtl {
             }
             if charged {
                 let new = self.trans_page(dev, t)?;
-                self.table
-                    .gtd
-                    .program(dev, tpn, new, Cause::GcTrans, data_done)?;
+                done = done.max(self.table.gtd.program(
+                    dev,
+                    tpn,
+                    new,
+                    Cause::GcTrans,
+                    data_done,
+                )?);
             }
             self.extra.gc_cleaned_entries += self.cache.clean_tp(tpn) as u64;
         }
         for &line in &victims {
-            self.erase_line(dev, line, t)?;
+            done = done.max(self.erase_line(dev, line, t)?);
         }
         // ③④ Train every member TP and set the bits of exact predictions.
         let clock = Instant::now();
@@ -611,7 +622,7 @@ impl LearnedFtl {
             self.extra.paired_gcs += (members.len() > 1) as u64;
         }
         self.stats.gc_pages_moved += moved;
-        Ok(())
+        Ok(done)
     }
 
     /// Puts TP `tpn`'s mappings `(offset, VPPN)` that `keep` accepts (ascending) into
@@ -759,7 +770,7 @@ impl LearnedFtl {
         match g {
             Some(g) => {
                 let members = self.groups.members(g);
-                self.collect(dev, &members, now, true)
+                self.collect(dev, &members, now, true).map(|_| ())
             }
             None => Ok(()),
         }

@@ -68,59 +68,72 @@ impl LearnedFtl {
             }
             // A full log line becomes a candidate before the log takes another.
             self.alloc.close_full(Stream::DATA);
-            if !self.reclaim(dev, t, 0)? {
+            if self.reclaim(dev, t, 0)?.is_none() {
                 break;
             }
         }
         Err(FtlError::NoSpace)
     }
 
-    /// `design=log`: background GC after a request, by the shared rule: one reclaim while free
-    /// lines are at or below the background threshold and it frees at least the policy's
-    /// minimum of invalid pages.
+    /// `design=log`: background GC after a request, by the shared rule (up to the policy's
+    /// victims per request, see [`LearnedFtl::background_one`]).
     pub(super) fn background_log(
         &mut self,
         dev: &mut Device,
         now: SimTime,
     ) -> Result<(), FtlError> {
-        let pol = &self.alloc.policy;
-        let (victims, lines, min_gain) = (pol.bg_victims, pol.bg_free_lines, pol.bg_min_invalid);
-        for _ in 0..victims {
-            if self.alloc.free_lines() > lines || !self.reclaim(dev, now, min_gain)? {
+        for _ in 0..self.alloc.policy.bg_victims {
+            if self.background_one(dev, now)?.is_none() {
                 break;
             }
         }
         Ok(())
     }
 
-    /// Frees space at `t` the cheapest way (see the module docs) among the ways that free at
-    /// least `min_gain` pages now. Returns whether anything was done.
+    /// `design=log`: one background reclaim issued at `now` while free lines are at or below
+    /// the background threshold, freeing at least the policy's minimum of invalid pages;
+    /// returns when it completes (`None`: the rule asks for nothing).
+    pub(super) fn background_one(
+        &mut self,
+        dev: &mut Device,
+        now: SimTime,
+    ) -> Result<Option<SimTime>, FtlError> {
+        let pol = &self.alloc.policy;
+        if self.alloc.free_lines() > pol.bg_free_lines {
+            return Ok(None);
+        }
+        let min_gain = pol.bg_min_invalid;
+        self.reclaim(dev, now, min_gain)
+    }
+
+    /// Frees space at `t` (see [`LearnedFtl::log_victim`]) by a way that frees at least
+    /// `min_gain` pages. Returns when its last operation completes (`None`: nothing to do).
     pub(super) fn reclaim(
         &mut self,
         dev: &mut Device,
         t: SimTime,
         min_gain: u32,
-    ) -> Result<bool, FtlError> {
+    ) -> Result<Option<SimTime>, FtlError> {
         let Some(v) = self.log_victim(dev, min_gain) else {
-            return Ok(false);
+            return Ok(None);
         };
-        match v {
+        let done = match v {
             Victim::Empty(line) => {
                 if let LineState::Open(s) = self.alloc.state(line) {
                     self.alloc.close(s);
                 }
-                self.erase_line(dev, line, t)?;
                 self.stats.gc_events += 1;
                 self.extra.empty_erases += 1;
+                self.erase_line(dev, line, t)?
             }
             Victim::Line(line) => self.collect_one_line(dev, line, t)?,
             Victim::Group(g) => {
                 self.merge_credit -= self.groups.mapped[g as usize] as f64;
-                self.collect(dev, &[g], t, false)?;
                 self.extra.merges += 1;
+                self.collect(dev, &[g], t, false)?
             }
-        }
-        Ok(true)
+        };
+        Ok(Some(done))
     }
 
     /// The reclaim among those freeing at least `min_gain` pages now: an empty line is erased;

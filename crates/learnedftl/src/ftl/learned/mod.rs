@@ -23,7 +23,9 @@ use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::tpcache::ENTRY_BYTES;
-use crate::mapping::{Allocator, Budget, GcPolicy, LineState, Lookup, Stream, TpCache, TransTable};
+use crate::mapping::{
+    Allocator, Budget, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache, TransTable,
+};
 use crate::params::{parse_duration_ns, Params};
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
@@ -72,7 +74,8 @@ pub struct Config {
     pub group_tps: u32,
     /// Lines a group may own before it borrows or GC runs (`group_line_quota`, default 5).
     pub group_line_quota: u32,
-    /// Free lines only GC may take (`gc_reserve_lines`, default 2: a paired GC's destinations).
+    /// Free lines only GC may take: the shared policy's reserve (`gc_reserve_lines`, default 2:
+    /// a paired GC's destinations).
     pub gc_reserve_lines: u32,
     /// Opportunistic cross-group allocation (`cross_group`, default on).
     pub cross_group: bool,
@@ -247,20 +250,21 @@ impl LearnedFtl {
             ));
         }
         let cross_group = params.take_bool("cross_group")?.unwrap_or(true);
-        let gc_reserve_lines = params.take::<u32>("gc_reserve_lines")?.unwrap_or(2);
-        // A paired collection writes into two fresh lines; a merge or a log-line collection
-        // into one.
+        // The reserve is the shared policy's (SPEC §3.5: one reserve for every FTL). A paired
+        // collection writes into two fresh lines, so the paper design needs 2 with cross-group
+        // allocation; a merge or a log-line collection writes into one.
         let min_reserve = if cross_group && design == Design::Paper {
             2
         } else {
             1
         };
-        if gc_reserve_lines < min_reserve || gc_reserve_lines + 4 > geo.lines() {
-            return Err(ConfigError::invalid(
-                "gc_reserve_lines",
-                format!("{gc_reserve_lines}: need at least {min_reserve} (a collection's destinations) and room for data"),
-            ));
-        }
+        let policy = GcPolicy::from_params(&geo, params, min_reserve)?;
+        let gc_reserve_lines = match policy.rule {
+            GcRule::Reserve => policy.fg_free_lines,
+            // `gc=femu` reproduces the setup before the shared reserve: FEMU's thresholds for
+            // the baselines, LearnedFTL's own 2-line reserve.
+            GcRule::Femu => 2,
+        };
         let group_line_quota = params.take::<u32>("group_line_quota")?.unwrap_or(5).max(1);
         let encroach_threshold = params
             .take::<u32>("encroach_threshold")?
@@ -340,14 +344,6 @@ impl LearnedFtl {
             }
         };
         let cache = TpCache::new(geo.logical_pages as u32, entries, budget.cache, cache_cfg);
-        // Foreground GC keeps the reserve; background GC (design=log) runs from two lines
-        // above it, on victims that free at least an eighth of a line.
-        let policy = GcPolicy {
-            fg_free_lines: gc_reserve_lines,
-            bg_free_lines: gc_reserve_lines + 2,
-            bg_min_invalid: (ppl / 8).max(1),
-            bg_victims: 1,
-        };
         let streams = FIRST_GROUP_STREAM + groups.count() as u16;
         Ok(LearnedFtl {
             cfg: Config {
@@ -410,16 +406,39 @@ impl LearnedFtl {
     ) -> Result<SimTime, FtlError> {
         let range = self.cache.load_range(lpn, req_last);
         while let Some(v) = self.cache.evict_for(&range) {
-            if v.written_back > 0 && self.cfg.tp_write_charged {
-                let new = self.trans_page(dev, t)?;
-                self.table
-                    .gtd
-                    .rewrite(dev, v.tpn, new, Cause::TransWrite, t)?;
+            if v.written_back > 0 {
+                self.write_back_tp(dev, v.tpn, t)?;
             }
         }
         let done = self.table.read_tp(dev, lpn, Cause::TransRead, t)?;
         self.cache.load(lpn, range, done);
         Ok(done)
+    }
+
+    /// Pays the batch write-back of TP `tpn`'s dirty entries at `t` (an eviction's, or an idle
+    /// one): a TP read and program, free under `tp_write_cost=free`. Returns when it completes.
+    fn write_back_tp(
+        &mut self,
+        dev: &mut Device,
+        tpn: Tpn,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
+        if !self.cfg.tp_write_charged {
+            return Ok(t);
+        }
+        let new = self.trans_page(dev, t)?;
+        self.table.gtd.rewrite(dev, tpn, new, Cause::TransWrite, t)
+    }
+
+    /// Background GC while the device is idle (SPEC §3.5): under `design=log` one reclaim
+    /// by the shared background rule, issued at `now`, and its completion; `None` when the rule
+    /// asks for none. The paper design has no background GC (groups are collected when no line
+    /// can be had).
+    fn idle_gc(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        match self.cfg.design {
+            Design::Log => self.background_one(dev, now),
+            Design::Paper => Ok(None),
+        }
     }
 
     /// The cache side of a write or trim of `lpn`: a miss loads it (the TP read tells the old
@@ -594,6 +613,18 @@ impl Ftl for LearnedFtl {
         Ok(())
     }
 
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // GC first: collections rewrite TPs and so clean cached entries the write-backs would
+        // otherwise pay for.
+        if let Some(done) = self.idle_gc(dev, now)? {
+            return Ok(Some(done));
+        }
+        match self.cache.flush_one() {
+            Some(tpn) => self.write_back_tp(dev, tpn, now).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn stats(&self) -> &FtlStats {
         &self.stats
     }
@@ -629,6 +660,7 @@ impl Ftl for LearnedFtl {
             "groups": self.groups.count(),
             "group_line_quota": c.group_line_quota,
             "gc_reserve_lines": c.gc_reserve_lines,
+            "gc": self.alloc.policy,
             "cross_group": c.cross_group,
             "encroach_threshold": c.encroach_threshold,
             "lender": if c.lend_trained { "any" } else { "untrained" },
