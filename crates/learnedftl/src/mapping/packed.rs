@@ -54,7 +54,7 @@ impl PackedVec {
         (v & self.mask) as u32
     }
 
-    /// Hints that entry `i` will be read soon ([`super::prefetch`]).
+    /// Hints that entry `i` will be read soon ([`super::prefetch()`]).
     #[inline]
     pub fn prefetch(&self, i: usize) {
         if let Some(w) = self.words.get((i * self.bits as usize) >> 6) {
