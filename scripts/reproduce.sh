@@ -27,8 +27,9 @@
 #   hpftl-secondary HP-FTL paper Figs. 4-7: secondary-table peak size and IOPS for h and m
 #
 # Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names),
-# TRACES_DIR (default ../shared/traces), TIMING (femu, the default, or backfill: every run gets
-# `--set timing=backfill` and the results go to results/<preset>-backfill; docs/device.md).
+# TRACES_DIR (default ../shared/traces), TIMING (femu, this script's default, or backfill: every
+# run gets `--set timing=<it>`; backfill's results go to results/<preset>-backfill;
+# docs/device.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,7 +83,8 @@ seed=${SEED:-1}
 traces_dir=${TRACES_DIR:-../shared/traces}
 timing=${TIMING:-femu}
 case $timing in
-  femu) out=results/$preset timing_args=() ;;
+  # Named explicitly: the simulator's own default is backfill (SPEC §3.3).
+  femu) out=results/$preset timing_args=(--set timing=femu) ;;
   backfill) out=results/$preset-backfill timing_args=(--set timing=backfill) ;;
   *)
     echo "unknown TIMING '$timing' (femu or backfill)" >&2

@@ -370,7 +370,7 @@ impl Opts {
 fn describe(e: &Experiment) -> String {
     let g = &e.device.geometry;
     let mut s = format!(
-        "device: {} preset, {} ch x {} LUN x {} pl x {} blk x {} pg x {} B = {} physical, {} logical; seed {}\n",
+        "device: {} preset, {} ch x {} LUN x {} pl x {} blk x {} pg x {} B = {} physical, {} logical; timing={}; seed {}\n",
         e.device.preset,
         g.channels,
         g.luns_per_channel,
@@ -380,6 +380,7 @@ fn describe(e: &Experiment) -> String {
         g.page_size,
         report::human_bytes(g.physical_bytes()),
         report::human_bytes(g.logical_bytes()),
+        e.device.timing.mode.key(),
         e.seed
     );
     if let Some(p) = &e.precondition {

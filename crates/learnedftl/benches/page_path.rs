@@ -1,5 +1,6 @@
-//! Hot-path benchmarks: the device's timing and state updates per page, and the ideal FTL's
-//! page path (random 4 KiB writes with GC, random 4 KiB reads) on the `quick` preset.
+//! Hot-path benchmarks: the device's timing and state updates per page, its LUN timelines under
+//! a deep queue of double reads (`timing=femu` and the default `timing=backfill`), and the ideal
+//! FTL's page path (random 4 KiB writes with GC, random 4 KiB reads) on the `quick` preset.
 //!
 //! `cargo bench -p learnedftl --bench page_path`
 
@@ -9,7 +10,7 @@ use common::filled;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use learnedftl::device::{Cause, Device, Oob, Src};
 use learnedftl::workload::HostIo;
-use learnedftl::{DeviceConfig, Lpn, Op, SimTime, Vppn};
+use learnedftl::{DeviceConfig, Lpn, Op, Params, Ppa, SimTime, Vppn};
 
 /// Programs, reads and invalidates a whole line in VPPN order, then erases it.
 fn device_line_cycle(c: &mut Criterion) {
@@ -44,6 +45,54 @@ fn device_line_cycle(c: &mut Criterion) {
             BatchSize::LargeInput,
         )
     });
+    g.finish();
+}
+
+/// Double reads on a fully programmed device as 64 outstanding requests issue them: each
+/// request reads a random page at its arrival and another when that read completes, booked
+/// in the future as dependent reads are (the case gap filling exists for).
+fn lun_timelines_deep_queue(c: &mut Criterion) {
+    const N: u32 = 100_000;
+    let mut g = c.benchmark_group("timelines");
+    g.sample_size(10);
+    // Two page reads per request.
+    g.throughput(Throughput::Elements(2 * N as u64));
+    for timing in ["femu", "backfill"] {
+        let mut p =
+            Params::from_assignments([format!("timing={timing}").as_str()], "bench").unwrap();
+        let cfg = DeviceConfig::from_params("quick", &mut p).unwrap();
+        let mut dev = Device::new(&cfg);
+        let pages = dev.geo().pages() as u32;
+        let ppb = dev.geo().pages_per_block;
+        for ppa in (0..pages).map(Ppa) {
+            dev.program(
+                ppa,
+                Oob::data(Lpn(ppa.0 % ppb), 1),
+                Src::Host,
+                Cause::User,
+                SimTime::ZERO,
+            )
+            .unwrap();
+        }
+        let mut t = dev.drained_at();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        g.bench_function(format!("double_reads_qd64_{timing}"), |b| {
+            b.iter(|| {
+                for _ in 0..N {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // 64 requests per 200 µs: about what 64 LUNs serve in double reads.
+                    t = t.after(200_000 / 64);
+                    dev.advance_floor(t);
+                    let first = Ppa(x as u32 % pages);
+                    let (_, r) = dev.read(first, Cause::TransRead, t).unwrap();
+                    let second = Ppa((x >> 32) as u32 % pages);
+                    dev.read(second, Cause::User, r).unwrap();
+                }
+            })
+        });
+    }
     g.finish();
 }
 
@@ -91,5 +140,10 @@ fn ideal_page_path(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, device_line_cycle, ideal_page_path);
+criterion_group!(
+    benches,
+    device_line_cycle,
+    lun_timelines_deep_queue,
+    ideal_page_path
+);
 criterion_main!(benches);

@@ -264,10 +264,22 @@ impl Geometry {
 #[serde(rename_all = "lowercase")]
 pub enum TimingMode {
     /// FEMU's rule: start at `max(issue, busy_until)`; idle time before a later start is lost.
-    #[default]
+    /// Kept for reproducing FEMU-based results.
     Femu,
-    /// Gap-filling: an operation may use an idle interval left before `busy_until`.
+    /// Gap-filling: an operation may use an idle interval left before `busy_until`, as per-LUN
+    /// command queues do (the default since 2026-11-23, SPEC §3.3).
+    #[default]
     Backfill,
+}
+
+impl TimingMode {
+    /// The `timing=` value naming this mode (reports print it).
+    pub fn key(self) -> &'static str {
+        match self {
+            TimingMode::Femu => "femu",
+            TimingMode::Backfill => "backfill",
+        }
+    }
 }
 
 /// Default bound on the idle gaps each LUN remembers under `timing=backfill`.
@@ -356,7 +368,7 @@ impl DeviceConfig {
             preset: name.to_string(),
             geometry,
             timing: Timing {
-                mode: TimingMode::Femu,
+                mode: TimingMode::Backfill,
                 backfill_gaps: DEFAULT_BACKFILL_GAPS,
                 read_ns: 40_000,
                 program_ns: 200_000,
@@ -432,7 +444,8 @@ impl DeviceConfig {
             t.channel_transfer = v;
         }
         t.mode = match params.take_str("timing").as_deref() {
-            None | Some("femu") => TimingMode::Femu,
+            None => t.mode,
+            Some("femu") => TimingMode::Femu,
             Some("backfill") => TimingMode::Backfill,
             Some(other) => {
                 return Err(ConfigError::invalid(
@@ -478,8 +491,8 @@ impl DeviceConfig {
         if self.timing.mode == TimingMode::Backfill && self.timing.channel_transfer {
             return Err(ConfigError::invalid(
                 "timing",
-                "timing=backfill cannot be combined with channel_transfer=on \
-                 (gap filling models LUN timelines only)",
+                "timing=backfill (the default) cannot be combined with channel_transfer=on \
+                 (gap filling models LUN timelines only): add timing=femu",
             ));
         }
         for (f, v) in [

@@ -646,6 +646,7 @@ mod tests {
     fn channel_transfer_mode_serialises_a_channel() {
         let mut p = Params::new();
         p.insert_assignment("channel_transfer=on", "t").unwrap();
+        p.insert_assignment("timing=femu", "t").unwrap();
         p.insert_assignment("channel_mb_s=400", "t").unwrap();
         let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
         let mut d = Device::new(&cfg);
@@ -682,8 +683,12 @@ mod tests {
 
     #[test]
     fn timing_keys_are_checked() {
-        assert_eq!(with(&[]).unwrap().timing.mode, TimingMode::Femu);
-        let c = with(&["timing=backfill", "backfill_gaps=7"]).unwrap();
+        assert_eq!(with(&[]).unwrap().timing.mode, TimingMode::Backfill);
+        assert_eq!(
+            with(&["timing=femu"]).unwrap().timing.mode,
+            TimingMode::Femu
+        );
+        let c = with(&["backfill_gaps=7"]).unwrap();
         assert_eq!(
             (c.timing.mode, c.timing.backfill_gaps),
             (TimingMode::Backfill, 7)
@@ -692,17 +697,24 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("expected femu or backfill"));
-        assert!(with(&["backfill_gaps=7"])
+        assert!(with(&["timing=femu", "backfill_gaps=7"])
             .unwrap_err()
             .to_string()
             .contains("timing=backfill"));
-        let e = with(&["timing=backfill", "channel_transfer=on"])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("timing=backfill") && e.contains("channel_transfer=on"),
-            "{e}"
-        );
+        // Refused under the default too, saying how to get the channel model.
+        for kv in [
+            &["channel_transfer=on"][..],
+            &["timing=backfill", "channel_transfer=on"],
+        ] {
+            let e = with(kv).unwrap_err().to_string();
+            assert!(
+                e.contains("timing=backfill")
+                    && e.contains("channel_transfer=on")
+                    && e.contains("add timing=femu"),
+                "{e}"
+            );
+        }
+        assert!(with(&["timing=femu", "channel_transfer=on"]).is_ok());
     }
 
     /// Block 0 page 0 programmed at 0, block 1 page 0 programmed late at 1 ms (as a dependent
@@ -727,14 +739,14 @@ mod tests {
     fn backfill_uses_the_idle_time_femu_loses() {
         // FEMU: the read queues behind the late program although the LUN idles until 1 ms.
         assert_eq!(
-            read_after_a_late_program(&[]),
+            read_after_a_late_program(&["timing=femu"]),
             (SimTime(1_240_000), BackfillCounters::default())
         );
-        let (r, c) = read_after_a_late_program(&["timing=backfill"]);
+        let (r, c) = read_after_a_late_program(&[]);
         assert_eq!(r, SimTime(340_000));
         assert_eq!((c.ops_in_gaps, c.gaps_dropped), (1, 0));
         // No remembered gap: FEMU's times.
-        let (r, _) = read_after_a_late_program(&["timing=backfill", "backfill_gaps=0"]);
+        let (r, _) = read_after_a_late_program(&["backfill_gaps=0"]);
         assert_eq!(r, SimTime(1_240_000));
     }
 

@@ -10,6 +10,11 @@
 //! cache holds every entry). GC updates cached TPs in place and batches the others'
 //! ([`super::demand`]).
 //!
+//! The simulator tracks the run heads of every TP, cached or not, as the table changes (each
+//! change touches at most two head bits), so a miss knows the TP's compressed size without
+//! scanning its entries: scanning a whole TP on every miss made SFTL's reads ~20x slower than
+//! the other FTLs' (docs/ftls/sftl.md).
+//!
 //! "Consecutive" is decided in allocation order (VPPN) by default: the striped write pointer
 //! hands consecutive VPPNs, not consecutive flat PPAs, to consecutive writes, and SFTL's paper
 //! assumes a device where sequential writes get consecutive page numbers. `sftl_runs=ppa` uses
@@ -58,6 +63,7 @@ pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Sftl, ConfigError>
 struct TpState {
     cached: bool,
     dirty: bool,
+    /// Runs in the TP's current content (kept whether or not it is cached).
     heads: u32,
     ready: SimTime,
 }
@@ -80,34 +86,42 @@ pub struct TpLru {
     tps: Vec<TpState>,
     links: Links,
     lru: List,
-    /// One bit per LPN: the entry starts a run (meaningful while its TP is cached).
+    /// One bit per LPN: the entry starts a run in its TP's current content.
     head_bits: Vec<u64>,
     bytes: u64,
     dirty: u32,
-    /// `(tpn, bytes)` of the TP a miss is making room for, so that repeated evictions for one
-    /// miss scan it once (a stale value is harmless: [`Cmt::shrink`] runs after the request).
-    pending: (u32, u64),
     stats: TpLruStats,
 }
 
 impl TpLru {
-    /// An empty cache of `capacity` bytes.
+    /// An empty cache of `capacity` bytes over an unmapped table (every LPN unmapped: each TP
+    /// is one run). The driver reports every later change of the table to it.
     pub fn new(geo: &Geometry, capacity: u64, by_vppn: bool) -> TpLru {
         let tps = geo.tps() as usize;
-        TpLru {
+        let epp = geo.entries_per_tp();
+        let mut c = TpLru {
             math: AddrMath::new(geo),
             by_vppn,
-            epp: geo.entries_per_tp(),
+            epp,
             capacity,
-            tps: vec![TpState::default(); tps],
+            tps: vec![
+                TpState {
+                    heads: 1,
+                    ..TpState::default()
+                };
+                tps
+            ],
             links: Links::new(tps),
             lru: List::default(),
             head_bits: vec![0; (geo.logical_pages as usize).div_ceil(64)],
             bytes: 0,
             dirty: 0,
-            pending: (u32::MAX, 0),
             stats: TpLruStats::default(),
+        };
+        for t in 0..tps as u32 {
+            c.set_head_bit(t * epp, true);
         }
+        c
     }
 
     fn lpns(&self, tpn: Tpn, table: &TransTable) -> Range<u32> {
@@ -160,11 +174,13 @@ impl TpLru {
             .count() as u32
     }
 
-    /// Recomputes the head bits of `lpn` and the entry after it (a change of `lpn` can only
-    /// split or join runs there), adjusting the TP's size.
-    fn update(&mut self, lpn: Lpn, table: &TransTable) {
+    /// `lpn`'s mapping changed in `table`: recomputes the head bits of `lpn` and the entry after
+    /// it (a change of `lpn` can only split or join runs there) and the TP's run count; a
+    /// cached TP changes size and becomes dirty. Returns whether the TP is cached.
+    fn update(&mut self, lpn: Lpn, table: &TransTable) -> bool {
         let t = lpn.0 / self.epp;
         let end = self.lpns(Tpn(t), table).end;
+        let cached = self.tps[t as usize].cached;
         for l in [lpn.0, lpn.0 + 1] {
             if l >= end {
                 break;
@@ -175,16 +191,24 @@ impl TpLru {
                 let st = &mut self.tps[t as usize];
                 if now {
                     st.heads += 1;
-                    self.bytes += HEAD_BYTES;
                 } else {
                     st.heads -= 1;
-                    self.bytes -= HEAD_BYTES;
+                }
+                if cached {
+                    if now {
+                        self.bytes += HEAD_BYTES;
+                    } else {
+                        self.bytes -= HEAD_BYTES;
+                    }
                 }
             }
         }
-        let st = &mut self.tps[t as usize];
-        self.dirty += !st.dirty as u32;
-        st.dirty = true;
+        if cached {
+            let st = &mut self.tps[t as usize];
+            self.dirty += !st.dirty as u32;
+            st.dirty = true;
+        }
+        cached
     }
 
     fn entries(&self, tpn: u32, table: &TransTable) -> u32 {
@@ -194,7 +218,12 @@ impl TpLru {
     fn evict_lru(&mut self, table: &TransTable) -> Evict {
         let t = self.lru.tail();
         self.lru.remove(&mut self.links, t);
-        let st = std::mem::take(&mut self.tps[t as usize]);
+        let st = self.tps[t as usize];
+        // Its runs stay tracked: a later miss needs them.
+        self.tps[t as usize] = TpState {
+            heads: st.heads,
+            ..TpState::default()
+        };
         self.bytes -= Self::cost(st.heads, self.entries(t, table));
         if st.dirty {
             self.dirty -= 1;
@@ -228,12 +257,8 @@ impl Cmt for TpLru {
     }
 
     fn evict_for(&mut self, range: &Range<u32>, table: &TransTable) -> Evict {
-        let tpn = Tpn(range.start / self.epp);
-        if self.pending.0 != tpn.0 {
-            let need = Self::cost(self.count_heads(tpn, table), self.entries(tpn.0, table));
-            self.pending = (tpn.0, need);
-        }
-        let need = self.pending.1;
+        let t = range.start / self.epp;
+        let need = Self::cost(self.tps[t as usize].heads, self.entries(t, table));
         if self.bytes + need <= self.capacity || self.lru.is_empty() {
             return Evict::Fits;
         }
@@ -242,13 +267,7 @@ impl Cmt for TpLru {
 
     fn load(&mut self, lpn: Lpn, _: Range<u32>, ready: SimTime, table: &TransTable) {
         let t = lpn.0 / self.epp;
-        self.pending.0 = u32::MAX;
-        let mut heads = 0;
-        for l in self.lpns(Tpn(t), table) {
-            let h = self.is_head(l, table);
-            self.set_head_bit(l, h);
-            heads += h as u32;
-        }
+        let heads = self.tps[t as usize].heads;
         self.tps[t as usize] = TpState {
             cached: true,
             dirty: false,
@@ -261,17 +280,11 @@ impl Cmt for TpLru {
     }
 
     fn mark_dirty(&mut self, lpn: Lpn, table: &TransTable) {
-        if self.tps[(lpn.0 / self.epp) as usize].cached {
-            self.update(lpn, table);
-        }
+        self.update(lpn, table);
     }
 
     fn gc_update(&mut self, lpn: Lpn, table: &TransTable) -> bool {
-        let cached = self.tps[(lpn.0 / self.epp) as usize].cached;
-        if cached {
-            self.update(lpn, table);
-        }
-        cached
+        self.update(lpn, table)
     }
 
     fn flush_one(&mut self, _: &TransTable) -> Option<WriteBack> {
@@ -307,6 +320,21 @@ impl Cmt for TpLru {
     }
 
     fn check(&self, table: &TransTable) -> Result<(), String> {
+        // Every TP's runs, cached or not: a miss trusts them.
+        for l in 0..table.logical_pages() {
+            if self.head_bit(l) != self.is_head(l, table) {
+                return Err(format!("SFTL: stale run head bit of LPN {l}"));
+            }
+        }
+        for (t, st) in self.tps.iter().enumerate() {
+            let heads = self.count_heads(Tpn(t as u32), table);
+            if heads != st.heads {
+                return Err(format!(
+                    "SFTL: TP {t} has {heads} runs, counted {}",
+                    st.heads
+                ));
+            }
+        }
         let order = self.lru.check(&self.links)?;
         let (mut bytes, mut dirty) = (0, 0);
         for &t in &order {
@@ -314,19 +342,7 @@ impl Cmt for TpLru {
             if !st.cached {
                 return Err(format!("SFTL: TP {t} on the LRU but not cached"));
             }
-            let heads = self.count_heads(Tpn(t), table);
-            if heads != st.heads {
-                return Err(format!(
-                    "SFTL: TP {t} has {heads} runs, counted {}",
-                    st.heads
-                ));
-            }
-            for l in self.lpns(Tpn(t), table) {
-                if self.head_bit(l) != self.is_head(l, table) {
-                    return Err(format!("SFTL: stale run head bit of LPN {l}"));
-                }
-            }
-            bytes += Self::cost(heads, self.entries(t, table));
+            bytes += Self::cost(st.heads, self.entries(t, table));
             dirty += st.dirty as u32;
         }
         let cached = self.tps.iter().filter(|s| s.cached).count();
@@ -358,7 +374,12 @@ impl Cmt for TpLru {
         serde_json::json!({
             "tps": self.lru.len(),
             "dirty_tps": self.dirty,
-            "heads": self.tps.iter().map(|s| s.heads as u64).sum::<u64>(),
+            "heads": self
+                .tps
+                .iter()
+                .filter(|s| s.cached)
+                .map(|s| s.heads as u64)
+                .sum::<u64>(),
             "loaded": self.stats.loaded,
             "evicted_clean": self.stats.evicted_clean,
             "evicted_dirty": self.stats.evicted_dirty,
@@ -379,12 +400,20 @@ mod tests {
     #[test]
     fn runs_of_consecutive_pages_compress_and_split() {
         let geo = DeviceConfig::preset("tiny").unwrap().geometry;
-        let mut table = TransTable::new(&geo);
-        for i in 0..10 {
-            table.set(Lpn(i), Some(geo.vppn_to_ppa(Vppn(100 + i))));
-        }
+        // Maps LPNs 0..10 to VPPNs 100..110, telling the cache (the TP is not cached, as GC
+        // moving them would).
+        let fill = |c: &mut TpLru| {
+            let mut table = TransTable::new(&geo);
+            for i in 0..10 {
+                table.set(Lpn(i), Some(geo.vppn_to_ppa(Vppn(100 + i))));
+                assert!(!c.gc_update(Lpn(i), &table));
+            }
+            table
+        };
         for (by_vppn, heads) in [(true, 2), (false, 11)] {
             let mut c = TpLru::new(&geo, 1 << 20, by_vppn);
+            let table = fill(&mut c);
+            c.check(&table).unwrap();
             assert_eq!(c.lookup(Lpn(3)), Lookup::Miss);
             c.load(Lpn(3), c.load_range(Lpn(3), Lpn(3)), SimTime(5), &table);
             // One run of ten mapped entries (VPPN order; flat PPAs stripe across channels),
@@ -394,6 +423,7 @@ mod tests {
             c.check(&table).unwrap();
         }
         let mut c = TpLru::new(&geo, 1 << 20, true);
+        let mut table = fill(&mut c);
         c.load(Lpn(0), 0..512, SimTime(0), &table);
         // Rewriting LPN 5 elsewhere splits the run in three.
         table.set(Lpn(5), Some(geo.vppn_to_ppa(Vppn(7))));

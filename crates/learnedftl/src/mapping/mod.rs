@@ -11,6 +11,7 @@ pub mod gtd;
 pub mod hash;
 pub mod lru;
 pub mod packed;
+pub mod prefetch;
 pub mod table;
 pub mod tpcache;
 
@@ -20,5 +21,6 @@ pub use gc::{GcHooks, GcOrder, GcOutcome};
 pub use gtd::Gtd;
 pub use hash::{HashFamily, HashKind};
 pub use packed::PackedVec;
+pub use prefetch::prefetch;
 pub use table::{write_tp, HasTable, TransTable, WriteBack};
 pub use tpcache::{Evicted, Lookup, TpCache, TpCacheConfig, TpCacheStats};

@@ -54,6 +54,14 @@ impl PackedVec {
         (v & self.mask) as u32
     }
 
+    /// Hints that entry `i` will be read soon ([`super::prefetch()`]).
+    #[inline]
+    pub fn prefetch(&self, i: usize) {
+        if let Some(w) = self.words.get((i * self.bits as usize) >> 6) {
+            super::prefetch(w);
+        }
+    }
+
     /// Sets entry `i` to `v` (which must fit in `bits`).
     #[inline]
     pub fn set(&mut self, i: usize, v: u32) {

@@ -249,7 +249,7 @@ enum Dest {
 
 /// A secondary entry that could move into erased victim `key / r` at a page with low bits
 /// `key % r`, through hash function `hid`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 struct MoveBack {
     key: u32,
     hid: u32,
@@ -290,7 +290,10 @@ pub struct HpFtl {
     cands: CandidateIndex,
     /// Blocks by LUN and free pages (for the secondary writer).
     levels: FreeLevels,
+    /// Move-back candidates of a round, ordered by key, function and slot.
     moves: Vec<MoveBack>,
+    /// The same, as generated (bucketed by key into `moves`).
+    moves_raw: Vec<MoveBack>,
     move_start: Vec<u32>,
     /// Per secondary slot, whether this round's move-back plan already takes its entry.
     slot_taken: Vec<bool>,
@@ -501,6 +504,7 @@ impl HpFtl {
             cands: CandidateIndex::new(geo.blocks()),
             levels: FreeLevels::new(geo.luns(), geo.planes_per_lun * geo.blocks_per_plane, ppb),
             moves: Vec::new(),
+            moves_raw: Vec::new(),
             move_start: Vec::new(),
             slot_taken: Vec::new(),
             plan: Vec::new(),
@@ -547,6 +551,24 @@ impl HpFtl {
                 hid,
                 ppa: Ppa(block * self.ppb + off),
             })
+        }
+    }
+
+    /// Hints the table entries [`HpFtl::locate`] will read for the LPNs a loop at step `i`
+    /// handles a few steps later (`lpn_at(j)`: step `j`'s LPN). GC looks up every page it moves,
+    /// random entries of tables sized by the logical space: overlapping those cache misses
+    /// instead of paying them one at a time.
+    #[inline]
+    fn prefetch_locate(&self, i: usize, lpn_at: impl Fn(usize) -> Option<u32>) {
+        /// Steps ahead for the entries indexed by LPN, and for the slot those lead to.
+        const FAR: usize = 16;
+        const NEAR: usize = 8;
+        if let Some(lpn) = lpn_at(i + FAR) {
+            self.primary.prefetch(lpn as usize);
+            self.sec.prefetch_slot(lpn);
+        }
+        if let Some(lpn) = lpn_at(i + NEAR) {
+            self.sec.prefetch_entry(lpn);
         }
     }
 
@@ -880,7 +902,10 @@ impl HpFtl {
                 }
             }
         }
-        let relocated = copies.iter().try_for_each(|&c| self.relocate(dev, c));
+        let relocated = (0..copies.len()).try_for_each(|i| {
+            self.prefetch_locate(i, |j| copies.get(j).and_then(|c| c.oob.lpn()).map(|l| l.0));
+            self.relocate(dev, copies[i])
+        });
         self.copies = copies;
         relocated?;
         for &b in &victims {
@@ -969,7 +994,7 @@ impl HpFtl {
         let r = 1u32 << (self.cfg.p - self.cfg.m);
         // Candidates keyed by (erased block, low LPN bits): a block at page w takes an LPN whose
         // low p − m bits equal w's.
-        self.moves.clear();
+        self.moves_raw.clear();
         let n = self.codec.functions() as usize;
         let mut buf = [0u32; 256];
         for (i, &b) in victims.iter().enumerate() {
@@ -979,7 +1004,7 @@ impl HpFtl {
                 })?;
                 self.hashes.all(lpn, &mut buf[..n]);
                 for (f, _) in buf[..n].iter().enumerate().filter(|&(_, &c)| c == b) {
-                    self.moves.push(MoveBack {
+                    self.moves_raw.push(MoveBack {
                         key: i as u32 * r + (lpn & (r - 1)),
                         hid: f as u32 + 1,
                         pos,
@@ -988,16 +1013,30 @@ impl HpFtl {
                 }
             }
         }
-        self.moves.sort_unstable();
         // move_start[key] = first candidate of key; consumed candidates advance it.
         let keys = victims.len() * r as usize;
         self.move_start.clear();
         self.move_start.resize(keys + 1, 0);
-        for mv in &self.moves {
+        for mv in &self.moves_raw {
             self.move_start[mv.key as usize + 1] += 1;
         }
         for k in 0..keys {
             self.move_start[k + 1] += self.move_start[k];
+        }
+        // Ordered by (key, hid, pos): bucketed by key (the counts are at hand), then each small
+        // bucket sorted by (hid, pos), unique within a key. The same order as sorting the whole
+        // list, at a fraction of the cost (the full sort was a quarter of HP-FTL's GC time).
+        self.moves.clear();
+        self.moves.resize(self.moves_raw.len(), MoveBack::default());
+        let mut fill: Vec<u32> = self.move_start[..keys].to_vec();
+        for &mv in &self.moves_raw {
+            let k = mv.key as usize;
+            self.moves[fill[k] as usize] = mv;
+            fill[k] += 1;
+        }
+        for k in 0..keys {
+            let bucket = self.move_start[k] as usize..self.move_start[k + 1] as usize;
+            self.moves[bucket].sort_unstable_by_key(|m| (m.hid as u64) << 32 | m.pos as u64);
         }
         let mut cursor: Vec<u32> = self.move_start[..keys].to_vec();
         // Plan every move (the next page of each erased block, in order) before reading any
@@ -1069,7 +1108,8 @@ impl HpFtl {
     fn execute_plan(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
         let mut copies = std::mem::take(&mut self.copies);
         copies.clear();
-        for &(lpn, ..) in &self.plan {
+        for (i, &(lpn, ..)) in self.plan.iter().enumerate() {
+            self.prefetch_locate(i, |j| self.plan.get(j).map(|p| p.0));
             let Loc::Secondary { ppa: from, .. } = self.locate(lpn)? else {
                 return Err(FtlError::Invariant(format!(
                     "LPN {lpn} is not in the secondary table"

@@ -104,6 +104,24 @@ impl Secondary {
         (pos != EMPTY && self.segment(pos) == seg).then_some(pos)
     }
 
+    /// Hints that `lpn`'s slot index will be looked up soon.
+    #[inline]
+    pub fn prefetch_slot(&self, lpn: u32) {
+        if let Some(pos) = self.slot_of.get(lpn as usize) {
+            crate::mapping::prefetch(pos);
+        }
+    }
+
+    /// Hints that the slot holding `lpn` will be read soon (cheap only once
+    /// [`Secondary::prefetch_slot`] brought its slot index in).
+    #[inline]
+    pub fn prefetch_entry(&self, lpn: u32) {
+        if let Some(pos) = self.slot(lpn) {
+            crate::mapping::prefetch(&self.lpn[pos as usize]);
+            crate::mapping::prefetch(&self.ppa[pos as usize]);
+        }
+    }
+
     /// Slot of `lpn`, whatever its segment (`None` if it is not in the table).
     #[inline]
     pub fn slot(&self, lpn: u32) -> Option<u32> {
