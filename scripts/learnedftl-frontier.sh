@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 11's trade-off: write-phase WAF and IOPS against the model hit ratio afterwards, for
 # TPFTL (reference), the paper design's line-collection ablation and the default design's merge
-# budgets. Quick preset, seed 1, every FTL with the same 2-line GC reserve.
+# budgets. Quick preset, seed 1, default settings (the shared GC reserve, gap-filling timing).
 #   scripts/learnedftl-frontier.sh [OUT_DIR]     (default results/frontier; ~4 minutes)
 # Writes one JSON per variant, then frontier.md (table) and frontier.svg (plot) via
 # scripts/frontier.py.
@@ -21,7 +21,7 @@ run() { # name ftl key=value...
     echo "$name" >&2
     "$bin" run --ftl "$ftl" "${common[@]}" "${sets[@]}" --json "$out/$name.json" >/dev/null
 }
-run tpftl tpftl gc_fg_ratio=0 gc_bg_ratio=0
+run tpftl tpftl
 run paper-line-any learnedftl design=paper group_gc=line lender=any
 for b in 0 2 4 8 12 16 32 inf; do
     run "log-budget-$b" learnedftl "merge_budget=$b"

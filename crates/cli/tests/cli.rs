@@ -124,8 +124,9 @@ fn run_writes_json_with_every_documented_key() {
 #[test]
 fn settle_off_with_femu_thresholds_reproduces_the_earlier_defaults() {
     // The built-in workload on tiny (randwrite:512k:2, then 64 jobs x 4096 random reads). The
-    // numbers are what the defaults gave before the shared GC rule and the settle phase
-    // (commit b5653b7): the measured phase paid the preconditioning's dirty entries.
+    // numbers are what the defaults gave before the shared GC rule, the settle phase and
+    // gap-filling timing (commit b5653b7): the measured phase paid the preconditioning's dirty
+    // entries.
     let base = [
         "run", "--ftl", "dftl", "--preset", "tiny", "--quiet", "--json", "-",
     ];
@@ -136,7 +137,14 @@ fn settle_off_with_femu_thresholds_reproduces_the_earlier_defaults() {
         assert!(ok, "{stderr}");
         serde_json::from_str(&stdout).unwrap()
     };
-    let v = report(&["--settle", "off", "--set", "gc=femu"]);
+    let v = report(&[
+        "--settle",
+        "off",
+        "--set",
+        "gc=femu",
+        "--set",
+        "timing=femu",
+    ]);
     let phases = v["phases"].as_array().unwrap();
     assert_eq!(phases.len(), 2);
     let (pre, m) = (&phases[0], &v["result"]);

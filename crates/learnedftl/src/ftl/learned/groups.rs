@@ -437,13 +437,12 @@ impl LearnedFtl {
         for &(tpn, _) in &touched {
             if self.cfg.tp_write_charged {
                 let new = self.trans_page(dev, t)?;
-                done = done.max(self.table.gtd.rewrite(
-                    dev,
-                    tpn,
-                    new,
-                    Cause::GcTrans,
-                    data_done,
-                )?);
+                done =
+                    done.max(
+                        self.table
+                            .gtd
+                            .rewrite(dev, tpn, new, Cause::GcTrans, data_done)?,
+                    );
             }
             self.extra.gc_cleaned_entries += self.cache.clean_tp(tpn) as u64;
         }
@@ -591,13 +590,12 @@ impl LearnedFtl {
             }
             if charged {
                 let new = self.trans_page(dev, t)?;
-                done = done.max(self.table.gtd.program(
-                    dev,
-                    tpn,
-                    new,
-                    Cause::GcTrans,
-                    data_done,
-                )?);
+                done =
+                    done.max(
+                        self.table
+                            .gtd
+                            .program(dev, tpn, new, Cause::GcTrans, data_done)?,
+                    );
             }
             self.extra.gc_cleaned_entries += self.cache.clean_tp(tpn) as u64;
         }
@@ -672,8 +670,9 @@ impl LearnedFtl {
     /// more than the current one still verifies: with `fit`, a linear fit of the LPNs the
     /// current model verifies together with those on the lines the moved ones went to (the
     /// moved ones and any run they continue; scattered LPNs elsewhere would only fragment the
-    /// pieces); with `rank_pieces`, a rank piece over the moved LPNs if they were written at
-    /// consecutive VPPNs (holes between them cost nothing). Returns whether the model changed.
+    /// pieces) — unless the rank piece applies; with `rank_pieces`, rank pieces over the moved
+    /// LPNs if they were written at consecutive VPPNs (holes between them cost nothing).
+    /// Returns whether the model changed.
     fn retrain(&mut self, tpn: Tpn, moved: &[u32], fit: bool) -> bool {
         let ppl = self.geo.pages_per_line();
         let first = self.table.gtd.lpns(tpn).start;
@@ -696,7 +695,8 @@ impl LearnedFtl {
             }
         }
         let mut exact = 0;
-        if fit {
+        // A run the rank piece takes whole needs no fit (the fit costs a pass over the TP).
+        if fit && rank == 0 {
             let mut dest = std::mem::take(&mut self.dest_lines);
             dest.clear();
             for &x in moved {
@@ -707,7 +707,6 @@ impl LearnedFtl {
                     }
                 }
             }
-            let rank_points = std::mem::take(&mut self.points);
             self.gather(tpn, |models, x, v| {
                 models.bit(tpn, x) || dest.iter().any(|&l| (l * ppl..(l + 1) * ppl).contains(&v))
             });
@@ -720,14 +719,11 @@ impl LearnedFtl {
                 .iter()
                 .filter(|&&(x, v)| model::predict(&pieces, x) == Some(Vppn(v)))
                 .count() as u32;
-            if rank >= exact.saturating_sub(current) {
-                self.points = rank_points;
-            }
         }
-        if rank > 0 && rank >= exact.saturating_sub(current) {
+        if rank > 0 {
             // One rank piece per stretch of moved LPNs with no verified LPN between them, so
             // that it takes nothing from the pieces the others still verify.
-            let pts: Vec<(u32, Vppn)> = self.points.iter().map(|&(x, v)| (x, Vppn(v))).collect();
+            let pts = &self.points;
             let mut set = 0;
             let mut start = 0;
             for i in 1..=pts.len() {

@@ -242,7 +242,7 @@ impl LearnedFtl {
                 ));
             }
         }
-        let merge_budget = params.take::<f64>("merge_budget")?.unwrap_or(16.0);
+        let merge_budget = params.take::<f64>("merge_budget")?.unwrap_or(0.0);
         if merge_budget.is_nan() || merge_budget < 0.0 {
             return Err(ConfigError::invalid(
                 "merge_budget",

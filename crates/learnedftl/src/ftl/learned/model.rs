@@ -124,8 +124,6 @@ pub struct Models {
     bits: Vec<u64>,
     /// Rank pieces' layouts, `words` per TP.
     layout: Vec<u64>,
-    /// One TP's layout before a change (scratch).
-    scratch: Vec<u64>,
     words: usize,
     entries: u32,
 }
@@ -140,7 +138,6 @@ impl Models {
             pieces: vec![[Piece::UNUSED; PIECES]; tps as usize],
             bits: vec![0; tps as usize * words],
             layout: vec![0; tps as usize * words],
-            scratch: Vec::with_capacity(words),
             words,
             entries,
         }
@@ -358,45 +355,51 @@ impl Models {
     /// is moved past it, pieces starting inside are dropped, the layout there becomes the
     /// points' offsets, bits whose prediction changed are cleared and the points' bits set.
     /// Returns the bits it set (0: model unchanged).
-    pub fn install_run(&mut self, tpn: Tpn, points: &[(u32, Vppn)]) -> u32 {
+    pub fn install_run(&mut self, tpn: Tpn, points: &[(u32, u32)]) -> u32 {
         let (Some(&(lo, first)), Some(&(last, _))) = (points.first(), points.last()) else {
             return 0;
         };
         let run = points.iter().enumerate().all(|(i, &(x, v))| {
-            v.0 == first.0 + i as u32 && (i == 0 || points[i - 1].0 < x) && x < self.entries
+            v == first + i as u32 && (i == 0 || points[i - 1].0 < x) && x < self.entries
         });
         let end = last + 1;
         if !run || points.len() as u32 <= self.bits_in(tpn, lo, end) {
             return 0;
         }
         self.drop_dead(tpn);
-        let Some(new) = self.split_in(tpn, Piece::rank_at(lo, first.0), end) else {
+        let Some(new) = self.split_in(tpn, Piece::rank_at(lo, first), end) else {
             return 0;
         };
-        // The old predictions need the old layout.
+        // Predictions change only inside the run (its offsets are now the run's, the others'
+        // bits go) and, where a linear piece was moved past it, under that piece (rounding);
+        // a moved rank piece predicts what it did.
         let base = tpn.idx() * self.words;
-        self.scratch.clear();
-        self.scratch
-            .extend_from_slice(&self.layout[base..base + self.words]);
         for x in lo..end {
-            self.layout[base + (x >> 6) as usize] &= !(1u64 << (x & 63));
+            let (w, m) = ((x >> 6) as usize, 1u64 << (x & 63));
+            self.layout[base + w] &= !m;
+            self.bits[base + w] &= !m;
         }
         for &(x, _) in points {
             self.layout[base + (x >> 6) as usize] |= 1u64 << (x & 63);
         }
         let old = std::mem::replace(&mut self.pieces[tpn.idx()], new);
-        let changed: Vec<u32> = self
-            .set_offsets(tpn)
-            .filter(|&x| {
-                predict_in(&old, &self.scratch, x) != predict_in(&new, self.layout(tpn), x)
-            })
-            .collect();
-        for x in changed {
-            self.clear(tpn, x);
+        let moved = new.iter().position(|q| q.used() && q.off as u32 == end);
+        if let Some(i) = moved.filter(|&i| !new[i].is_rank()) {
+            if !old.iter().any(|q| q.used() && q.off as u32 == end) {
+                let to = new
+                    .get(i + 1)
+                    .filter(|q| q.used())
+                    .map_or(self.entries, |q| q.off as u32);
+                for x in end..to {
+                    if self.bit(tpn, x) && predict(&old, x) != new[i].predict(x) {
+                        self.clear(tpn, x);
+                    }
+                }
+            }
         }
         points
             .iter()
-            .filter(|&&(x, v)| self.verify(tpn, x, v))
+            .filter(|&&(x, v)| self.verify(tpn, x, Vppn(v)))
             .count() as u32
     }
 
@@ -551,14 +554,14 @@ mod tests {
     #[test]
     fn a_rank_piece_predicts_laid_out_offsets_and_keeps_them_when_others_change() {
         let mut m = Models::new(1, 512, true);
-        let pts: Vec<(u32, Vppn)> = [3u32, 4, 9, 200, 511]
+        let pts: Vec<(u32, u32)> = [3u32, 4, 9, 200, 511]
             .iter()
             .enumerate()
-            .map(|(i, &x)| (x, Vppn(1000 + i as u32)))
+            .map(|(i, &x)| (x, 1000 + i as u32))
             .collect();
         assert_eq!(m.install_run(Tpn(0), &pts), 5);
         for &(x, v) in &pts {
-            assert_eq!(m.lookup(Tpn(0), x), Some(v), "offset {x}");
+            assert_eq!(m.lookup(Tpn(0), x), Some(Vppn(v)), "offset {x}");
         }
         assert_eq!(m.predict(Tpn(0), 5), None, "not laid out");
         // A write clears its bit; the others keep their predictions.
@@ -566,9 +569,9 @@ mod tests {
         assert_eq!(m.lookup(Tpn(0), 4), None);
         assert_eq!(m.lookup(Tpn(0), 200), Some(Vppn(1003)));
         // Not a run (VPPNs not consecutive): refused, the model stays.
-        assert_eq!(m.install_run(Tpn(0), &[(1, Vppn(7)), (2, Vppn(9))]), 0);
+        assert_eq!(m.install_run(Tpn(0), &[(1, 7), (2, 9)]), 0);
         // A run over [100, 120) splits the rank piece: the part past it is re-anchored.
-        let run: Vec<(u32, Vppn)> = (100..110).map(|x| (2 * x - 100, Vppn(x))).collect();
+        let run: Vec<(u32, u32)> = (100..110).map(|x| (2 * x - 100, x)).collect();
         assert_eq!(m.install_run(Tpn(0), &run), 10);
         assert_eq!(m.lookup(Tpn(0), 102), Some(Vppn(101)));
         assert_eq!(m.lookup(Tpn(0), 9), Some(Vppn(1002)), "before the run");

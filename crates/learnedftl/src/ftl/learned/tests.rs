@@ -408,7 +408,13 @@ fn the_property_setup_borrows_collects_pairs_and_predicts() {
 
 #[test]
 fn the_property_setup_merges_groups_and_collects_log_lines() {
+    // The default never merges; its line collections install rank pieces.
     let mut sim = fill_and_fragment(&[]);
+    let x = sim.ftl().extra_counters();
+    assert_eq!(x["merges"], 0, "{x}");
+    assert!(x["rank_installs"].as_u64().unwrap() > 0, "{x}");
+    assert!(random_reads(&mut sim) > 0);
+    let mut sim = fill_and_fragment(&["merge_budget=inf"]);
     let x = sim.ftl().extra_counters();
     assert!(x["merges"].as_u64().unwrap() > 0, "{x}");
     assert!(x["line_gcs"].as_u64().unwrap() > 0, "{x}");
