@@ -12,6 +12,7 @@ pub mod hash;
 pub mod lru;
 pub mod packed;
 pub mod prefetch;
+pub mod radix;
 pub mod table;
 pub mod tpcache;
 

@@ -32,7 +32,7 @@ use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::FtlError;
-use crate::mapping::{gc, Allocator, GcHooks, LineState, Stream, TransTable};
+use crate::mapping::{gc, radix, Allocator, GcHooks, LineState, Stream, TransTable};
 use std::ops::Range;
 use std::time::Instant;
 
@@ -391,7 +391,7 @@ impl LearnedFtl {
             all_read = all_read.max(done);
         }
         let clock = Instant::now();
-        moves.sort_unstable_by_key(|m| m.0);
+        radix::sort_by_u32_key(&mut moves, &mut self.sort_scratch, |m| m.0 .0);
         self.extra.sort_ns += clock.elapsed().as_nanos() as u64;
         // The TPs the moved pages belong to, with each one's moved offsets (ascending).
         let mut touched = std::mem::take(&mut self.touched);
@@ -727,8 +727,7 @@ impl LearnedFtl {
             let mut set = 0;
             let mut start = 0;
             for i in 1..=pts.len() {
-                let split =
-                    i == pts.len() || self.models.bits_in(tpn, pts[i - 1].0 + 1, pts[i].0) > 0;
+                let split = i == pts.len() || self.models.any_in(tpn, pts[i - 1].0 + 1, pts[i].0);
                 if split {
                     let seg = &pts[start..i];
                     if seg.len() >= self.cfg.train_min_pages.max(2) as usize {

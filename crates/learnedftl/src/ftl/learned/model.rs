@@ -397,10 +397,33 @@ impl Models {
                 }
             }
         }
-        points
-            .iter()
-            .filter(|&&(x, v)| self.verify(tpn, x, Vppn(v)))
-            .count() as u32
+        // The run's offsets are exactly its laid-out ones, the i-th at `first + i`: every
+        // prediction is exact by construction (check_invariants verifies it in tests).
+        for &(x, _) in points {
+            self.bits[base + (x >> 6) as usize] |= 1u64 << (x & 63);
+        }
+        points.len() as u32
+    }
+
+    /// Whether TP `tpn` has a set bit at an offset in `[from, to)`.
+    pub fn any_in(&self, tpn: Tpn, from: u32, to: u32) -> bool {
+        let base = tpn.idx() * self.words;
+        let to = to.min(self.entries);
+        let mut x = from;
+        while x < to {
+            let (w, b) = ((x >> 6) as usize, x & 63);
+            let span = (64 - b).min(to - x);
+            let mask = if span == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << span) - 1) << b
+            };
+            if self.bits[base + w] & mask != 0 {
+                return true;
+            }
+            x += span;
+        }
+        false
     }
 
     /// TP `tpn`'s pieces with `run` spliced in over `[run.off, end)`: it replaces the piece
@@ -568,6 +591,7 @@ mod tests {
         m.clear(Tpn(0), 4);
         assert_eq!(m.lookup(Tpn(0), 4), None);
         assert_eq!(m.lookup(Tpn(0), 200), Some(Vppn(1003)));
+        assert!(m.any_in(Tpn(0), 5, 10) && !m.any_in(Tpn(0), 5, 9) && m.any_in(Tpn(0), 0, 512));
         // Not a run (VPPNs not consecutive): refused, the model stays.
         assert_eq!(m.install_run(Tpn(0), &[(1, 7), (2, 9)]), 0);
         // A run over [100, 120) splits the rank piece: the part past it is re-anchored.
