@@ -9,18 +9,17 @@
 //!   ([`Stream::DATA`]), page-mapped and shared by every group — the paper's cross-group
 //!   allocation with the spare room shared page by page instead of line by line.
 //! * **Reclaiming** (foreground when the log needs a line and free lines are at the reserve;
-//!   background by the shared GC rule) picks, over every data line, the cheapest way to free
-//!   space, by moved pages per page freed:
-//!   - a line with no valid page is erased;
-//!   - a **log line** costs its valid pages, which go home to their group's open line if it has
-//!     room, else back to the log, sorted by LPN (the line collection of `group_gc=line`);
-//!   - a **group** is **merged**: every live page of the group — in its own lines and in the
-//!     log — is read, sorted by LPN and written into a fresh line of the group, its TPs are
-//!     programmed, its old lines erased and its TPs trained (the paper's group collection). It
-//!     costs the group's live pages and frees its lines' invalid pages plus its log pages.
-//!
-//! Merges keep most live data in sorted group lines, where one `k = 1` piece per TP predicts
-//! it, while the log absorbs the writes between merges.
+//!   background by the shared GC rule) takes the line with the fewest valid pages (greedy, as
+//!   every FTL; a line with none is just erased):
+//!   - a **log line** is collected alone: its valid pages go home to their group's open line if
+//!     it has room, else back to the log, sorted by LPN; every TP they belong to is rewritten
+//!     once, and TPs whose moved pages landed at consecutive VPPNs get rank pieces (see
+//!     [`super::model`]);
+//!   - a **group line** merges its group while the merge credit (`merge_budget` pages per host
+//!     page written) covers it: every live page of the group — in its own lines and in the log —
+//!     is read, sorted by LPN and written into a fresh line of the group, its TPs are programmed,
+//!     its old lines erased and its TPs trained (the paper's group collection). Without credit
+//!     the line is collected alone, like a log line.
 
 use super::LearnedFtl;
 use crate::addr::{Ppa, SimTime};

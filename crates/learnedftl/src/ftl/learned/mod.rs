@@ -6,8 +6,11 @@
 //! prediction is read directly (a model hit: single read, no CMT insertion); else TPFTL's miss
 //! path (TP read with prefetch, then the data: a double read). Writes and trims follow TPFTL's
 //! path and clear the LPN's bit; writes whose pages in one TP got consecutive VPPNs initialise
-//! the model in place (sequential initialisation). Data is placed by group-based allocation and
-//! collected group by group, which rewrites each TP's pages in LPN order and trains its model
+//! the model in place (sequential initialisation). Data is placed by group-based allocation.
+//! Under `design=log` (the default, ours) a group's overflow goes to a shared write log and GC
+//! collects lines greedily, training rank pieces on what it moves and merging groups within a
+//! budget ([`log`]); under `design=paper` groups borrow cold groups' lines and are collected
+//! group by group, which rewrites each TP's pages in LPN order and trains its model
 //! ([`groups`]). The pieces are in [`model`], the fitting in [`plr`].
 
 pub mod groups;
