@@ -44,10 +44,12 @@ const VARIANTS: &[(&str, &[&str])] = &[
         "leaftl",
         &["gamma=0", "compaction_interval=500", "write_buffer_pages=1"],
     ),
-    // The default (log) design: merges whenever GC picks a group line, never, and with the
-    // switches that apply to both designs.
+    // The default (log) design: merges whenever GC picks a group line, within a budget, and
+    // with the switches that apply to both designs.
     ("learnedftl", &["merge_budget=inf"]),
-    ("learnedftl", &["merge_budget=0", "gc_reserve_lines=1"]),
+    ("learnedftl", &["merge_budget=8", "gc_reserve_lines=1"]),
+    // A reserve of 3 of tiny's 4 spare lines: the log lives on the reserve's edge.
+    ("learnedftl", &["gc_reserve_lines=3"]),
     (
         "learnedftl",
         &["sequential_init=off", "training=equal-count-ls"],

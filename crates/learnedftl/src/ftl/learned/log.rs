@@ -68,7 +68,9 @@ impl LearnedFtl {
             // A full log line becomes a candidate before the log takes another.
             self.alloc.close_full(Stream::DATA);
             if self.reclaim(dev, t, 0)?.is_none() {
-                break;
+                // Nothing reclaimable yet (every written page valid): dip into the reserve,
+                // as the baselines' GC does.
+                return self.alloc.next_page(Stream::DATA);
             }
         }
         Err(FtlError::NoSpace)
