@@ -339,6 +339,21 @@ mod tests {
     }
 
     #[test]
+    fn upcoming_is_the_next_request_and_amounts_count_it() {
+        let mut s = JobSpec::new("j", RwKind::RandRw);
+        s.number_ios = Some(50);
+        let mut g = JobGen::new(&s, 0, 1 << 20, 4, SimTime(0));
+        assert_eq!(g.remaining(), Some(50));
+        for left in (0..50).rev() {
+            let up = g.upcoming().unwrap();
+            let io = g.next(SimTime(7)).unwrap();
+            assert_eq!((io.op, io.offset, io.arrival), (up.0, up.1, SimTime(7)));
+            assert_eq!(g.remaining(), Some(left));
+        }
+        assert_eq!((g.upcoming(), g.next(SimTime(8))), (None, None));
+    }
+
+    #[test]
     fn runtime_stops_in_simulated_time() {
         let mut s = JobSpec::new("j", RwKind::RandRead);
         s.runtime_ns = Some(1000);
