@@ -190,9 +190,9 @@ pub trait Ftl: Send {
     fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError>;
 
     /// A hint that a request `op` on `lpn` is coming, `when` says how soon: the FTL may ask
-    /// the CPU to bring the state serving it will touch into cache ([`crate::mapping::prefetch`])
-    /// so that the misses overlap with the requests served meanwhile. A hint only: it changes
-    /// no state and no result; the default does nothing.
+    /// the CPU to bring the state serving it will touch into cache
+    /// ([`crate::mapping::prefetch()`]) so that the misses overlap with the requests served
+    /// meanwhile. A hint only: it changes no state and no result; the default does nothing.
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
         let _ = (dev, op, lpn, when);
     }
