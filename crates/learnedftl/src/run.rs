@@ -410,24 +410,29 @@ mod tests {
         assert!(err.contains("not_a_knob"), "{err}");
     }
 
-    #[test]
-    fn runs_report_every_phase() {
+    /// Preconditioning `pre`, then `ios` random reads from each of 4 jobs, verified, on tiny.
+    fn random_reads(pre: &str, ios: u64, seed: u64) -> Experiment {
         let mut r = JobSpec::new("measure", RwKind::RandRead);
-        r.number_ios = Some(500);
+        r.number_ios = Some(ios);
         r.numjobs = 4;
-        let e = Experiment {
+        Experiment {
             device: DeviceConfig::preset("tiny").unwrap(),
             params: Params::new(),
-            precondition: Some("write:512k:1".parse().unwrap()),
+            precondition: Some(pre.parse().unwrap()),
             workload: Workload::Jobs(vec![Phase {
                 name: "measure".into(),
                 jobs: vec![r],
                 settle: None,
             }]),
             settle: Settle::Auto,
-            seed: 3,
+            seed,
             verify: Verify::FailFast,
-        };
+        }
+    }
+
+    #[test]
+    fn runs_report_every_phase() {
+        let e = random_reads("write:512k:1", 500, 3);
         let rep = e.run("ideal", &mut crate::engine::NoProgress).unwrap();
         assert_eq!(rep.phases.len(), 3);
         assert_eq!(rep.phases[0].phase, "precondition");
@@ -445,22 +450,7 @@ mod tests {
 
     #[test]
     fn parallel_runs_report_what_sequential_runs_do() {
-        let mut r = JobSpec::new("measure", RwKind::RandRead);
-        r.number_ios = Some(300);
-        r.numjobs = 4;
-        let e = Experiment {
-            device: DeviceConfig::preset("tiny").unwrap(),
-            params: Params::new(),
-            precondition: Some("randwrite:512k:1".parse().unwrap()),
-            workload: Workload::Jobs(vec![Phase {
-                name: "measure".into(),
-                jobs: vec![r],
-                settle: None,
-            }]),
-            settle: Settle::Auto,
-            seed: 5,
-            verify: Verify::FailFast,
-        };
+        let e = random_reads("randwrite:512k:1", 300, 5);
         let ftls = ["ideal", "dftl", "sftl"];
         // Everything but the wall-clock measurements.
         let results = |jobs| {
