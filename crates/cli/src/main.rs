@@ -6,6 +6,7 @@ mod progress;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use indicatif::MultiProgress;
 use learnedftl::config::{DeviceConfig, PRESETS};
 use learnedftl::engine::Verify;
 use learnedftl::ftl::FTLS;
@@ -41,6 +42,10 @@ enum Cmd {
         /// FTLs to compare, comma-separated (default: every implemented FTL).
         #[arg(long, value_delimiter = ',')]
         ftl: Vec<String>,
+        /// FTLs simulated at once, each on a thread of its own (default: the machine's cores);
+        /// 1 runs them one after another. Results do not depend on it.
+        #[arg(long)]
+        jobs: Option<usize>,
         #[command(flatten)]
         opts: Opts,
     },
@@ -420,10 +425,11 @@ fn describe(e: &Experiment) -> String {
     s
 }
 
-fn run_one(e: &Experiment, ftl: &str, quiet: bool) -> Result<RunReport> {
-    let mut bar = progress::Bar::new(ftl, quiet);
-    e.run(ftl, &mut bar)
-        .with_context(|| format!("{ftl}: run failed"))
+/// Runs `e` on `ftls`, `jobs` at a time, with progress bars unless `quiet`.
+fn run_all(e: &Experiment, ftls: &[&str], jobs: usize, quiet: bool) -> Result<Vec<RunReport>> {
+    let lines = MultiProgress::new();
+    e.run_all(ftls, jobs, |ftl| progress::Bar::new(ftl, &lines, quiet))
+        .map_err(|(ftl, err)| anyhow::Error::new(err).context(format!("{ftl}: run failed")))
 }
 
 fn trace_cmd(cmd: TraceCmd) -> Result<()> {
@@ -491,7 +497,7 @@ fn main_inner() -> Result<()> {
         Cmd::Run { ftl, opts } => {
             let e = opts.experiment()?;
             e.check_params(&[ftl.as_str()])?;
-            let r = run_one(&e, &ftl, opts.quiet)?;
+            let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
             let tables = format!(
                 "{}\n{}\n{}",
                 describe(&e),
@@ -500,7 +506,7 @@ fn main_inner() -> Result<()> {
             );
             opts.output(&tables, serde_json::to_value(&r)?)?;
         }
-        Cmd::Compare { ftl, opts } => {
+        Cmd::Compare { ftl, jobs, opts } => {
             let ftls: Vec<&str> = if ftl.is_empty() {
                 FTLS.to_vec()
             } else {
@@ -511,10 +517,12 @@ fn main_inner() -> Result<()> {
             }
             let e = opts.experiment()?;
             e.check_params(&ftls)?;
-            let mut runs = Vec::new();
-            for f in &ftls {
-                runs.push(run_one(&e, f, opts.quiet)?);
-            }
+            let jobs = match jobs {
+                Some(0) => bail!("--jobs: must be at least 1"),
+                Some(n) => n,
+                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            };
+            let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let tables = format!("{}\n{}", describe(&e), report::compare_table(&runs));
             opts.output(&tables, serde_json::to_value(&runs)?)?;
         }

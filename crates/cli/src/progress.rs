@@ -1,21 +1,24 @@
-//! A progress bar on stderr for long phases (hidden when stderr is not a terminal).
+//! Progress bars on stderr for long phases (hidden when stderr is not a terminal), one line per
+//! FTL running at the time.
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use learnedftl::engine::Progress;
 
 /// One bar per phase, labelled with the FTL and phase.
 pub struct Bar {
     ftl: String,
-    quiet: bool,
+    /// Where the bar is drawn, so that FTLs running at once each keep a line of their own;
+    /// `None` when quiet.
+    lines: Option<MultiProgress>,
     bar: Option<ProgressBar>,
 }
 
 impl Bar {
-    /// Bars for runs of `ftl`; none at all when `quiet`.
-    pub fn new(ftl: &str, quiet: bool) -> Bar {
+    /// Bars for runs of `ftl`, drawn among `lines`; none at all when `quiet`.
+    pub fn new(ftl: &str, lines: &MultiProgress, quiet: bool) -> Bar {
         Bar {
             ftl: ftl.to_string(),
-            quiet,
+            lines: (!quiet).then(|| lines.clone()),
             bar: None,
         }
     }
@@ -23,9 +26,9 @@ impl Bar {
 
 impl Progress for Bar {
     fn start(&mut self, phase: &str, total: Option<u64>) {
-        if self.quiet {
+        let Some(lines) = &self.lines else {
             return;
-        }
+        };
         let bar = match total {
             Some(n) => ProgressBar::new(n).with_style(
                 ProgressStyle::with_template(
@@ -40,7 +43,7 @@ impl Progress for Bar {
             ),
         };
         bar.set_prefix(format!("{} {}", self.ftl, phase));
-        self.bar = Some(bar);
+        self.bar = Some(lines.add(bar));
     }
 
     fn advance(&mut self, n: u64) {
@@ -52,6 +55,9 @@ impl Progress for Bar {
     fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+            if let Some(lines) = &self.lines {
+                lines.remove(&b);
+            }
         }
     }
 }

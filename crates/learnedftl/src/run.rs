@@ -14,6 +14,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Preconditioning: write `multiple` × the logical capacity with `bs` writes (`RW:BS:MULTIPLE`,
 /// e.g. `randwrite:512k:6`), as one job of depth 64 with fio's random map, before measuring.
@@ -233,6 +235,51 @@ impl Experiment {
     }
 }
 
+impl Experiment {
+    /// Runs the experiment on each of `ftls`, up to `jobs` at a time on threads of their own
+    /// (each FTL on its own simulator, so no run sees another's state; `jobs` ≤ 1 runs them one
+    /// after another on this thread). FTLs are started in the order given; `progress` makes
+    /// each run's progress display. Reports come back in the order of `ftls`. After a failure
+    /// no further FTL is started, and the first failing FTL in that order is returned with
+    /// its error.
+    pub fn run_all<P: Progress>(
+        &self,
+        ftls: &[&str],
+        jobs: usize,
+        progress: impl Fn(&str) -> P + Sync,
+    ) -> Result<Vec<RunReport>, (String, EngineError)> {
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let slots: Vec<Mutex<Option<Result<RunReport, EngineError>>>> =
+            ftls.iter().map(|_| Mutex::new(None)).collect();
+        let worker = || {
+            while !failed.load(Ordering::Relaxed) {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(name) = ftls.get(i) else { break };
+                let r = self.run(name, &mut progress(name));
+                failed.fetch_or(r.is_err(), Ordering::Relaxed);
+                *slots[i].lock().expect("no worker panics holding a slot") = Some(r);
+            }
+        };
+        std::thread::scope(|s| {
+            for _ in 1..jobs.clamp(1, ftls.len().max(1)) {
+                s.spawn(worker);
+            }
+            worker();
+        });
+        // FTLs start in order, so every FTL left unstarted comes after the one that failed.
+        let mut reports = Vec::with_capacity(ftls.len());
+        for (name, slot) in ftls.iter().zip(slots) {
+            match slot.into_inner().expect("no worker panics holding a slot") {
+                Some(Ok(r)) => reports.push(r),
+                Some(Err(e)) => return Err((name.to_string(), e)),
+                None => break,
+            }
+        }
+        Ok(reports)
+    }
+}
+
 /// The name of the phases in which the device settles.
 pub const SETTLE: &str = "settle";
 
@@ -363,24 +410,29 @@ mod tests {
         assert!(err.contains("not_a_knob"), "{err}");
     }
 
-    #[test]
-    fn runs_report_every_phase() {
+    /// Preconditioning `pre`, then `ios` random reads from each of 4 jobs, verified, on tiny.
+    fn random_reads(pre: &str, ios: u64, seed: u64) -> Experiment {
         let mut r = JobSpec::new("measure", RwKind::RandRead);
-        r.number_ios = Some(500);
+        r.number_ios = Some(ios);
         r.numjobs = 4;
-        let e = Experiment {
+        Experiment {
             device: DeviceConfig::preset("tiny").unwrap(),
             params: Params::new(),
-            precondition: Some("write:512k:1".parse().unwrap()),
+            precondition: Some(pre.parse().unwrap()),
             workload: Workload::Jobs(vec![Phase {
                 name: "measure".into(),
                 jobs: vec![r],
                 settle: None,
             }]),
             settle: Settle::Auto,
-            seed: 3,
+            seed,
             verify: Verify::FailFast,
-        };
+        }
+    }
+
+    #[test]
+    fn runs_report_every_phase() {
+        let e = random_reads("write:512k:1", 500, 3);
         let rep = e.run("ideal", &mut crate::engine::NoProgress).unwrap();
         assert_eq!(rep.phases.len(), 3);
         assert_eq!(rep.phases[0].phase, "precondition");
@@ -394,6 +446,53 @@ mod tests {
             rep.phases[0].page_writes
                 >= DeviceConfig::preset("tiny").unwrap().geometry.logical_pages
         );
+    }
+
+    #[test]
+    fn parallel_runs_report_what_sequential_runs_do() {
+        let e = random_reads("randwrite:512k:1", 300, 5);
+        let ftls = ["ideal", "dftl", "sftl"];
+        // Everything but the wall-clock measurements.
+        let results = |jobs| {
+            let runs = e
+                .run_all(&ftls, jobs, |_| crate::engine::NoProgress)
+                .unwrap();
+            runs.into_iter()
+                .map(|r| {
+                    let mut v = serde_json::to_value(&r).unwrap();
+                    for p in v["phases"].as_array_mut().unwrap() {
+                        p["wall_seconds"] = 0.into();
+                        p["sim_page_ops_per_sec"] = 0.into();
+                    }
+                    (r.ftl, v["phases"].take())
+                })
+                .collect::<Vec<_>>()
+        };
+        let sequential = results(1);
+        assert_eq!(
+            sequential.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+            ftls
+        );
+        assert_eq!(results(3), sequential);
+    }
+
+    #[test]
+    fn a_failing_run_is_reported_by_name() {
+        let e = Experiment {
+            device: DeviceConfig::preset("tiny").unwrap(),
+            params: Params::new(),
+            precondition: None,
+            workload: Workload::Jobs(vec![]),
+            settle: Settle::Off,
+            seed: 1,
+            verify: Verify::Off,
+        };
+        let (name, _) = e
+            .run_all(&["ideal", "no-such-ftl", "dftl"], 2, |_| {
+                crate::engine::NoProgress
+            })
+            .unwrap_err();
+        assert_eq!(name, "no-such-ftl");
     }
 
     fn trace_experiment(fill: bool) -> Experiment {

@@ -133,6 +133,13 @@ impl Backfill {
         }
     }
 
+    /// Hints the ordering state of block `blk` into cache.
+    #[inline]
+    pub(super) fn prefetch(&self, blk: usize) {
+        crate::mapping::prefetch(&self.order.written[blk]);
+        crate::mapping::prefetch(&self.order.touched[blk]);
+    }
+
     /// Notes that no operation will be issued before `t` any more.
     #[inline]
     pub(super) fn advance_floor(&mut self, t: u64) {

@@ -287,6 +287,21 @@ impl Device {
         let (blk, pg) = self.math.block_page(ppa);
         pg < self.blk_next[blk as usize]
     }
+    /// Hints the state a read of `ppa` will touch (its OOB, its block's write point and LUN
+    /// ordering) into cache: see [`crate::ftl::Ftl::prefetch`]. Changes nothing.
+    #[inline]
+    pub fn prefetch_read(&self, ppa: Ppa) {
+        let Some(oob) = self.oob.get(ppa.idx()) else {
+            return;
+        };
+        crate::mapping::prefetch(oob);
+        let blk = self.math.block_of(ppa) as usize;
+        crate::mapping::prefetch(&self.blk_next[blk]);
+        if let Some(b) = &self.backfill {
+            b.prefetch(blk);
+        }
+    }
+
     /// Whether `ppa` holds valid data.
     #[inline]
     pub fn is_valid(&self, ppa: Ppa) -> bool {

@@ -10,7 +10,7 @@ use crate::addr::{Lpn, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::Device;
 use crate::error::{ConfigError, FtlError};
-use crate::ftl::{self, Ftl, Op, ReadSink, Request, Served};
+use crate::ftl::{self, Ftl, Op, ReadSink, Request, Served, Upcoming};
 use crate::params::Params;
 use crate::stats::{Collector, Metrics, VerifySummary};
 use crate::workload::{HostIo, JobGen, JobSpec, Settle};
@@ -407,6 +407,13 @@ impl Simulator {
         Ok(done)
     }
 
+    /// Passes a prefetch hint for the request `op` at byte `offset` to the FTL.
+    #[inline]
+    fn prefetch(&self, (op, offset): (Op, u64), when: Upcoming) {
+        let lpn = Lpn((offset / self.dev.geo().page_size as u64) as u32);
+        self.ftl.prefetch(&self.dev, op, lpn, when);
+    }
+
     /// Runs closed-loop jobs as one phase: every clone's `iodepth` slots start at the phase
     /// start and each issues its next request when its previous one completes. `seed` seeds
     /// jobs that have no `randseed` of their own.
@@ -446,6 +453,18 @@ impl Simulator {
             let Some(io) = gens[gi as usize].next(SimTime(t)) else {
                 continue;
             };
+            // The FTL state and device pages of random requests miss the cache. This clone's
+            // next request comes after every other clone's: hint its table entries now; the
+            // request at the top of the heap is normally served next, and its entries were
+            // hinted a round ago, so the device state they lead to can be hinted too.
+            if let Some(up) = gens[gi as usize].upcoming() {
+                self.prefetch(up, Upcoming::Later);
+            }
+            if let Some(Reverse((_, next))) = heap.peek() {
+                if let Some(up) = gens[*next as usize].upcoming() {
+                    self.prefetch(up, Upcoming::Next);
+                }
+            }
             let done = self.submit(io)?;
             heap.push(Reverse((done.0, gi)));
             ticker.tick();

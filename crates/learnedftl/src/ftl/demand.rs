@@ -22,7 +22,7 @@
 //! Internal work (write-back, GC) is issued at the request's arrival and delays later requests
 //! through the LUN timelines; a request completes when its own reads or programs do.
 
-use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob, Src};
@@ -368,6 +368,10 @@ impl<C: Cmt> Ftl for Demand<C> {
         };
         self.shrink(dev, req.arrival)?;
         Ok(done)
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        self.core.table.prefetch(dev, op, lpn, when);
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {

@@ -2,7 +2,10 @@
 //! page, as a real FTL would store it), baseline allocation and greedy GC. The upper bound every
 //! other scheme is measured against: every read is a single read.
 
-use super::{check_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request};
+use super::{
+    check_page_map, prefetch_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink,
+    Request, Upcoming,
+};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src};
@@ -69,6 +72,10 @@ impl Ideal {
 impl Ftl for Ideal {
     fn name(&self) -> &'static str {
         "ideal"
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        prefetch_page_map(dev, &self.table.l2p, UNMAPPED, op, lpn, when);
     }
 
     fn submit(

@@ -151,6 +151,18 @@ impl DramUsage {
     }
 }
 
+/// How soon a request hinted with [`Ftl::prefetch`] will be served.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Upcoming {
+    /// After the other jobs' requests now queued: time for a cache miss on the entries indexed
+    /// by its LPN, but not for one that depends on them.
+    Later,
+    /// Next, after the request being served: the entries indexed by its LPN were hinted
+    /// [`Upcoming::Later`] and are cached, so they can be read to hint the device state they
+    /// point at.
+    Next,
+}
+
 /// A flash translation layer.
 pub trait Ftl: Send {
     /// The registry name (`ideal`, `dftl`, …).
@@ -176,6 +188,14 @@ pub trait Ftl: Send {
     /// until a request changes the FTL's state. Every scheme implements it explicitly, so that
     /// none can skip work it owes; the engine calls it during the `settle` phase.
     fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError>;
+
+    /// A hint that a request `op` on `lpn` is coming, `when` says how soon: the FTL may ask
+    /// the CPU to bring the state serving it will touch into cache
+    /// ([`crate::mapping::prefetch()`]) so that the misses overlap with the requests served
+    /// meanwhile. A hint only: it changes no state and no result; the default does nothing.
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        let _ = (dev, op, lpn, when);
+    }
 
     /// Counters since the last reset.
     fn stats(&self) -> &FtlStats;
@@ -235,6 +255,27 @@ pub fn build(
             name: name.to_string(),
             known: FTLS.join(", "),
         }),
+    }
+}
+
+/// [`Ftl::prefetch`] for a page-level map from LPN to PPA (`unmapped` for none): the entry
+/// when the request comes later, the page a read will fetch when it comes next.
+#[inline]
+pub fn prefetch_page_map(
+    dev: &Device,
+    l2p: &[u32],
+    unmapped: u32,
+    op: Op,
+    lpn: Lpn,
+    when: Upcoming,
+) {
+    let Some(e) = l2p.get(lpn.idx()) else {
+        return;
+    };
+    match when {
+        Upcoming::Later => crate::mapping::prefetch(e),
+        Upcoming::Next if op == Op::Read && *e != unmapped => dev.prefetch_read(Ppa(*e)),
+        Upcoming::Next => {}
     }
 }
 

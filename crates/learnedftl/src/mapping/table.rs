@@ -19,7 +19,7 @@ use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob};
 use crate::error::FtlError;
-use crate::ftl::{check_page_map, FtlStats};
+use crate::ftl::{check_page_map, prefetch_page_map, FtlStats, Op, Upcoming};
 
 const UNMAPPED: u32 = u32::MAX;
 
@@ -55,6 +55,12 @@ impl TransTable {
     pub fn get(&self, lpn: Lpn) -> Option<Ppa> {
         let p = self.l2p[lpn.idx()];
         (p != UNMAPPED).then_some(Ppa(p))
+    }
+
+    /// [`crate::ftl::Ftl::prefetch`] for the mapping of `lpn`.
+    #[inline]
+    pub fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        prefetch_page_map(dev, &self.l2p, UNMAPPED, op, lpn, when);
     }
 
     /// Sets the mapping of `lpn`; returns the old one (for the caller to invalidate).

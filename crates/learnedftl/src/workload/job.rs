@@ -217,8 +217,13 @@ pub struct JobGen {
     seq_next: [u64; 2],
     picker: Option<BlockPicker>,
     rng: Pcg64Mcg,
+    /// Requests left to draw after `ahead`.
     remaining: Option<u64>,
     deadline: Option<SimTime>,
+    /// The next request's operation and block, drawn one request early so that the engine can
+    /// prefetch the state it will touch ([`JobGen::upcoming`]). Drawing does not depend on
+    /// the issue time, so the requests are those drawn on demand.
+    ahead: Option<(Op, u64)>,
 }
 
 impl JobGen {
@@ -237,7 +242,7 @@ impl JobGen {
             .rw
             .is_random()
             .then(|| BlockPicker::new(blocks, spec.dist, spec.random_map, &mut rng));
-        JobGen {
+        let mut g = JobGen {
             rw: spec.rw,
             rwmixread: spec.rwmixread,
             bs: spec.bs,
@@ -248,22 +253,48 @@ impl JobGen {
             rng,
             remaining: spec.ios_per_clone(logical_bytes),
             deadline: spec.runtime_ns.map(|r| start.after(r)),
-        }
+            ahead: None,
+        };
+        g.ahead = g.draw();
+        g
     }
 
     /// Requests left on amount (`None` if time-based).
     pub fn remaining(&self) -> Option<u64> {
-        self.remaining
+        self.remaining.map(|r| r + self.ahead.is_some() as u64)
     }
 
     /// The next request issued at `now`, or `None` when the job is done.
     #[inline]
     pub fn next(&mut self, now: SimTime) -> Option<HostIo> {
-        if self.remaining == Some(0) || self.deadline.is_some_and(|d| now >= d) {
+        if self.deadline.is_some_and(|d| now >= d) {
             return None;
         }
-        if let Some(r) = &mut self.remaining {
-            *r -= 1;
+        let (op, block) = self.ahead?;
+        self.ahead = self.draw();
+        Some(HostIo {
+            arrival: now,
+            op,
+            offset: self.base + block * self.bs,
+            len: self.bs,
+        })
+    }
+
+    /// The operation and byte offset of the request [`JobGen::next`] will issue (unless the
+    /// job's time is up by then), for prefetching; `None` when the job is done.
+    #[inline]
+    pub fn upcoming(&self) -> Option<(Op, u64)> {
+        self.ahead
+            .map(|(op, block)| (op, self.base + block * self.bs))
+    }
+
+    /// Draws the next request's operation and block, or `None` when the amount is issued.
+    #[inline]
+    fn draw(&mut self) -> Option<(Op, u64)> {
+        match &mut self.remaining {
+            Some(0) => return None,
+            Some(r) => *r -= 1,
+            None => {}
         }
         let op = match self.rw {
             RwKind::Read | RwKind::RandRead => Op::Read,
@@ -287,12 +318,7 @@ impl JobGen {
                 b
             }
         };
-        Some(HostIo {
-            arrival: now,
-            op,
-            offset: self.base + block * self.bs,
-            len: self.bs,
-        })
+        Some((op, block))
     }
 }
 
@@ -310,6 +336,21 @@ mod tests {
             .map(|io| io.offset / 4096)
             .collect();
         assert_eq!(offs, vec![0, 1, 2, 3, 0, 1]);
+    }
+
+    #[test]
+    fn upcoming_is_the_next_request_and_amounts_count_it() {
+        let mut s = JobSpec::new("j", RwKind::RandRw);
+        s.number_ios = Some(50);
+        let mut g = JobGen::new(&s, 0, 1 << 20, 4, SimTime(0));
+        assert_eq!(g.remaining(), Some(50));
+        for left in (0..50).rev() {
+            let up = g.upcoming().unwrap();
+            let io = g.next(SimTime(7)).unwrap();
+            assert_eq!((io.op, io.offset, io.arrival), (up.0, up.1, SimTime(7)));
+            assert_eq!(g.remaining(), Some(left));
+        }
+        assert_eq!((g.upcoming(), g.next(SimTime(8))), (None, None));
     }
 
     #[test]

@@ -37,7 +37,9 @@ pub use codec::Codec;
 use levels::FreeLevels;
 pub use secondary::Secondary;
 
-use super::{check_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request};
+use super::{
+    check_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Upcoming,
+};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src};
@@ -545,13 +547,18 @@ impl HpFtl {
             let (_, ppa) = self.sec.get(pos).unwrap_or((lpn, 0));
             Ok(Loc::Secondary { pos, ppa: Ppa(ppa) })
         } else {
-            let block = self.hashes.hash(hid - 1, lpn);
-            let off = self.codec.offset(lpn, self.codec.ppid(e));
             Ok(Loc::Primary {
                 hid,
-                ppa: Ppa(block * self.ppb + off),
+                ppa: self.primary_page(lpn, hid, e),
             })
         }
+    }
+
+    /// The page primary entry `e` of `lpn`, naming hash function `hid`, points at.
+    #[inline]
+    fn primary_page(&self, lpn: u32, hid: u32, e: u32) -> Ppa {
+        let block = self.hashes.hash(hid - 1, lpn);
+        Ppa(block * self.ppb + self.codec.offset(lpn, self.codec.ppid(e)))
     }
 
     /// Hints the table entries [`HpFtl::locate`] will read for the LPNs a loop at step `i`
@@ -1151,6 +1158,29 @@ impl HpFtl {
 impl Ftl for HpFtl {
     fn name(&self) -> &'static str {
         "hpftl"
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        let lpn = lpn.0;
+        if lpn >= self.primary.len() as u32 {
+            return;
+        }
+        match when {
+            Upcoming::Later => {
+                self.primary.prefetch(lpn as usize);
+                self.sec.prefetch_slot(lpn);
+            }
+            Upcoming::Next => {
+                self.sec.prefetch_entry(lpn);
+                // A primary entry gives the page by arithmetic; a secondary one only through the
+                // slot just hinted, which would stall here.
+                let e = self.primary.get(lpn as usize);
+                let hid = self.codec.hid(e);
+                if op == Op::Read && hid != 0 && hid != self.codec.sec_hid() {
+                    dev.prefetch_read(self.primary_page(lpn, hid, e));
+                }
+            }
+        }
     }
 
     fn submit(

@@ -20,7 +20,10 @@ pub use cache::GroupCache;
 pub use segment::{learn, Point, Segment, GROUP_LPNS, SEGMENT_BYTES};
 pub use table::{GroupTable, Offsets};
 
-use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use super::{
+    check_page_map, prefetch_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served,
+    Upcoming,
+};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
@@ -655,6 +658,19 @@ impl Leaftl {
 impl Ftl for Leaftl {
     fn name(&self) -> &'static str {
         "leaftl"
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        if when == Upcoming::Later {
+            // A read first asks the write buffer, then the LPN's group.
+            if let Some(slot) = self.buf.slot_of.get(lpn.idx()) {
+                crate::mapping::prefetch(slot);
+            }
+            if let Some(g) = self.map.groups.get(Mapping::group(lpn.0) as usize) {
+                crate::mapping::prefetch(g);
+            }
+        }
+        prefetch_page_map(dev, &self.map.l2p, UNMAPPED, op, lpn, when);
     }
 
     fn submit(
