@@ -103,8 +103,16 @@ impl LearnedFtl {
         if self.alloc.free_lines() > pol.bg_free_lines {
             return Ok(None);
         }
+        // Until a page is invalidated or a line changes hands, a search that found nothing
+        // would find nothing again (reads would otherwise each scan every line).
+        let state = (dev.invalidations(), self.alloc.free_lines());
+        if self.bg_idle_at == Some(state) {
+            return Ok(None);
+        }
         let min_gain = pol.bg_min_invalid;
-        self.reclaim(dev, now, min_gain)
+        let done = self.reclaim(dev, now, min_gain)?;
+        self.bg_idle_at = done.is_none().then_some(state);
+        Ok(done)
     }
 
     /// Frees space at `t` (see [`LearnedFtl::log_victim`]) by a way that frees at least

@@ -20,7 +20,7 @@ pub mod plr;
 #[cfg(test)]
 mod tests;
 
-use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
@@ -173,6 +173,8 @@ pub struct LearnedFtl {
     fit: Vec<Piece>,
     /// `design=log`: pages merges may still move (see [`Config::merge_budget`]).
     merge_credit: f64,
+    /// `design=log`: (invalidations, free lines) when background GC last found nothing.
+    bg_idle_at: Option<(u64, u32)>,
 }
 
 /// A two-way switch `key=default|other`: whether `other` was chosen.
@@ -390,6 +392,7 @@ impl LearnedFtl {
             points: Vec::new(),
             fit: Vec::new(),
             merge_credit: 0.0,
+            bg_idle_at: None,
         })
     }
 
@@ -607,6 +610,14 @@ impl Ftl for LearnedFtl {
             Op::Write => self.write(dev, req),
             Op::Trim => self.trim(dev, req),
             Op::Flush => Ok(req.arrival),
+        }
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        self.table.prefetch(dev, op, lpn, when);
+        if op == Op::Read && lpn.0 < self.geo.logical_pages as u32 {
+            let (tpn, x) = self.locate(lpn);
+            self.models.prefetch(tpn, x);
         }
     }
 

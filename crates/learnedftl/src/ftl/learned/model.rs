@@ -191,6 +191,14 @@ impl Models {
         (tpn.idx() * self.words + (x >> 6) as usize, 1u64 << (x & 63))
     }
 
+    /// Brings the bitmap word and the pieces a lookup of offset `x` of TP `tpn` reads into the
+    /// CPU cache (a hint: see [`crate::ftl::Ftl::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, tpn: Tpn, x: u32) {
+        crate::mapping::prefetch(&self.bits[self.word(tpn, x).0]);
+        crate::mapping::prefetch(&self.pieces[tpn.idx()]);
+    }
+
     /// Whether offset `x` of TP `tpn` has its bit set.
     #[inline]
     pub fn bit(&self, tpn: Tpn, x: u32) -> bool {
