@@ -394,6 +394,10 @@ for e in "${experiments[@]}"; do
         for s in 1 4; do
           run "$t speed=$s" --ftl "$write_ftls" --precondition randwrite:512k:2 \
             --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
+          # The paper's LearnedFTL, whose tail latencies Fig. 21 reports.
+          has_ftl learnedftl && run "$t speed=$s learnedftl design=paper" --ftl learnedftl \
+            --set design=paper --precondition randwrite:512k:2 \
+            --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
         done
       done
       finish

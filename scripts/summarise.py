@@ -409,7 +409,15 @@ def traces_section(exp, warnings):
     s = Section("Trace replay: P99 / P99.9 read latency (paper Fig. 21: LearnedFTL 2.9–12.2× "
                 "lower P99 than TPFTL and LeaFTL)")
     s.text(commands(exp))
+    # Variant runs ("<trace> speed=<s> learnedftl design=paper") join their trace's table.
+    variants = {}
     for run in exp["runs"]:
+        base, sep, _ = run["label"].partition(" learnedftl ")
+        if sep:
+            variants.setdefault(base, []).append(run)
+    for run in exp["runs"]:
+        if " learnedftl " in run["label"]:
+            continue
         reports = by_ftl(run["reports"])
         ld = next((r["result"]["latency_us"]["read"] for r in reports
                    if r["ftl"] == "learnedftl"), None)
@@ -426,10 +434,26 @@ def traces_section(exp, warnings):
                   "" if mine or not ld else times(lat["p999"], ld["p999"]),
                   pct(m["cmt_hit_ratio"]), pct(m["model_hit_ratio"]), lookup_split(m),
                   PAPER_TRACE_P99.get(r["ftl"], ""))
+        extra = []
+        for v in variants.get(run["label"], []):
+            for r in v["reports"]:
+                m = r["result"]
+                warnings += check(r, m)
+                lat = m["latency_us"]["read"]
+                t.add(v["label"].partition(" learnedftl ")[2] and
+                      "learnedftl " + v["label"].partition(" learnedftl ")[2],
+                      num(lat["p99"], 1), num(lat["p999"], 1), num(lat["mean"], 1), "", "",
+                      pct(m["cmt_hit_ratio"]), pct(m["model_hit_ratio"]), lookup_split(m), "")
+                extra.append(", ".join(
+                    f"{o['ftl']} {times(o['result']['latency_us']['read']['p99'], lat['p99'])}"
+                    for o in reports if o["ftl"] in ("tpftl", "leaftl")) +
+                    f" (P99 ÷ `{v['label'].partition(' learnedftl ')[2]}`'s)")
         m0 = reports[0]["result"]
         s.text(f"**{run['label']}** ({num(m0['requests']['read'])} reads, "
                f"{num(m0['requests']['write'])} writes, {m0['sim_seconds']:.3f} simulated s):")
         s.table(t)
+        for e in extra:
+            s.text(e)
     return s
 
 
