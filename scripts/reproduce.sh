@@ -108,9 +108,10 @@ cargo build --release -q -p learnedftl-cli
 bin=target/release/learnedftl
 ftls=${FTLS:-$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ' ')}
 has_ftl() { [[ ",$ftls," == *",$1,"* ]]; }
-# HP-FTL's GC thrashes when a 15/16-full device is overwritten (quick: random 512 KiB x6
-# preconditioning WAF 73, 6.8 M GC events, 2.5 minutes; docs/reproduction.md), so the
-# experiments that overwrite the device leave it out unless FTLS names it.
+# HP-FTL's GC thrashes when a 15/16-full device is overwritten (quick, random 512 KiB x6
+# preconditioning: SETUP=femu WAF 73, 6.8 M GC events, 2.5 minutes; default WAF 53, 4.9 M GC
+# events; docs/reproduction.md), so the experiments that overwrite the device leave it out unless
+# FTLS names it.
 write_ftls=$ftls
 [[ -z ${FTLS:-} ]] && write_ftls=$(echo ",$ftls," | sed 's/,hpftl,/,/; s/^,//; s/,$//')
 echo "preset $preset, seed $seed, setup $setup (${setup_args[*]:-simulator defaults}), FTLs $ftls (where the device is overwritten: $write_ftls)"
