@@ -27,9 +27,16 @@
 #   hpftl-secondary HP-FTL paper Figs. 4-7: secondary-table peak size and IOPS for h and m
 #
 # Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names),
-# TRACES_DIR (default ../shared/traces), TIMING (femu, this script's default, or backfill: every
-# run gets `--set timing=<it>`; backfill's results go to results/<preset>-backfill;
-# docs/device.md).
+# TRACES_DIR (default ../shared/traces), SETUP:
+#   default  the simulator's defaults (SPEC §3.3, §3.5): timing=backfill (gap-filling LUN
+#            queues), gc=reserve (one 2-line GC reserve for every FTL), --settle auto (idle time
+#            after preconditioning in which each FTL collects and writes back what it owes);
+#            results/<preset>
+#   femu     the setup of the paper's FEMU runs: --set timing=femu --set gc=femu (FEMU's
+#            busy-until LUN rule and its 5 % / 25 % GC thresholds) --settle off (FEMU does no
+#            idle work between fio runs); results/<preset>-femu
+# LearnedFTL runs its default design (design=log) in every experiment; the experiments about the
+# paper's mechanism add `learnedftl design=paper` rows (docs/reproduction.md, docs/device.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,16 +88,19 @@ done
 
 seed=${SEED:-1}
 traces_dir=${TRACES_DIR:-../shared/traces}
-timing=${TIMING:-femu}
-case $timing in
-  # Named explicitly: the simulator's own default is backfill (SPEC §3.3).
-  femu) out=results/$preset timing_args=(--set timing=femu) ;;
-  backfill) out=results/$preset-backfill timing_args=(--set timing=backfill) ;;
+setup=${SETUP:-default}
+case $setup in
+  default) out=results/$preset setup_args=() ;;
+  femu) out=results/$preset-femu setup_args=(--set timing=femu --set gc=femu --settle off) ;;
   *)
-    echo "unknown TIMING '$timing' (femu or backfill)" >&2
+    echo "unknown SETUP '$setup' (default or femu)" >&2
     usage
     ;;
 esac
+[[ -z ${TIMING:-} ]] || {
+  echo "TIMING is gone: SETUP=default (timing=backfill) or SETUP=femu (timing=femu)" >&2
+  exit 2
+}
 jobs=$out/jobs
 mkdir -p "$jobs"
 
@@ -98,12 +108,13 @@ cargo build --release -q -p learnedftl-cli
 bin=target/release/learnedftl
 ftls=${FTLS:-$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ' ')}
 has_ftl() { [[ ",$ftls," == *",$1,"* ]]; }
-# HP-FTL's GC thrashes when a 15/16-full device is overwritten (quick: random 512 KiB x6
-# preconditioning WAF 73, 6.8 M GC events, 2.5 minutes; docs/reproduction.md), so the
-# experiments that overwrite the device leave it out unless FTLS names it.
+# HP-FTL's GC thrashes when a 15/16-full device is overwritten (quick, random 512 KiB x6
+# preconditioning: SETUP=femu WAF 73, 6.8 M GC events, 2.5 minutes; default WAF 53, 4.9 M GC
+# events; docs/reproduction.md), so the experiments that overwrite the device leave it out unless
+# FTLS names it.
 write_ftls=$ftls
 [[ -z ${FTLS:-} ]] && write_ftls=$(echo ",$ftls," | sed 's/,hpftl,/,/; s/^,//; s/,$//')
-echo "preset $preset, seed $seed, timing $timing, FTLs $ftls (where the device is overwritten: $write_ftls)"
+echo "preset $preset, seed $seed, setup $setup (${setup_args[*]:-simulator defaults}), FTLs $ftls (where the device is overwritten: $write_ftls)"
 
 # ---- job files (written per preset, kept beside the results) --------------------------------
 drain_bytes() { echo $(($1 * 4))k; }
@@ -222,7 +233,7 @@ run() { # run [--may-refuse] LABEL compare-args...: one `compare`, its JSON kept
   }
   local label=$1
   shift
-  local cmd=(compare --preset "$preset" --seed "$seed" "${timing_args[@]}" "$@")
+  local cmd=(compare --preset "$preset" --seed "$seed" ${setup_args[@]+"${setup_args[@]}"} "$@")
   local base t0 status=0
   base=$runs_dir/$(printf %03d $nruns)
   nruns=$((nruns + 1))
@@ -307,6 +318,9 @@ for e in "${experiments[@]}"; do
     randread)
       begin randread
       run "randread" --ftl "$write_ftls" "${rand_pre[@]}" --job "$jobs/randread.fio"
+      # The paper's LearnedFTL (whole-group GC and training): its model hits are the experiment.
+      has_ftl learnedftl && run "learnedftl design=paper" --ftl learnedftl --set design=paper \
+        "${rand_pre[@]}" --job "$jobs/randread.fio"
       finish
       ;;
     seqread)
@@ -323,18 +337,28 @@ for e in "${experiments[@]}"; do
       begin randwrite
       run "randwrite" --ftl "$write_ftls" "${rand_pre[@]}" \
         --rw randwrite --bs 4k --numjobs 64 --number-ios "$rw_ios"
-      # LearnedFTL's line-level GC with any group lending room (docs/ftls/learnedftl.md): the
-      # only setting that sustains small writes on a full device.
-      has_ftl learnedftl && run "learnedftl group_gc=line lender=any" --ftl learnedftl \
-        --set group_gc=line --set lender=any "${rand_pre[@]}" \
-        --rw randwrite --bs 4k --numjobs 64 --number-ios "$rw_ios"
+      # The paper's LearnedFTL (collapses: a group collection per write or two, bounded here by
+      # the 300 writes per job; docs/ftls/learnedftl.md), and its line-level GC with any group
+      # lending room, the only paper-design setting that sustains small writes.
+      if has_ftl learnedftl; then
+        run "learnedftl design=paper" --ftl learnedftl --set design=paper "${rand_pre[@]}" \
+          --rw randwrite --bs 4k --numjobs 64 --number-ios "$rw_ios"
+        run "learnedftl design=paper group_gc=line lender=any" --ftl learnedftl \
+          --set design=paper --set group_gc=line --set lender=any "${rand_pre[@]}" \
+          --rw randwrite --bs 4k --numjobs 64 --number-ios "$rw_ios"
+      fi
       finish
       ;;
     seqwrite)
       begin seqwrite
       run "seqwrite" --ftl "$write_ftls" --precondition write:512k:6 --job "$jobs/seqwrite.fio"
-      has_ftl learnedftl && run "learnedftl group_gc=line lender=any" --ftl learnedftl \
-        --set group_gc=line --set lender=any --precondition write:512k:6 --job "$jobs/seqwrite.fio"
+      if has_ftl learnedftl; then
+        run "learnedftl design=paper" --ftl learnedftl --set design=paper \
+          --precondition write:512k:6 --job "$jobs/seqwrite.fio"
+        run "learnedftl design=paper group_gc=line lender=any" --ftl learnedftl \
+          --set design=paper --set group_gc=line --set lender=any --precondition write:512k:6 \
+          --job "$jobs/seqwrite.fio"
+      fi
       finish
       ;;
     tpftl-threads)
@@ -370,6 +394,10 @@ for e in "${experiments[@]}"; do
         fi
         for s in 1 4; do
           run "$t speed=$s" --ftl "$write_ftls" --precondition randwrite:512k:2 \
+            --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
+          # The paper's LearnedFTL, whose tail latencies Fig. 21 reports.
+          has_ftl learnedftl && run "$t speed=$s learnedftl design=paper" --ftl learnedftl \
+            --set design=paper --precondition randwrite:512k:2 \
             --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
         done
       done

@@ -120,6 +120,13 @@ def phase(report, name):
     raise KeyError(f"{report['ftl']}: no phase {name!r}")
 
 
+def settle(report, after="precondition"):
+    """The `settle` phase that follows phase `after`, or None (`--settle off`)."""
+    names = [p["phase"] for p in report["phases"]]
+    i = names.index(after) + 1 if after in names else 0
+    return report["phases"][i] if i < len(names) and names[i] == "settle" else None
+
+
 def lookup_split(m):
     """single / double / triple reads as fractions of page reads."""
     n = m["page_reads"] or 1
@@ -226,22 +233,37 @@ def reads_section(exp, name, title, warnings):
               pct(m["cmt_hit_ratio"]), pct(m["model_hit_ratio"]),
               pct(m["cmt_hit_ratio"] + m["model_hit_ratio"]), lookup_split(m),
               num(m["latency_us"]["read"]["p99"], 1), PAPER.get(name, {}).get(r["ftl"], ""))
+    for run in exp["runs"][1:]:  # variants, e.g. LearnedFTL's paper design
+        for r in run["reports"]:
+            m = r["result"]
+            warnings += check(r, m, ideal)
+            t.add(run["label"], num(m["iops"]), pct(m["iops"] / ideal) if ideal else "–", "",
+                  pct(m["cmt_hit_ratio"]), pct(m["model_hit_ratio"]),
+                  pct(m["cmt_hit_ratio"] + m["model_hit_ratio"]), lookup_split(m),
+                  num(m["latency_us"]["read"]["p99"], 1), "")
     s.table(t)
     # Context: the preconditioning and the drain phase that precede the measured phase.
-    t = Table(["FTL", "precondition WAF", "precondition GCs", "drain-phase IOPS",
-               "drain write-backs", "model coverage", "selective prefetch"])
+    t = Table(["FTL", "precondition WAF", "precondition GCs", "settle ms", "settle write-backs",
+               "settle GCs", "drain-phase IOPS", "drain write-backs", "model coverage",
+               "selective prefetch"])
     ideal_drain = next((phase(r, "drain")["iops"] for r in reports if r["ftl"] == "ideal"), None)
-    for r in reports:
-        pre, drain = phase(r, "precondition"), phase(r, "drain")
+    labelled = [(r["ftl"], r) for r in reports] + [(run["label"], r) for run in exp["runs"][1:]
+                                                   for r in run["reports"]]
+    for label, r in labelled:
+        pre, drain, st = phase(r, "precondition"), phase(r, "drain"), settle(r)
         warnings += check(r, drain, ideal_drain)
         sw = prefetch_switch(r)
         cov = counter(r["result"], "model_coverage")
-        t.add(r["ftl"], num(pre["waf"], 2), num(pre["gc"]["events"]), num(drain["iops"]),
+        t.add(label, num(pre["waf"], 2), num(pre["gc"]["events"]),
+              num(st["sim_seconds"] * 1e3, 1) if st else "–",
+              num(st["flash"]["programs"]["translation_writeback"]) if st else "–",
+              num(st["gc"]["events"]) if st else "–", num(drain["iops"]),
               num(drain["flash"]["programs"]["translation_writeback"]),
               pct(cov) if cov is not None else "", sw)
-    s.text("Before the measured phase (the drain phase is the first reads after preconditioning; "
-           "model coverage = set bitmap bits / mapped LPNs; selective prefetch = TPFTL's "
-           "switch at the end, and how often it switched off/on over all phases):")
+    s.text("Before the measured phase (settle = the idle phase after preconditioning, \"–\" with "
+           "`--settle off`; the drain phase is the first reads after it; model coverage = set "
+           "bitmap bits / mapped LPNs; selective prefetch = TPFTL's switch at the end, and how "
+           "often it switched off/on over all phases):")
     s.table(t)
     return s
 
@@ -296,32 +318,38 @@ def gc_flash_ms(report, m):
 
 def training_section(results):
     s = Section("LearnedFTL training + sorting share of GC time (paper Fig. 17: ≤ 3.2 %)")
-    t = Table(["workload", "phase", "group GCs", "sort µs/GC", "train µs/GC", "GC flash ms/GC",
-               "share"])
+    t = Table(["workload", "LearnedFTL", "phase", "collections (group / line)", "sort µs/GC",
+               "train µs/GC", "GC flash ms/GC", "share"])
     found = False
     for name in ("randwrite", "seqwrite", "randread", "seqread"):
         exp = load(results, name)
         if not exp:
             continue
-        for r in exp["runs"][0]["reports"]:
-            if r["ftl"] != "learnedftl":
-                continue
-            for m in r["phases"]:
-                gcs = counter(m, "group_gcs")
-                if not gcs:
+        for i, run in enumerate(exp["runs"]):
+            for r in run["reports"]:
+                if r["ftl"] != "learnedftl":
                     continue
-                found = True
-                cpu_ms = (counter(m, "sort_ns") + counter(m, "train_ns")) / 1e6
-                flash_ms = gc_flash_ms(r, m)
-                t.add(name, m["phase"], num(gcs), num(counter(m, "sort_us_per_gc"), 1),
-                      num(counter(m, "train_us_per_gc"), 1), num(flash_ms / gcs, 2),
-                      pct(cpu_ms / (cpu_ms + flash_ms)))
+                # The first run is the default design; later runs are labelled variants.
+                label = "default" if i == 0 else run["label"].removeprefix("learnedftl ")
+                for m in r["phases"]:
+                    group, line = counter(m, "group_gcs") or 0, counter(m, "line_gcs") or 0
+                    gcs = group + line
+                    if not gcs:
+                        continue
+                    found = True
+                    sort_ms, train_ms = counter(m, "sort_ns") / 1e6, counter(m, "train_ns") / 1e6
+                    cpu_ms = sort_ms + train_ms
+                    flash_ms = gc_flash_ms(r, m)
+                    t.add(name, label, m["phase"], f"{num(gcs)} ({num(group)} / {num(line)})",
+                          num(sort_ms * 1e3 / gcs, 1), num(train_ms * 1e3 / gcs, 1),
+                          num(flash_ms / gcs, 2), pct(cpu_ms / (cpu_ms + flash_ms)))
     if not found:
         return None
     s.text("Sorting and training are the simulator's own CPU time (x86 host; the paper measured "
            "an ARM Cortex-A72 to be as fast); GC flash time is the GC reads, programs and "
            "erases of the phase at FEMU latencies divided by the LUNs they stripe over. "
-           "share = CPU / (CPU + GC flash time).")
+           "Collections: whole-group (`group_gcs`, merges included) plus single-line "
+           "(`line_gcs`). share = CPU / (CPU + GC flash time).")
     s.table(t)
     return s
 
@@ -381,7 +409,15 @@ def traces_section(exp, warnings):
     s = Section("Trace replay: P99 / P99.9 read latency (paper Fig. 21: LearnedFTL 2.9–12.2× "
                 "lower P99 than TPFTL and LeaFTL)")
     s.text(commands(exp))
+    # Variant runs ("<trace> speed=<s> learnedftl design=paper") join their trace's table.
+    variants = {}
     for run in exp["runs"]:
+        base, sep, _ = run["label"].partition(" learnedftl ")
+        if sep:
+            variants.setdefault(base, []).append(run)
+    for run in exp["runs"]:
+        if " learnedftl " in run["label"]:
+            continue
         reports = by_ftl(run["reports"])
         ld = next((r["result"]["latency_us"]["read"] for r in reports
                    if r["ftl"] == "learnedftl"), None)
@@ -398,10 +434,26 @@ def traces_section(exp, warnings):
                   "" if mine or not ld else times(lat["p999"], ld["p999"]),
                   pct(m["cmt_hit_ratio"]), pct(m["model_hit_ratio"]), lookup_split(m),
                   PAPER_TRACE_P99.get(r["ftl"], ""))
+        extra = []
+        for v in variants.get(run["label"], []):
+            for r in v["reports"]:
+                m = r["result"]
+                warnings += check(r, m)
+                lat = m["latency_us"]["read"]
+                t.add(v["label"].partition(" learnedftl ")[2] and
+                      "learnedftl " + v["label"].partition(" learnedftl ")[2],
+                      num(lat["p99"], 1), num(lat["p999"], 1), num(lat["mean"], 1), "", "",
+                      pct(m["cmt_hit_ratio"]), pct(m["model_hit_ratio"]), lookup_split(m), "")
+                extra.append(", ".join(
+                    f"{o['ftl']} {times(o['result']['latency_us']['read']['p99'], lat['p99'])}"
+                    for o in reports if o["ftl"] in ("tpftl", "leaftl")) +
+                    f" (P99 ÷ `{v['label'].partition(' learnedftl ')[2]}`'s)")
         m0 = reports[0]["result"]
         s.text(f"**{run['label']}** ({num(m0['requests']['read'])} reads, "
                f"{num(m0['requests']['write'])} writes, {m0['sim_seconds']:.3f} simulated s):")
         s.table(t)
+        for e in extra:
+            s.text(e)
     return s
 
 
@@ -590,9 +642,17 @@ def summarise(results):
     if not sections[:-1]:
         sys.exit(f"no results in {results} (run scripts/reproduce.sh first)")
 
-    # reproduce.sh writes results/<preset> or, with TIMING=backfill, results/<preset>-backfill.
-    preset, _, timing = os.path.basename(os.path.normpath(results)).partition("-")
-    head = (f"# Reproduction summary ({preset} preset, timing={timing or 'femu'})\n\n"
+    # The setup, from the first report's effective configuration.
+    first = next(load(results, n) for n in ("randread", "seqread", "seqread-shared", "randwrite",
+                                            "seqwrite", "tpftl-threads", "cmt-sweep", "traces",
+                                            "hpftl-fig2", "hpftl-secondary") if load(results, n))
+    cfg = next(r["config"] for run in first["runs"] for r in run["reports"])
+    settle_cfg = cfg.get("settle", "off")
+    if isinstance(settle_cfg, dict):
+        settle_cfg = f"{settle_cfg['for'] / 1e6:g} ms"
+    setup = (f"timing={cfg['device']['timing']['mode']}, gc={cfg['ftl']['gc']['rule']}, "
+             f"settle {settle_cfg}")
+    head = (f"# Reproduction summary ({first['preset']} preset; {setup})\n\n"
             f"Generated by scripts/summarise.py from "
             f"{results}; what the experiments are and why the numbers differ from the paper's: "
             "docs/reproduction.md.\n")
