@@ -58,8 +58,9 @@ impl LearnedFtl {
                 return self.alloc.next_page(s);
             }
             let free = self.alloc.free_lines();
-            // One spare line beyond the reserve stays for the log.
-            if self.alloc.lines_owned(s) == 0 && free > reserve + 1 {
+            // Only while lines are plentiful: on a full device a group line filled by one slow
+            // stream would hold spare room the log and GC need.
+            if self.alloc.lines_owned(s) == 0 && free > self.alloc.policy.bg_free_lines + 1 {
                 return self.alloc.next_page(s);
             }
             if self.alloc.room(Stream::DATA) > 0 || free > reserve {

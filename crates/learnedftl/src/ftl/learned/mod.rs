@@ -700,7 +700,8 @@ impl Ftl for LearnedFtl {
         let per_group = &self.groups.collections;
         let collected = per_group.iter().filter(|&&c| c > 0).count();
         let n = per_group.len().max(1) as f64;
-        let events = self.extra.group_gcs.max(1) as f64;
+        // Per data collection: group collections (merges) and line collections alike.
+        let events = (self.extra.group_gcs + self.extra.line_gcs).max(1) as f64;
         let mut v = serde_json::to_value(&self.extra).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.insert("model_hits".into(), self.stats.model_hits.into());
