@@ -73,6 +73,7 @@ pub struct Config {
     /// `design=log`: pages a merge may move per host page written (`merge_budget`; `inf`: a
     /// group line chosen by GC always merges its group, `0`: never).
     pub merge_budget: f64,
+
     /// TPs per group (`group_tps`; default: one line's worth of LPNs).
     pub group_tps: u32,
     /// Lines a group may own before it borrows or GC runs (`group_line_quota`, default 5).
@@ -683,6 +684,11 @@ impl Ftl for LearnedFtl {
             "group_gc": if c.line_gc { "line" } else { "group" },
             "sequential_init": c.sequential_init,
             "rank_pieces": c.rank_pieces,
+            "merge_budget": if c.merge_budget.is_finite() {
+                serde_json::json!(c.merge_budget)
+            } else {
+                serde_json::json!("inf")
+            },
             "training": c.training.key(),
             "train_min_pages": c.train_min_pages,
             "tp_write_cost": if c.tp_write_charged { "charged" } else { "free" },
