@@ -685,13 +685,8 @@ impl LearnedFtl {
                     self.points.push((x, self.math.ppa_to_vppn(p).0));
                 }
             }
-            let (head, n) = (self.points.first().map(|p| p.1), self.points.len() as u32);
-            let run = head.is_some_and(|h| {
-                self.points.last().is_some_and(|l| l.1 == h + n - 1)
-                    && self.points.windows(2).all(|w| w[1].1 == w[0].1 + 1)
-            });
-            if run {
-                rank = n;
+            if self.points.windows(2).all(|w| w[1].1 == w[0].1 + 1) {
+                rank = self.points.len() as u32;
             }
         }
         let mut exact = 0;
@@ -727,7 +722,8 @@ impl LearnedFtl {
             let mut set = 0;
             let mut start = 0;
             for i in 1..=pts.len() {
-                let split = i == pts.len() || self.models.any_in(tpn, pts[i - 1].0 + 1, pts[i].0);
+                let split =
+                    i == pts.len() || self.models.bits_in(tpn, pts[i - 1].0 + 1, pts[i].0) > 0;
                 if split {
                     let seg = &pts[start..i];
                     if seg.len() >= self.cfg.train_min_pages.max(2) as usize {

@@ -38,8 +38,8 @@ use serde::Serialize;
 /// Which LearnedFTL (`design`; `docs/ftls/learnedftl.md`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Design {
-    /// Ours, the default: group lines plus a shared write log, reclaimed by the cheapest of
-    /// log-line collections and group merges ([`log`]).
+    /// Ours, the default: group lines plus a shared write log, collected line by line
+    /// (greedy) with rank pieces, merging groups within a budget ([`log`]).
     Log,
     /// The paper's: groups own whole lines, borrow cold groups' lines and are collected whole
     /// when no line can be had ([`groups`]).
@@ -231,15 +231,10 @@ impl LearnedFtl {
                 ),
             ));
         }
-        let design = match params.take_str("design").as_deref() {
-            None | Some("log") => Design::Log,
-            Some("paper") => Design::Paper,
-            Some(o) => {
-                return Err(ConfigError::invalid(
-                    "design",
-                    format!("'{o}' is not log or paper"),
-                ))
-            }
+        let design = if take_choice(params, "design", "log", "paper")? {
+            Design::Paper
+        } else {
+            Design::Log
         };
         if design == Design::Log {
             if let Some(k) = PAPER_ONLY_KEYS.iter().find(|k| params.contains(k)) {

@@ -413,27 +413,6 @@ impl Models {
         points.len() as u32
     }
 
-    /// Whether TP `tpn` has a set bit at an offset in `[from, to)`.
-    pub fn any_in(&self, tpn: Tpn, from: u32, to: u32) -> bool {
-        let base = tpn.idx() * self.words;
-        let to = to.min(self.entries);
-        let mut x = from;
-        while x < to {
-            let (w, b) = ((x >> 6) as usize, x & 63);
-            let span = (64 - b).min(to - x);
-            let mask = if span == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << span) - 1) << b
-            };
-            if self.bits[base + w] & mask != 0 {
-                return true;
-            }
-            x += span;
-        }
-        false
-    }
-
     /// TP `tpn`'s pieces with `run` spliced in over `[run.off, end)`: it replaces the piece
     /// covering `run.off` (or is inserted if none does and a slot is free; `None` if none is),
     /// and pieces starting inside the run are moved to `end` (re-anchored so their predictions
@@ -599,7 +578,7 @@ mod tests {
         m.clear(Tpn(0), 4);
         assert_eq!(m.lookup(Tpn(0), 4), None);
         assert_eq!(m.lookup(Tpn(0), 200), Some(Vppn(1003)));
-        assert!(m.any_in(Tpn(0), 5, 10) && !m.any_in(Tpn(0), 5, 9) && m.any_in(Tpn(0), 0, 512));
+        assert!(m.bits_in(Tpn(0), 5, 10) > 0 && m.bits_in(Tpn(0), 5, 9) == 0);
         // Not a run (VPPNs not consecutive): refused, the model stays.
         assert_eq!(m.install_run(Tpn(0), &[(1, 7), (2, 9)]), 0);
         // A run over [100, 120) splits the rank piece: the part past it is re-anchored.
