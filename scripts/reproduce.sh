@@ -108,13 +108,7 @@ cargo build --release -q -p learnedftl-cli
 bin=target/release/learnedftl
 ftls=${FTLS:-$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ' ')}
 has_ftl() { [[ ",$ftls," == *",$1,"* ]]; }
-# HP-FTL's GC thrashes when a 15/16-full device is overwritten (quick, random 512 KiB x6
-# preconditioning: SETUP=femu WAF 73, 6.8 M GC events, 2.5 minutes; default WAF 53, 4.9 M GC
-# events; docs/reproduction.md), so the experiments that overwrite the device leave it out unless
-# FTLS names it.
-write_ftls=$ftls
-[[ -z ${FTLS:-} ]] && write_ftls=$(echo ",$ftls," | sed 's/,hpftl,/,/; s/^,//; s/,$//')
-echo "preset $preset, seed $seed, setup $setup (${setup_args[*]:-simulator defaults}), FTLs $ftls (where the device is overwritten: $write_ftls)"
+echo "preset $preset, seed $seed, setup $setup (${setup_args[*]:-simulator defaults}), FTLs $ftls"
 
 # ---- job files (written per preset, kept beside the results) --------------------------------
 drain_bytes() { echo $(($1 * 4))k; }
@@ -309,7 +303,8 @@ seq_pre=(--precondition write:512k:1)
 # physical pages of the logical space, 64 jobs x 4 KiB writes of 1.4x the logical space in all
 # (0.7 of the physical pages: no FTL reaches its GC threshold; the writes touch 75 % of the LPNs,
 # more than DFTL caches at 70 % of the table).
-hp_fresh=(--set logical_ratio=0.5 --rw randwrite --bs 4k --numjobs 64 --number-ios "$hp_ios")
+# The paper's design (design=paper): these experiments measure its secondary table.
+hp_fresh=(--set design=paper --set logical_ratio=0.5 --rw randwrite --bs 4k --numjobs 64 --number-ios "$hp_ios")
 hp_workloads=(uniform:random zipf0.99:zipf:0.99)
 hp_ratios=(0.1 0.2 0.3 0.4 0.5 0.7 1.0)
 t_start=$(date +%s)
@@ -317,7 +312,7 @@ for e in "${experiments[@]}"; do
   case $e in
     randread)
       begin randread
-      run "randread" --ftl "$write_ftls" "${rand_pre[@]}" --job "$jobs/randread.fio"
+      run "randread" --ftl "$ftls" "${rand_pre[@]}" --job "$jobs/randread.fio"
       # The paper's LearnedFTL (whole-group GC and training): its model hits are the experiment.
       has_ftl learnedftl && run "learnedftl design=paper" --ftl learnedftl --set design=paper \
         "${rand_pre[@]}" --job "$jobs/randread.fio"
@@ -335,7 +330,7 @@ for e in "${experiments[@]}"; do
       ;;
     randwrite)
       begin randwrite
-      run "randwrite" --ftl "$write_ftls" "${rand_pre[@]}" \
+      run "randwrite" --ftl "$ftls" "${rand_pre[@]}" \
         --rw randwrite --bs 4k --numjobs 64 --number-ios "$rw_ios"
       # The paper's LearnedFTL (collapses: a group collection per write or two, bounded here by
       # the 300 writes per job; docs/ftls/learnedftl.md), and its line-level GC with any group
@@ -351,7 +346,7 @@ for e in "${experiments[@]}"; do
       ;;
     seqwrite)
       begin seqwrite
-      run "seqwrite" --ftl "$write_ftls" --precondition write:512k:6 --job "$jobs/seqwrite.fio"
+      run "seqwrite" --ftl "$ftls" --precondition write:512k:6 --job "$jobs/seqwrite.fio"
       if has_ftl learnedftl; then
         run "learnedftl design=paper" --ftl learnedftl --set design=paper \
           --precondition write:512k:6 --job "$jobs/seqwrite.fio"
@@ -393,7 +388,7 @@ for e in "${experiments[@]}"; do
           continue
         fi
         for s in 1 4; do
-          run "$t speed=$s" --ftl "$write_ftls" --precondition randwrite:512k:2 \
+          run "$t speed=$s" --ftl "$ftls" --precondition randwrite:512k:2 \
             --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
           # The paper's LearnedFTL, whose tail latencies Fig. 21 reports.
           has_ftl learnedftl && run "$t speed=$s learnedftl design=paper" --ftl learnedftl \

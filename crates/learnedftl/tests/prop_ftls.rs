@@ -86,9 +86,30 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ),
     // Fewer hash functions and a page offset that borrows LPN bits: most writes go to the
     // secondary table.
-    ("hpftl", &["h=2", "m=3", "secondary_ratio=0.5"]),
+    // The paper's design: slot watermarks drive GC, moves back without a budget.
+    (
+        "hpftl",
+        &["design=paper", "h=2", "m=3", "secondary_ratio=0.5"],
+    ),
     // A fixed table that can hold every LPN.
-    ("hpftl", &["m=3", "secondary_growth=0", "secondary_ratio=1"]),
+    (
+        "hpftl",
+        &[
+            "design=paper",
+            "m=3",
+            "secondary_growth=0",
+            "secondary_ratio=1",
+        ],
+    ),
+    // Ours with a small table that must grow, and moves back under a budget.
+    (
+        "hpftl",
+        &[
+            "secondary_ratio=0.05",
+            "move_back_budget=0.5",
+            "probe=current",
+        ],
+    ),
     // The paper's MD5 hashes restarting at H_1, relocating to candidates first (once a
     // TableFull before the table could grow).
     (
@@ -105,6 +126,7 @@ const VARIANTS: &[(&str, &[&str])] = &[
     (
         "hpftl",
         &[
+            "design=paper",
             "sec_pick=fullest",
             "gc_victims=per-lun",
             "merge_any=off",

@@ -44,7 +44,7 @@ use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
-use crate::mapping::{GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
+use crate::mapping::{Credit, GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
 use crate::params::Params;
 use serde::Serialize;
 use std::str::FromStr;
@@ -100,6 +100,19 @@ pub enum SecPick {
     Fullest,
 }
 
+/// What the secondary table's free slots drive.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Design {
+    /// Ours (default): GC runs by the free-page rule alone, as every FTL's; a mapping with no
+    /// slot free makes the table grow (reported as DRAM), and entries move back into erased
+    /// blocks while slots are below the high watermark.
+    Grow,
+    /// The paper's §II-D: the slot watermarks trigger GC, which thrashes on a full device
+    /// (docs/ftls/hpftl.md).
+    Paper,
+}
+
 /// How a GC round chooses its victims.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -124,6 +137,7 @@ macro_rules! choice {
         }
     };
 }
+choice!(Design, "grow" => Design::Grow, "paper" => Design::Paper);
 choice!(Probe, "current" => Probe::Current, "first" => Probe::First);
 choice!(CandPick, "first" => CandPick::First, "idle-lun" => CandPick::IdleLun);
 choice!(Relocate, "secondary" => Relocate::Secondary, "primary-first" => Relocate::PrimaryFirst);
@@ -159,6 +173,8 @@ fn take_fraction(params: &mut Params, key: &str, default: f64) -> Result<f64, Co
 /// HP-FTL's effective parameters.
 #[derive(Clone, Debug, Serialize)]
 pub struct HpConfig {
+    /// What free slots drive: GC (paper) or table growth (ours).
+    pub design: Design,
     /// HID bits.
     pub h: u32,
     /// PPID bits.
@@ -306,6 +322,9 @@ pub struct HpFtl {
     /// `(invalidations, free pages, free slots)` after a background run that freed nothing:
     /// until one of them changes, another run would choose the same (no) victims.
     bg_idle_at: Option<(u64, u64, u32)>,
+    /// Pages moves back may take per host page written (`move_back_budget`), and what is
+    /// unspent.
+    move_credit: Credit,
 }
 
 impl HpFtl {
@@ -338,9 +357,18 @@ impl HpFtl {
         let kind = take_choice(params, "hash", HashKind::Mix)?;
         let hash_seed = params.take::<u64>("hash_seed")?.unwrap_or(0x0048_5046_544c);
         let hashes = HashFamily::new(kind, codec.functions(), geo.blocks(), hash_seed)?;
-        let probe = take_choice(params, "probe", Probe::Current)?;
+        let design = take_choice(params, "design", Design::Grow)?;
+        // design=grow's defaults cost no flash work: a write or a GC move leaves the secondary
+        // table whenever a candidate fits, and moves back (which cost a read and a program
+        // each, and which GC mostly undoes on a full device) are off.
+        let (probe, gc_relocate, move_back) = match design {
+            Design::Grow => (Probe::First, Relocate::PrimaryFirst, 0.0),
+            Design::Paper => (Probe::Current, Relocate::Secondary, f64::INFINITY),
+        };
+        let probe = take_choice(params, "probe", probe)?;
         let cand_pick = take_choice(params, "cand_pick", CandPick::First)?;
-        let gc_relocate = take_choice(params, "gc_relocate", Relocate::Secondary)?;
+        let gc_relocate = take_choice(params, "gc_relocate", gc_relocate)?;
+        let move_credit = Credit::from_params(params, "move_back_budget", move_back)?;
         let sec_pick = take_choice(params, "sec_pick", SecPick::Emptiest)?;
 
         let lp = geo.logical_pages;
@@ -398,6 +426,18 @@ impl HpFtl {
         // fixed table cannot hold every mapping a nearly full device may have to place there.
         let growth = take_fraction(params, "secondary_growth", 0.125)?;
         let secondary_growth = (growth * slots as f64).ceil() as u32;
+        if design == Design::Grow && secondary_growth == 0 {
+            return Err(ConfigError::invalid(
+                "secondary_growth",
+                "design=grow needs a table that can grow (> 0); a fixed table is design=paper's",
+            ));
+        }
+        if design == Design::Grow && params.contains("sec_low") {
+            return Err(ConfigError::invalid(
+                "sec_low",
+                "free slots trigger GC only under design=paper (design=grow grows the table)",
+            ));
+        }
         let sec_low = take_fraction(params, "sec_low", 0.05)?;
         let sec_high = take_fraction(params, "sec_high", 0.15)?;
         let sec_low_slots = ((sec_low * slots as f64).ceil() as u32).max(slot_reserve + 1);
@@ -463,6 +503,7 @@ impl HpFtl {
         let gc_victims = take_choice(params, "gc_victims", Victims::Global)?;
         let merge_any = params.take_bool("merge_any")?.unwrap_or(true);
         let cfg = HpConfig {
+            design,
             gc,
             gc_victims,
             merge_any,
@@ -512,6 +553,7 @@ impl HpFtl {
             plan: Vec::new(),
             copies: Vec::new(),
             bg_idle_at: None,
+            move_credit,
             cfg,
         })
     }
@@ -699,7 +741,7 @@ impl HpFtl {
     /// below the high watermark, and free pages (each move takes one) above the page reserve
     /// plus a block, so moving back never eats the pages GC needs to relocate its next victim.
     fn may_move_back(&self) -> bool {
-        self.may_move_back_at(self.sec.free_slots(), self.free_pages)
+        self.move_credit.covers(1) && self.may_move_back_at(self.sec.free_slots(), self.free_pages)
     }
 
     /// [`Self::may_move_back`] with `slots` free slots and `pages` free pages.
@@ -725,8 +767,13 @@ impl HpFtl {
 
     /// Whether the watermarks call for GC.
     fn gc_needed(&self) -> bool {
-        self.sec.free_slots() < self.cfg.sec_low_slots
-            || self.free_pages < self.cfg.gc_free_low_pages
+        self.slots_below(self.cfg.sec_low_slots) || self.free_pages < self.cfg.gc_free_low_pages
+    }
+
+    /// Whether free slots below `mark` call for GC: only under `design=paper`, where slots, not
+    /// pages, are what GC must free; under `design=grow` the table grows instead.
+    fn slots_below(&self, mark: u32) -> bool {
+        self.cfg.design == Design::Paper && self.sec.free_slots() < mark
     }
 
     /// Writes one host page at `t` (Algorithm 1); returns its completion.
@@ -741,6 +788,8 @@ impl HpFtl {
             self.gc_run(dev, t, false)?;
         }
         let oob = Oob::data(Lpn(lpn), stamp);
+        // Unspent credit is capped at one round's worth of erased blocks.
+        self.move_credit.earn((self.cfg.gc_batch * self.ppb) as f64);
         for attempt in 0..HOST_GC_TRIES {
             let old = self.locate(lpn)?;
             let first = match (self.cfg.probe, old) {
@@ -762,7 +811,10 @@ impl HpFtl {
             } else {
                 0
             };
-            if matches!(old, Loc::Secondary { .. }) || self.sec.free_slots() > reserve {
+            if matches!(old, Loc::Secondary { .. })
+                || self.sec.free_slots() > reserve
+                || self.cfg.design == Design::Grow
+            {
                 let ppa = self.sec_page(dev).ok_or(FtlError::NoSpace)?;
                 let done = self.program(dev, ppa, oob, Src::Host, Cause::User, t)?;
                 self.remap(dev, lpn, old, ppa, Dest::Secondary)?;
@@ -786,7 +838,7 @@ impl HpFtl {
     fn gc_run(&mut self, dev: &mut Device, t: SimTime, background: bool) -> Result<(), FtlError> {
         self.ctr.gc_runs += 1;
         for _ in 0..self.blocks {
-            let slots_short = self.sec.free_slots() < self.cfg.sec_high_slots;
+            let slots_short = self.slots_below(self.cfg.sec_high_slots);
             let pages_short = self.free_pages < self.cfg.gc_free_high_pages;
             if !slots_short && !pages_short {
                 break;
@@ -839,7 +891,12 @@ impl HpFtl {
         // may need a slot (even primary-first, when no candidate fits; secondary-mapped pages
         // keep theirs): take the best victims that fit. Host writes leave `slot_reserve` = a
         // block's pages of slots, so the best victim normally fits.
-        let (mut pages, mut slots) = (self.free_pages, self.sec.free_slots() as u64);
+        let mut pages = self.free_pages;
+        // Under design=grow a relocation that finds no slot grows the table.
+        let mut slots = match self.cfg.design {
+            Design::Paper => self.sec.free_slots() as u64,
+            Design::Grow => u64::MAX,
+        };
         let mut room = self.cfg.gc_batch;
         // Usually only the best few are looked at: order those, and the rest only if needed.
         let mut sorted = (4 * room as usize).min(v.len());
@@ -965,7 +1022,7 @@ impl HpFtl {
         // resort. `primary-first` tries the candidates first.
         let in_sec = matches!(old, Loc::Secondary { .. });
         let free = self.sec.free_slots();
-        let roomy = in_sec || free > self.cfg.slot_reserve;
+        let roomy = in_sec || free > self.cfg.slot_reserve || self.cfg.design == Design::Grow;
         let (new, dest) = match (self.cfg.gc_relocate, roomy) {
             (Relocate::Secondary, true) => (None, Dest::Secondary),
             _ => match self.primary_slot(dev, lpn.0, 1) {
@@ -1054,7 +1111,9 @@ impl HpFtl {
         let (mut slots, mut pages) = (self.sec.free_slots(), self.free_pages);
         'blocks: for (i, &b) in victims.iter().enumerate() {
             for w in dev.block_written(b)..self.ppb {
-                if !self.may_move_back_at(slots, pages) {
+                if !self.may_move_back_at(slots, pages)
+                    || !self.move_credit.covers(self.plan.len() as u64 + 1)
+                {
                     break 'blocks;
                 }
                 let key = i * r as usize + (w & (r - 1)) as usize;
@@ -1134,6 +1193,7 @@ impl HpFtl {
                 self.program(dev, new, c.oob, Src::Page(c.from), Cause::GcData, c.read)?;
                 self.remap(dev, lpn, old, new, dest)?;
                 self.ctr.gc_moved_back += 1;
+                self.move_credit.spend(1);
                 self.stats.gc_pages_moved += 1;
                 Ok(())
             });
@@ -1272,7 +1332,11 @@ impl Ftl for HpFtl {
     }
 
     fn params(&self) -> serde_json::Value {
-        serde_json::to_value(&self.cfg).unwrap_or_default()
+        let mut v = serde_json::to_value(&self.cfg).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("move_back_budget".into(), self.move_credit.rate_json());
+        }
+        v
     }
 
     fn extra_counters(&self) -> serde_json::Value {

@@ -153,7 +153,7 @@ fn gc_follows_the_secondary_watermarks() {
     // push mappings into the secondary table until GC must clean. HP-FTL's own page
     // thresholds (gc=femu): on tiny the shared 2-line reserve is half of the 4 spare lines, so
     // free pages rarely exceed what moving entries back needs and the slots cannot recover.
-    let (mut d, mut f) = setup(&["gc=femu"]);
+    let (mut d, mut f) = setup(&["design=paper", "gc=femu"]);
     let lp = d.geo().logical_pages as u32;
     let (low, high) = (f.cfg.sec_low_slots, f.cfg.sec_high_slots);
     let mut t = 0u64;
@@ -195,6 +195,65 @@ fn gc_follows_the_secondary_watermarks() {
     assert!(f.ctr.gc_moved_back > 0, "GC never moved an entry back");
     assert!(f.stats.gc_events > 0);
     f.check_invariants(&d).unwrap();
+}
+
+#[test]
+fn grow_design_lets_only_free_pages_drive_gc_and_budgets_moves_back() {
+    // A small table on a full device under random overwrites: under design=paper its slot
+    // watermarks would drive GC; under design=grow the table grows instead, GC runs by the
+    // free-page rule alone, and moves back take at most `move_back_budget` pages per host page
+    // (plus the one round's worth of credit that may be banked).
+    for budget in [0.0, 0.25] {
+        let (mut d, mut f) = setup(&[
+            "secondary_ratio=0.05",
+            &format!("move_back_budget={budget}"),
+        ]);
+        let lp = d.geo().logical_pages as u32;
+        let (mut t, mut stamp) = (0u64, 0u32);
+        for lpn in (0..lp).step_by(64) {
+            stamp += 1;
+            serve(
+                &mut f,
+                &mut d,
+                req(Op::Write, lpn, 64.min(lp - lpn), t, stamp),
+            );
+            t += 1_000_000;
+        }
+        let mut x = 99u64;
+        let host = 20_000u64;
+        for _ in 0..host {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lpn = ((x >> 33) % lp as u64) as u32;
+            stamp += 1;
+            let r = req(Op::Write, lpn, 1, t, stamp);
+            f.submit(&mut d, &r, &mut NullSink).unwrap();
+            let runs = f.ctr.gc_runs;
+            let pages_short = f.free_pages < f.cfg.gc_free_low_pages;
+            f.background(&mut d, r.arrival).unwrap();
+            if !pages_short {
+                assert_eq!(
+                    f.ctr.gc_runs, runs,
+                    "GC ran with free pages above the threshold"
+                );
+            }
+            t += 100_000;
+        }
+        assert!(f.ctr.secondary_grown > 0, "the table never had to grow");
+        assert!(f.stats.gc_events > 0);
+        let banked = (f.cfg.gc_batch * f.ppb) as f64;
+        let moved = f.ctr.gc_moved_back as f64;
+        let earned = budget * (host + lp as u64) as f64;
+        assert!(
+            moved <= earned + banked,
+            "{moved} moved back, {earned} earned"
+        );
+        if budget > 0.0 {
+            assert!(moved > 0.0, "no entry ever moved back");
+        }
+        f.check_invariants(&d).unwrap();
+    }
 }
 
 #[test]
@@ -241,6 +300,10 @@ fn dram_is_accounted_by_part_and_within_budget() {
         "hash=sha",
         "sec_high=1.5",
         "gc_batch=0",
+        "secondary_growth=0",
+        "design=cuckoo",
+        "move_back_budget=-1",
+        "sec_low=0.1",
     ] {
         let cfg = DeviceConfig::preset("tiny").unwrap();
         let mut p = Params::new();

@@ -52,7 +52,7 @@ impl LearnedFtl {
         // Unused credit is capped at two merges' worth, so that merges follow the writes
         // rather than bunch up after a quiet spell.
         let cap = 2.0 * self.groups.lpns(g).len() as f64;
-        self.merge_credit = (self.merge_credit + self.cfg.merge_budget).min(cap);
+        self.merge_credit.earn(cap);
         for _ in 0..self.groups.count() + 2 * self.geo.lines() + 8 {
             if self.alloc.room(s) > 0 {
                 return self.alloc.next_page(s);
@@ -138,7 +138,8 @@ impl LearnedFtl {
             }
             Victim::Line(line) => self.collect_one_line(dev, line, t)?,
             Victim::Group(g) => {
-                self.merge_credit -= self.groups.mapped[g as usize] as f64;
+                self.merge_credit
+                    .spend(self.groups.mapped[g as usize] as u64);
                 self.extra.merges += 1;
                 self.collect(dev, &[g], t, false)?
             }
@@ -191,7 +192,7 @@ impl LearnedFtl {
             (Some((_, line, g)), _) => {
                 let mapped = self.groups.mapped[g as usize];
                 if mapped.div_ceil(ppl) <= self.alloc.free_lines()
-                    && self.merge_credit >= mapped as f64
+                    && self.merge_credit.covers(mapped as u64)
                 {
                     Victim::Group(g)
                 } else {

@@ -27,7 +27,7 @@ use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::{
-    Allocator, Budget, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache, TransTable,
+    Allocator, Budget, Credit, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache, TransTable,
 };
 use crate::params::{parse_duration_ns, Params};
 use groups::{Groups, FIRST_GROUP_STREAM};
@@ -70,9 +70,6 @@ const PAPER_ONLY_KEYS: &[&str] = &[
 pub struct Config {
     /// Which design (`design=log|paper`, default `log`).
     pub design: Design,
-    /// `design=log`: pages a merge may move per host page written (`merge_budget`; `inf`: a
-    /// group line chosen by GC always merges its group, `0`: never).
-    pub merge_budget: f64,
 
     /// TPs per group (`group_tps`; default: one line's worth of LPNs).
     pub group_tps: u32,
@@ -172,8 +169,9 @@ pub struct LearnedFtl {
     dest_lines: Vec<u32>,
     points: Vec<(u32, u32)>,
     fit: Vec<Piece>,
-    /// `design=log`: pages merges may still move (see [`Config::merge_budget`]).
-    merge_credit: f64,
+    /// `design=log`: pages a merge may move per host page written (`merge_budget`; `inf`: a
+    /// group line chosen by GC always merges its group, `0`: never), and what is unspent.
+    merge_credit: Credit,
     /// `design=log`: (invalidations, free lines) when background GC last found nothing.
     bg_idle_at: Option<(u64, u32)>,
 }
@@ -244,13 +242,7 @@ impl LearnedFtl {
                 ));
             }
         }
-        let merge_budget = params.take::<f64>("merge_budget")?.unwrap_or(0.0);
-        if merge_budget.is_nan() || merge_budget < 0.0 {
-            return Err(ConfigError::invalid(
-                "merge_budget",
-                format!("{merge_budget} is not a number of pages >= 0 (inf: always merge)"),
-            ));
-        }
+        let merge_credit = Credit::from_params(params, "merge_budget", 0.0)?;
         let cross_group = params.take_bool("cross_group")?.unwrap_or(true);
         // The reserve is the shared policy's (SPEC §3.5: one reserve for every FTL). A paired
         // collection writes into two fresh lines, so the paper design needs 2 with cross-group
@@ -350,7 +342,6 @@ impl LearnedFtl {
         Ok(LearnedFtl {
             cfg: Config {
                 design,
-                merge_budget,
                 group_tps,
                 group_line_quota,
                 gc_reserve_lines,
@@ -387,7 +378,7 @@ impl LearnedFtl {
             dest_lines: Vec::new(),
             points: Vec::new(),
             fit: Vec::new(),
-            merge_credit: 0.0,
+            merge_credit,
             bg_idle_at: None,
         })
     }
@@ -679,11 +670,7 @@ impl Ftl for LearnedFtl {
             "group_gc": if c.line_gc { "line" } else { "group" },
             "sequential_init": c.sequential_init,
             "rank_pieces": c.rank_pieces,
-            "merge_budget": if c.merge_budget.is_finite() {
-                serde_json::json!(c.merge_budget)
-            } else {
-                serde_json::json!("inf")
-            },
+            "merge_budget": self.merge_credit.rate_json(),
             "training": c.training.key(),
             "train_min_pages": c.train_min_pages,
             "tp_write_cost": if c.tp_write_charged { "charged" } else { "free" },
