@@ -147,6 +147,7 @@ pub struct Wear {
 }
 
 /// The simulated SSD's flash.
+#[derive(Clone)]
 pub struct Device {
     cfg: DeviceConfig,
     geo: Geometry,

@@ -21,7 +21,7 @@ pub enum Src {
 }
 
 /// Page payloads by PPA, plus host data staged by LPN.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PayloadStore {
     page_size: usize,
     flash: HashMap<Ppa, Box<[u8]>>,

@@ -201,7 +201,9 @@ impl<'a> Ticker<'a> {
     }
 }
 
-/// A device, an FTL on it, the oracle, and simulated time.
+/// A device, an FTL on it, the oracle, and simulated time. A clone is a snapshot: it goes on
+/// exactly as the original would (every random choice lives in the workload, seeded per phase).
+#[derive(Clone)]
 pub struct Simulator {
     dev: Device,
     ftl: Box<dyn Ftl>,

@@ -8,6 +8,7 @@ use crate::ftl::{ReadSink, Served};
 const KEEP: usize = 10;
 
 /// Latest write stamps (0 = never written or trimmed) and the checks made so far.
+#[derive(Clone)]
 pub struct Oracle {
     stamps: Vec<u32>,
     checked: u64,

@@ -36,7 +36,7 @@ use std::ops::Range;
 
 /// A demand-based FTL's mapping cache. The cache tracks what is cached and dirty; the current
 /// mappings live in the [`TransTable`] the methods receive.
-pub trait Cmt: Send {
+pub trait Cmt: Send + Clone + 'static {
     /// Looks `lpn` up for use (updating recency).
     fn lookup(&mut self, lpn: Lpn) -> Lookup;
     /// The LPNs (all in `lpn`'s TP) a miss of `lpn` in a request ending at `req_last` loads.
@@ -111,6 +111,7 @@ struct DemandStats {
 }
 
 /// The table and the cache: what GC's hooks update.
+#[derive(Clone)]
 struct Core<C> {
     table: TransTable,
     cache: C,
@@ -156,6 +157,7 @@ impl<C: Cmt> HasTable for Core<C> {
 }
 
 /// A demand-based page-level FTL with cache `C`.
+#[derive(Clone)]
 pub struct Demand<C> {
     name: &'static str,
     core: Core<C>,

@@ -53,6 +53,7 @@ struct EntryStats {
 }
 
 /// DFTL's cache: one LRU list of mapping entries, 8 B each.
+#[derive(Clone)]
 pub struct EntryLru {
     epp: u32,
     capacity: u64,

@@ -16,6 +16,7 @@ use crate::params::Params;
 const UNMAPPED: u32 = u32::MAX;
 
 /// The mapping table; the GC hooks update it.
+#[derive(Clone)]
 struct Table {
     l2p: Vec<u32>,
 }
@@ -40,6 +41,7 @@ impl GcHooks for Table {
 }
 
 /// Ideal page-map FTL.
+#[derive(Clone)]
 pub struct Ideal {
     table: Table,
     alloc: Allocator,

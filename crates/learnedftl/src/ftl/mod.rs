@@ -163,8 +163,28 @@ pub enum Upcoming {
     Next,
 }
 
+/// A copy of an FTL's whole state behind a `Box<dyn Ftl>`: what lets a simulator be cloned
+/// (snapshots: several experiments start from one preconditioned state). Every `Ftl + Clone`
+/// has it.
+pub trait FtlClone {
+    /// A boxed copy.
+    fn clone_box(&self) -> Box<dyn Ftl>;
+}
+
+impl<T: Ftl + Clone + 'static> FtlClone for T {
+    fn clone_box(&self) -> Box<dyn Ftl> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Box<dyn Ftl> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
 /// A flash translation layer.
-pub trait Ftl: Send {
+pub trait Ftl: Send + FtlClone {
     /// The registry name (`ideal`, `dftl`, …).
     fn name(&self) -> &'static str;
 

@@ -78,6 +78,7 @@ struct TpLruStats {
 }
 
 /// SFTL's cache: an LRU list of compressed TPs.
+#[derive(Clone)]
 pub struct TpLru {
     math: AddrMath,
     by_vppn: bool,

@@ -173,6 +173,7 @@ pub struct Metrics {
 }
 
 /// What the engine accumulates during a phase.
+#[derive(Clone)]
 pub struct Collector {
     name: String,
     start: SimTime,

@@ -285,6 +285,7 @@ struct GcCopy {
 }
 
 /// The HP-FTL.
+#[derive(Clone)]
 pub struct HpFtl {
     cfg: HpConfig,
     codec: Codec,

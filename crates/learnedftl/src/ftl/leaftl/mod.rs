@@ -82,6 +82,7 @@ struct Counters {
 
 /// The mapping: truth, the group tables (the TPs' content), the cache and the GTD. It is what
 /// GC updates, so it implements [`GcHooks`].
+#[derive(Clone)]
 struct Mapping {
     geo: Geometry,
     gamma: u32,
@@ -315,6 +316,7 @@ impl GcHooks for Mapping {
 }
 
 /// The DRAM write buffer: one entry per buffered LPN (an overwrite replaces it in place).
+#[derive(Clone)]
 struct WriteBuffer {
     entries: Vec<(u32, u32)>,
     slot_of: Vec<u32>,
@@ -374,6 +376,7 @@ impl WriteBuffer {
 }
 
 /// The LeaFTL flash translation layer.
+#[derive(Clone)]
 pub struct Leaftl {
     map: Mapping,
     alloc: Allocator,

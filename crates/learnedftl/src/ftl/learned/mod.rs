@@ -147,6 +147,7 @@ struct Counters {
 }
 
 /// The LearnedFTL.
+#[derive(Clone)]
 pub struct LearnedFtl {
     cfg: Config,
     geo: Geometry,
