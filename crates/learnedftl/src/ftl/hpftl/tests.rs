@@ -147,6 +147,37 @@ fn probing_starts_at_the_current_hid_or_the_first() {
     }
 }
 
+/// Fills the device sequentially, then writes `n` random single pages (an LCG seeded by
+/// `seed`), 100 µs apart, handing each request to `step` to serve and check.
+fn fill_then_overwrite(
+    f: &mut HpFtl,
+    d: &mut Device,
+    n: u64,
+    seed: u64,
+    mut step: impl FnMut(&mut HpFtl, &mut Device, Request),
+) {
+    let lp = d.geo().logical_pages as u32;
+    let (mut t, mut stamp) = (0u64, 0u32);
+    for lpn in (0..lp).step_by(64) {
+        stamp += 1;
+        serve(f, d, req(Op::Write, lpn, 64.min(lp - lpn), t, stamp));
+        t += 1_000_000;
+    }
+    let mut x = seed;
+    for _ in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        stamp += 1;
+        step(
+            f,
+            d,
+            req(Op::Write, ((x >> 33) % lp as u64) as u32, 1, t, stamp),
+        );
+        t += 100_000;
+    }
+}
+
 #[test]
 fn gc_follows_the_secondary_watermarks() {
     // Two hash functions and a small secondary table: random overwrites of a full device
@@ -154,32 +185,13 @@ fn gc_follows_the_secondary_watermarks() {
     // thresholds (gc=femu): on tiny the shared 2-line reserve is half of the 4 spare lines, so
     // free pages rarely exceed what moving entries back needs and the slots cannot recover.
     let (mut d, mut f) = setup(&["design=paper", "gc=femu"]);
-    let lp = d.geo().logical_pages as u32;
     let (low, high) = (f.cfg.sec_low_slots, f.cfg.sec_high_slots);
-    let mut t = 0u64;
-    let mut stamp = 0;
-    for lpn in (0..lp).step_by(64) {
-        stamp += 1;
-        serve(
-            &mut f,
-            &mut d,
-            req(Op::Write, lpn, 64.min(lp - lpn), t, stamp),
-        );
-        t += 1_000_000;
-    }
-    let mut x = 12345u64;
     let mut triggered = 0;
-    for _ in 0..20_000 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let lpn = ((x >> 33) % lp as u64) as u32;
-        stamp += 1;
-        let r = req(Op::Write, lpn, 1, t, stamp);
-        f.submit(&mut d, &r, &mut NullSink).unwrap();
+    fill_then_overwrite(&mut f, &mut d, 20_000, 12345, |f, d, r| {
+        f.submit(d, &r, &mut NullSink).unwrap();
         let needed = f.gc_needed();
         let runs = f.ctr.gc_runs;
-        f.background(&mut d, r.arrival).unwrap();
+        f.background(d, r.arrival).unwrap();
         if needed {
             triggered += 1;
             assert!(f.ctr.gc_runs > runs);
@@ -189,8 +201,7 @@ fn gc_follows_the_secondary_watermarks() {
             assert_eq!(f.ctr.gc_runs, runs, "GC ran above the low watermarks");
         }
         assert!(f.sec.free_slots() >= low.min(f.cfg.slot_reserve));
-        t += 100_000;
-    }
+    });
     assert!(triggered > 0, "the watermark never triggered");
     assert!(f.ctr.gc_moved_back > 0, "GC never moved an entry back");
     assert!(f.stats.gc_events > 0);
@@ -208,43 +219,24 @@ fn grow_design_lets_only_free_pages_drive_gc_and_budgets_moves_back() {
             "secondary_ratio=0.05",
             &format!("move_back_budget={budget}"),
         ]);
-        let lp = d.geo().logical_pages as u32;
-        let (mut t, mut stamp) = (0u64, 0u32);
-        for lpn in (0..lp).step_by(64) {
-            stamp += 1;
-            serve(
-                &mut f,
-                &mut d,
-                req(Op::Write, lpn, 64.min(lp - lpn), t, stamp),
-            );
-            t += 1_000_000;
-        }
-        let mut x = 99u64;
         let host = 20_000u64;
-        for _ in 0..host {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let lpn = ((x >> 33) % lp as u64) as u32;
-            stamp += 1;
-            let r = req(Op::Write, lpn, 1, t, stamp);
-            f.submit(&mut d, &r, &mut NullSink).unwrap();
+        fill_then_overwrite(&mut f, &mut d, host, 99, |f, d, r| {
+            f.submit(d, &r, &mut NullSink).unwrap();
             let runs = f.ctr.gc_runs;
             let pages_short = f.free_pages < f.cfg.gc_free_low_pages;
-            f.background(&mut d, r.arrival).unwrap();
+            f.background(d, r.arrival).unwrap();
             if !pages_short {
                 assert_eq!(
                     f.ctr.gc_runs, runs,
                     "GC ran with free pages above the threshold"
                 );
             }
-            t += 100_000;
-        }
+        });
         assert!(f.ctr.secondary_grown > 0, "the table never had to grow");
         assert!(f.stats.gc_events > 0);
         let banked = (f.cfg.gc_batch * f.ppb) as f64;
         let moved = f.ctr.gc_moved_back as f64;
-        let earned = budget * (host + lp as u64) as f64;
+        let earned = budget * (host + d.geo().logical_pages) as f64;
         assert!(
             moved <= earned + banked,
             "{moved} moved back, {earned} earned"
