@@ -1,7 +1,7 @@
 //! Device configuration: geometry, timing and energy, with the presets of SPEC §3.1.
 
 use crate::addr::{Ppa, PpaParts, Vppn};
-use crate::error::ConfigError;
+use crate::error::{quote, ConfigError};
 use crate::params::Params;
 use serde::Serialize;
 
@@ -450,7 +450,7 @@ impl DeviceConfig {
             Some(other) => {
                 return Err(ConfigError::invalid(
                     "timing",
-                    format!("'{other}': expected femu or backfill"),
+                    format!("{}: expected femu or backfill", quote(other)),
                 ))
             }
         };

@@ -3,7 +3,7 @@
 
 use crate::config::DeviceConfig;
 use crate::engine::{EngineError, Progress, SimOptions, Simulator, Verify};
-use crate::error::ConfigError;
+use crate::error::{quote, ConfigError};
 use crate::ftl;
 use crate::params::{parse_size, Params};
 use crate::stats::Metrics;
@@ -35,23 +35,25 @@ impl FromStr for Precondition {
         let parts: Vec<&str> = s.split(':').collect();
         let [rw, bs, mult] = parts[..] else {
             return Err(format!(
-                "'{s}': expected RW:BS:MULTIPLE, e.g. randwrite:512k:6"
+                "{}: expected RW:BS:MULTIPLE, e.g. randwrite:512k:6",
+                quote(s)
             ));
         };
         let rw: RwKind = rw.parse()?;
         if !matches!(rw, RwKind::Write | RwKind::RandWrite) {
             return Err(format!(
-                "'{s}': preconditioning writes: use write or randwrite"
+                "{}: preconditioning writes: use write or randwrite",
+                quote(s)
             ));
         }
         let bs = parse_size(bs)
             .filter(|&b| b > 0)
-            .ok_or_else(|| format!("'{s}': '{bs}' is not a block size"))?;
+            .ok_or_else(|| format!("{}: {} is not a block size", quote(s), quote(bs)))?;
         let multiple: f64 = mult
             .parse()
             .ok()
             .filter(|m: &f64| m.is_finite() && *m > 0.0)
-            .ok_or_else(|| format!("'{s}': '{mult}' is not a positive multiple"))?;
+            .ok_or_else(|| format!("{}: {} is not a positive multiple", quote(s), quote(mult)))?;
         Ok(Precondition { rw, bs, multiple })
     }
 }
@@ -156,7 +158,7 @@ impl Experiment {
         match unknown {
             Some(u) if !u.is_empty() => Err(ConfigError::UnknownKeys(format!(
                 "{} (not a parameter of {})",
-                u.into_iter().collect::<Vec<_>>().join(", "),
+                u.iter().map(quote).collect::<Vec<_>>().join(", "),
                 ftls.join(", ")
             ))),
             _ => Ok(()),

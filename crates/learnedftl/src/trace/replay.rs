@@ -3,6 +3,7 @@
 use super::error::TraceError;
 use super::TraceRecord;
 use crate::addr::SimTime;
+use crate::error::quote;
 use crate::ftl::Op;
 use crate::workload::HostIo;
 use serde::Serialize;
@@ -55,7 +56,8 @@ impl FromStr for AddressPolicy {
         .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
         .ok_or_else(|| {
             TraceError::InvalidOption(format!(
-                "address policy `{s}` (expected refuse, wrap or clip)"
+                "address policy {} (expected refuse, wrap or clip)",
+                quote(s)
             ))
         })
     }

@@ -11,6 +11,7 @@
 use super::dist::Dist;
 use super::job::{JobSpec, RwKind};
 use super::Settle;
+use crate::error::quote;
 use crate::params::{parse_duration_ns, parse_size};
 use thiserror::Error;
 
@@ -59,24 +60,25 @@ fn apply(
             let f: f64 = p
                 .trim()
                 .parse()
-                .map_err(|_| format!("{key}: '{v}' is not a percentage"))?;
+                .map_err(|_| format!("{key}: {} is not a percentage", quote(v)))?;
             if !(0.0..=100.0).contains(&f) {
-                return Err(format!("{key}: {v} is not in 0%..100%"));
+                return Err(format!("{key}: {} is not in 0%..100%", quote(v)));
             }
             return Ok((logical_bytes as f64 * f / 100.0) as u64);
         }
-        parse_size(v).ok_or_else(|| format!("{key}: '{v}' is not a size (e.g. 4k, 512KiB, 1g)"))
+        parse_size(v)
+            .ok_or_else(|| format!("{key}: {} is not a size (e.g. 4k, 512KiB, 1g)", quote(v)))
     };
     let int = |v: &str| -> Result<u64, String> {
         v.trim()
             .parse::<u64>()
-            .map_err(|_| format!("{key}: '{v}' is not a whole number"))
+            .map_err(|_| format!("{key}: {} is not a whole number", quote(v)))
     };
     let flag = |v: Option<&str>| -> Result<bool, String> {
         match v.map(|s| s.trim()) {
             None | Some("1") | Some("true") => Ok(true),
             Some("0") | Some("false") => Ok(false),
-            Some(o) => Err(format!("{key}: '{o}' is not 0 or 1")),
+            Some(o) => Err(format!("{key}: {} is not 0 or 1", quote(o))),
         }
     };
     match key {
@@ -97,10 +99,9 @@ fn apply(
         "number_ios" => job.number_ios = Some(int(need()?)?),
         "runtime" => {
             let v = need()?;
-            job.runtime_ns = Some(
-                parse_duration_ns(v)
-                    .ok_or_else(|| format!("runtime: '{v}' is not a duration (e.g. 10s, 500ms)"))?,
-            )
+            job.runtime_ns = Some(parse_duration_ns(v).ok_or_else(|| {
+                format!("runtime: {} is not a duration (e.g. 10s, 500ms)", quote(v))
+            })?)
         }
         "time_based" => job.time_based = flag(value)?,
         "random_distribution" => {
@@ -112,7 +113,7 @@ fn apply(
         "randseed" => job.seed = Some(int(need()?)?),
         "stonewall" | "wait_for_previous" => return flag(value),
         k if IGNORED.contains(&k) => {}
-        _ => return Err(format!("unknown option '{key}'")),
+        _ => return Err(format!("unknown option {}", quote(key))),
     }
     Ok(false)
 }
@@ -134,16 +135,17 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
     let finish = |job: Option<Section>, phases: &mut Vec<Phase>| -> Result<(), JobFileError> {
         if let Some((spec, stonewall, line, settle)) = job {
             spec.validate(logical_bytes)
-                .map_err(|m| err(line, format!("job '{}': {m}", spec.name)))?;
+                .map_err(|m| err(line, format!("job {}: {m}", quote(&spec.name))))?;
             match phases.last_mut() {
                 Some(p) if !stonewall => {
                     if let Some((_, at)) = settle {
                         return Err(err(
                             at,
                             format!(
-                                "settle applies before a phase, but job '{}' joins phase '{}' \
+                                "settle applies before a phase, but job {} joins phase {} \
                                  (add stonewall, or move settle to that phase's first section)",
-                                spec.name, p.name
+                                quote(&spec.name),
+                                quote(&p.name)
                             ),
                         ));
                     }
@@ -167,7 +169,7 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
         if let Some(rest) = line.strip_prefix('[') {
             let name = rest
                 .strip_suffix(']')
-                .ok_or_else(|| err(lineno, format!("section header '{line}' lacks ']'")))?
+                .ok_or_else(|| err(lineno, format!("section header {} lacks ']'", quote(line))))?
                 .trim();
             if name.is_empty() {
                 return Err(err(lineno, "empty section name".into()));
@@ -209,7 +211,10 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
         } else if let Some((spec, stonewall, _, _)) = current.as_mut() {
             *stonewall |= apply(spec, key, value, logical_bytes).map_err(|m| err(lineno, m))?;
         } else {
-            return Err(err(lineno, format!("option '{key}' outside any section")));
+            return Err(err(
+                lineno,
+                format!("option {} outside any section", quote(key)),
+            ));
         }
     }
     finish(current.take(), &mut phases)?;

@@ -8,6 +8,7 @@
 use super::dist::{BlockPicker, Dist};
 use super::HostIo;
 use crate::addr::SimTime;
+use crate::error::quote;
 use crate::ftl::Op;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -61,8 +62,9 @@ impl FromStr for RwKind {
             "randrw" => RwKind::RandRw,
             other => {
                 return Err(format!(
-                    "unknown rw '{other}' (expected read, write, trim, randread, randwrite, \
-                     randtrim, rw, readwrite, randrw)"
+                    "unknown rw {} (expected read, write, trim, randread, randwrite, randtrim, \
+                     rw, readwrite, randrw)",
+                    quote(other)
                 ))
             }
         })
