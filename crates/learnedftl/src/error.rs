@@ -53,6 +53,26 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+    /// The simulator state of the configuration would not fit in the machine's memory.
+    #[error(
+        "the simulator state would need about {} MiB ({runs} run(s) at once; estimate from the \
+         geometry, docs/device.md \"Memory\"), more than the {} MiB available ({origin}); \
+         make the device smaller (blocks_per_plane, pages_per_block, channels, \
+         luns_per_channel){}",
+        .estimate >> 20,
+        .available >> 20,
+        if *.runs > 1 { " or run fewer at once" } else { "" }
+    )]
+    TooLarge {
+        /// Estimated bytes for all the runs at once.
+        estimate: u64,
+        /// Runs at once.
+        runs: usize,
+        /// Bytes available.
+        available: u64,
+        /// Where the available figure came from.
+        origin: String,
+    },
     /// An unknown preset name.
     #[error("unknown preset {} (expected one of: paper, quick, tiny)", quote(.0))]
     UnknownPreset(String),

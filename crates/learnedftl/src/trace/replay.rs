@@ -147,6 +147,11 @@ where
                 options.speed
             )));
         }
+        if options.max_requests == Some(0) {
+            return Err(TraceError::InvalidOption(
+                "max_requests 0 would replay nothing (leave it unset for no limit)".into(),
+            ));
+        }
         if logical_bytes == 0 {
             return Err(TraceError::InvalidOption(
                 "replay onto an empty logical space".into(),
@@ -438,6 +443,11 @@ mod tests {
             }
         )
         .is_err());
+        let none = ReplayOptions {
+            max_requests: Some(0),
+            ..Default::default()
+        };
+        assert!(Replay::new(std::iter::empty(), "t", 1, none).is_err());
         assert_eq!(
             "Wrap".parse::<AddressPolicy>().ok(),
             Some(AddressPolicy::Wrap)

@@ -74,6 +74,12 @@ fn apply(
             .parse::<u64>()
             .map_err(|_| format!("{key}: {} is not a whole number", quote(v)))
     };
+    let percent = |v: &str| -> Result<u32, String> {
+        match int(v)? {
+            p @ 0..=100 => Ok(p as u32),
+            p => Err(format!("{key}: {p} is above 100")),
+        }
+    };
     let flag = |v: Option<&str>| -> Result<bool, String> {
         match v.map(|s| s.trim()) {
             None | Some("1") | Some("true") => Ok(true),
@@ -83,8 +89,8 @@ fn apply(
     };
     match key {
         "rw" | "readwrite" => job.rw = need()?.parse::<RwKind>()?,
-        "rwmixread" => job.rwmixread = int(need()?)?.min(101) as u32,
-        "rwmixwrite" => job.rwmixread = 100u64.saturating_sub(int(need()?)?) as u32,
+        "rwmixread" => job.rwmixread = percent(need()?)?,
+        "rwmixwrite" => job.rwmixread = 100 - percent(need()?)?,
         "bs" | "blocksize" => job.bs = size(need()?)?,
         "numjobs" => {
             job.numjobs = u32::try_from(int(need()?)?).map_err(|_| "numjobs: too large")?
@@ -116,6 +122,23 @@ fn apply(
         _ => return Err(format!("unknown option {}", quote(key))),
     }
     Ok(false)
+}
+
+/// [`parse`] on a job file's raw bytes: bytes that are not UTF-8 are an error naming their line.
+pub fn parse_bytes(
+    bytes: &[u8],
+    file: &str,
+    logical_bytes: u64,
+) -> Result<Vec<Phase>, JobFileError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| JobFileError {
+        file: file.to_string(),
+        line: 1 + bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+        message: "not UTF-8 text".into(),
+    })?;
+    parse(text, file, logical_bytes)
 }
 
 /// Parses a job file. `file` names it in errors; sizes given in percent are taken of
@@ -311,6 +334,20 @@ time_based
             ("[a]\nsettle\n", 2, "settle"),
             ("[global]\nsettle=auto\n", 2, "settle"),
             ("[a]\nrw=read\n[b]\nsettle=off\n", 4, "settle"),
+            (
+                "[a]\nrw=randrw\nrwmixread=150\n",
+                3,
+                "rwmixread: 150 is above 100",
+            ),
+            (
+                "[a]\nrw=randrw\nrwmixwrite=150\n",
+                3,
+                "rwmixwrite: 150 is above 100",
+            ),
+            ("[a]\nrw=read\nnumber_ios=0\n", 1, "number_ios"),
+            ("[a]\nrw=read\nruntime=0\n", 1, "runtime"),
+            ("[a]\nrw=read\nbs=8k\nio_size=4k\n", 1, "io_size"),
+            ("[a]\nrw=read\nbs=4k\n[\u{1b}[31m\n", 4, "\\u{1b}"),
         ];
         for (text, line, needle) in cases {
             let e = parse(text, "bad.fio", 4 * GIB).unwrap_err();
@@ -318,5 +355,7 @@ time_based
             assert!(e.to_string().contains(needle), "{text:?}: {e}");
             assert!(e.to_string().starts_with("bad.fio:"), "{e}");
         }
+        let e = parse_bytes(b"[a]\nrw=read\nbs=4\xffk\n", "bad.fio", 4 * GIB).unwrap_err();
+        assert_eq!((e.line, e.message.as_str()), (3, "not UTF-8 text"));
     }
 }
