@@ -191,7 +191,9 @@ impl Geometry {
         Vppn(line * self.pages_per_line())
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
+    /// Checks the dimensions, page and OOB sizes and the page count: everything but the
+    /// logical space, so that [`Geometry::pages`] and the rest cannot overflow.
+    fn validate_shape(&self) -> Result<(), ConfigError> {
         for (field, v, max) in [
             ("channels", self.channels, MAX_CHANNELS),
             (
@@ -254,6 +256,11 @@ impl Geometry {
                 ))
             }
         }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_shape()?;
         if self.logical_pages == 0 {
             return Err(ConfigError::invalid("logical_pages", "must be at least 1"));
         }
@@ -441,6 +448,8 @@ impl DeviceConfig {
                 geometry_changed = true;
             }
         }
+        // The logical space is derived from the page count: check what it rests on first.
+        g.validate_shape()?;
         let ratio = params.take::<f64>("logical_ratio")?;
         let pages = params.take::<u64>("logical_pages")?;
         match (ratio, pages) {
@@ -660,6 +669,8 @@ mod tests {
             ("luns_per_channel=5000", "luns_per_channel"),
             ("planes_per_lun=65", "planes_per_lun"),
             ("pages_per_block=70000", "pages_per_block"),
+            // Used to overflow computing the default logical space.
+            ("blocks_per_plane=4000000000", "geometry"),
         ];
         for (kv, field) in cases {
             let mut p = Params::new();
