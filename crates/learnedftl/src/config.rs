@@ -529,14 +529,14 @@ impl DeviceConfig {
     /// latest program time), per block 32 B (write pointer, valid and erase counts, timing),
     /// per logical page 8 B (a page-level table: the FTL's own or the flash-resident
     /// translation pages, and per-page FTL state), plus 4 B per logical page for the `verify`
-    /// oracle and `page_size` B per logical page when payloads are kept. Saturates rather than
-    /// overflows.
+    /// oracle, and `page_size` B per physical page when payloads are kept (each programmed
+    /// page's data stays until its block is erased). Saturates rather than overflows.
     pub fn state_bytes(&self, verify: bool) -> u64 {
         let g = &self.geometry;
-        let per_logical = 8 + 4 * verify as u64 + g.page_size as u64 * self.payloads as u64;
-        let total = g.pages() as u128 * 16
+        let per_page = 16 + g.page_size as u64 * self.payloads as u64;
+        let total = g.pages() as u128 * per_page as u128
             + g.blocks() as u128 * 32
-            + g.logical_pages as u128 * per_logical as u128;
+            + g.logical_pages as u128 * (8 + 4 * verify as u64) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 
@@ -691,7 +691,7 @@ mod tests {
         assert_eq!(c.state_bytes(false), base);
         assert_eq!(c.state_bytes(true), base + g.logical_pages * 4);
         c.payloads = true;
-        assert_eq!(c.state_bytes(false), base + g.logical_pages * 4096);
+        assert_eq!(c.state_bytes(false), base + g.pages() * 4096);
     }
 }
 
