@@ -2,6 +2,7 @@
 //! [`Experiment`], runs it on one FTL (`run`) or several
 //! (`compare`), and prints aligned tables (and JSON with `--json`).
 
+mod output;
 mod progress;
 
 use anyhow::{bail, Context, Result};
@@ -10,13 +11,15 @@ use indicatif::MultiProgress;
 use learnedftl::config::{DeviceConfig, PRESETS};
 use learnedftl::engine::Verify;
 use learnedftl::ftl::FTLS;
+use learnedftl::host::AvailableMemory;
 use learnedftl::params::{parse_duration_ns, parse_size, Params};
 use learnedftl::report;
 use learnedftl::run::{Experiment, Precondition, RunReport, TraceWorkload, Workload};
 use learnedftl::trace;
 use learnedftl::workload::{fio, Dist, JobSpec, Phase, RwKind, Settle};
+use output::Target;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// A fast, checked SSD workbench: LearnedFTL and its rivals on one device model.
@@ -114,12 +117,12 @@ impl TraceInput {
         };
         let r = trace::open(file, format, &opts)?;
         if r.detected() {
-            eprintln!(
-                "{}: detected format {} ({})",
+            output::note(&format!(
+                "{}: detected format {} ({})\n",
                 r.name(),
                 r.format(),
                 r.compression()
-            );
+            ));
         }
         Ok(r)
     }
@@ -275,9 +278,13 @@ impl Opts {
         let workload = match (&self.trace, &self.job, &self.rw) {
             (Some(path), _, _) => Workload::Trace(self.trace_workload(path)?),
             (None, Some(path), _) => {
-                let text = std::fs::read_to_string(path)
+                let bytes = std::fs::read(path)
                     .with_context(|| format!("cannot read job file {}", path.display()))?;
-                Workload::Jobs(fio::parse(&text, &path.display().to_string(), logical)?)
+                Workload::Jobs(fio::parse_bytes(
+                    &bytes,
+                    &path.display().to_string(),
+                    logical,
+                )?)
             }
             (None, None, Some(rw)) => {
                 let job = self.job_from_flags(rw)?;
@@ -330,6 +337,9 @@ impl Opts {
         if !(self.speed.is_finite() && self.speed > 0.0) {
             bail!("--speed: {} is not a positive factor", self.speed);
         }
+        if self.max_requests == Some(0) {
+            bail!("--max-requests: 0 would replay nothing (leave it out for no limit)");
+        }
         // Open once now so that a missing file or an undetectable format fails before any run,
         // and the detected format is said once.
         let reader = self.trace_input.open(path)?;
@@ -350,25 +360,40 @@ impl Opts {
         })
     }
 
-    /// Prints the tables (to stdout, or stderr when JSON goes to stdout) and writes the JSON.
+    /// The files the run reads.
+    fn inputs(&self) -> Vec<&Path> {
+        self.trace
+            .iter()
+            .chain(&self.job)
+            .map(PathBuf::as_path)
+            .collect()
+    }
+
+    /// Refuses, before anything runs, outputs that would overwrite an input.
+    fn check_outputs(&self) -> Result<()> {
+        let inputs = self.inputs();
+        Target::Stdout.refuse_over(&inputs)?;
+        match self.json.as_deref() {
+            Some("-") | None => Ok(()),
+            Some(path) => Target::File(Path::new(path)).refuse_over(&inputs),
+        }
+    }
+
+    /// Writes the JSON (to stdout with `--json -`, else to its file, replaced only when whole)
+    /// and prints the tables (to stdout, or stderr when JSON goes to stdout).
     fn output(&self, tables: &str, json: serde_json::Value) -> Result<()> {
+        let json = serde_json::to_string_pretty(&json)? + "\n";
         match self.json.as_deref() {
             Some("-") => {
-                eprint!("{tables}");
-                let mut out = std::io::stdout().lock();
-                serde_json::to_writer_pretty(&mut out, &json)?;
-                writeln!(out)?;
+                output::note(tables);
+                output::print(&json)
             }
             Some(path) => {
-                print!("{tables}");
-                let f =
-                    std::fs::File::create(path).with_context(|| format!("cannot create {path}"))?;
-                serde_json::to_writer_pretty(std::io::BufWriter::new(f), &json)
-                    .with_context(|| format!("cannot write {path}"))?;
+                output::write_all(Target::File(Path::new(path)), &json)?;
+                output::print(tables)
             }
-            None => print!("{tables}"),
+            None => output::print(tables),
         }
-        Ok(())
     }
 }
 
@@ -437,12 +462,13 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Stats { file, input, json } => {
             let mut reader = input.open(&file)?;
             let stats = trace::TraceStats::from_records(reader.by_ref())?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&stats)?);
-            } else {
-                print!("{stats}");
-            }
+            refuse_all_skipped(&reader, stats.requests)?;
             report_skipped(&reader);
+            if json {
+                output::print(&(serde_json::to_string_pretty(&stats)? + "\n"))?;
+            } else {
+                output::print(&stats.to_string())?;
+            }
         }
         TraceCmd::Convert {
             file,
@@ -451,12 +477,15 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
             output,
         } => {
             let to: trace::Format = to.parse().context("--to")?;
+            let target = output.as_deref().map_or(Target::Stdout, Target::File);
+            target.refuse_over(&[&file])?;
             let mut reader = input.open(&file)?;
-            let out: Box<dyn Write> = match &output {
-                Some(p) => Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(p)
-                        .with_context(|| format!("cannot create {}", p.display()))?,
-                )),
+            let mut file_out = output
+                .as_deref()
+                .map(output::OutputFile::create)
+                .transpose()?;
+            let out: Box<dyn Write + '_> = match &mut file_out {
+                Some(f) => Box::new(f),
                 None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
             };
             let mut w = trace::TraceWriter::new(to, out)?;
@@ -468,8 +497,15 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
                     Err(e) => return Err(e.into()),
                 }
             }
-            w.finish()?.flush()?;
-            eprintln!("{written} records written as {to}; {unrepresentable} skipped ({to} cannot express them)");
+            refuse_all_skipped(&reader, written + unrepresentable)?;
+            w.finish()?.flush().context("cannot write the trace")?;
+            if let Some(f) = file_out {
+                f.commit()?;
+            }
+            output::note(&format!(
+                "{written} records written as {to}; {unrepresentable} skipped ({to} cannot \
+                 express them)\n"
+            ));
             report_skipped(&reader);
         }
     }
@@ -478,30 +514,47 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
 
 fn report_skipped(reader: &trace::TraceReader) {
     if reader.skipped() > 0 {
-        eprintln!(
-            "{} malformed lines skipped; first: {}",
+        output::note(&format!(
+            "warning: {} malformed lines skipped; first: {}\n",
             reader.skipped(),
             reader.warnings().join("; ")
+        ));
+    }
+}
+
+/// With `--skip-bad-lines`, a trace whose every request line was malformed has no result.
+fn refuse_all_skipped(reader: &trace::TraceReader, records: u64) -> Result<()> {
+    if records == 0 && reader.skipped() > 0 {
+        bail!(
+            "{}: no valid request: all {} request lines are malformed; first: {}",
+            reader.name(),
+            reader.skipped(),
+            reader.warnings().first().map_or("", String::as_str)
         );
     }
+    Ok(())
 }
 
 fn main_inner() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
-        Cmd::List => {
-            println!("FTLs: {}", FTLS.join(", "));
-            println!("presets: {}", PRESETS.join(", "));
-        }
+        Cmd::List => output::print(&format!(
+            "FTLs: {}\npresets: {}\n",
+            FTLS.join(", "),
+            PRESETS.join(", ")
+        ))?,
         Cmd::Run { ftl, opts } => {
+            opts.check_outputs()?;
             let e = opts.experiment()?;
+            e.check_memory(1, &AvailableMemory::now())?;
             e.check_params(&[ftl.as_str()])?;
             let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
             let tables = format!(
-                "{}\n{}\n{}",
+                "{}\n{}{}\n{}",
                 describe(&e),
                 report::phases_table(&r.phases),
+                report::notes(std::slice::from_ref(&r)),
                 report::detail_table(&r)
             );
             opts.output(&tables, serde_json::to_value(&r)?)?;
@@ -515,15 +568,22 @@ fn main_inner() -> Result<()> {
             if ftls.is_empty() {
                 bail!("--ftl: no FTL given");
             }
+            opts.check_outputs()?;
             let e = opts.experiment()?;
-            e.check_params(&ftls)?;
             let jobs = match jobs {
                 Some(0) => bail!("--jobs: must be at least 1"),
                 Some(n) => n,
                 None => std::thread::available_parallelism().map_or(1, |n| n.get()),
             };
+            e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
+            e.check_params(&ftls)?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
-            let tables = format!("{}\n{}", describe(&e), report::compare_table(&runs));
+            let tables = format!(
+                "{}\n{}{}",
+                describe(&e),
+                report::compare_table(&runs),
+                report::notes(&runs)
+            );
             opts.output(&tables, serde_json::to_value(&runs)?)?;
         }
     }
@@ -533,8 +593,10 @@ fn main_inner() -> Result<()> {
 fn main() -> ExitCode {
     match main_inner() {
         Ok(()) => ExitCode::SUCCESS,
+        // `| head` closed the pipe: stop quietly, as Unix tools do.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::from(output::BROKEN_PIPE_EXIT),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            output::note(&format!("error: {}\n", output::render_error(&e)));
             ExitCode::FAILURE
         }
     }

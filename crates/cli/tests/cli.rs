@@ -239,7 +239,7 @@ fn job_files_run_as_phases() {
 #[test]
 fn bad_input_gets_a_clear_error() {
     let cases: &[(&[&str], &str)] = &[
-        (&["run", "--preset", "huge"], "unknown preset 'huge'"),
+        (&["run", "--preset", "huge"], "unknown preset \"huge\""),
         (
             &["run", "--preset", "tiny", "--set", "channels=0"],
             "channels",
@@ -258,7 +258,7 @@ fn bad_input_gets_a_clear_error() {
         ),
         (
             &["run", "--ftl", "nope", "--preset", "tiny"],
-            "unknown FTL 'nope'",
+            "unknown FTL \"nope\"",
         ),
         (
             &["run", "--preset", "tiny", "--precondition", "randread:4k:1"],
@@ -397,4 +397,340 @@ fn bad_traces_name_the_line() {
         "--quiet",
     ]);
     assert!(ok, "{stderr}");
+}
+
+// Hardening (issue 13): no bad input loses data, crashes, or yields a plausible wrong result.
+
+/// Runs the binary with its standard output going to `stdout`; (success, exit code, stderr).
+fn learnedftl_to(args: &[&str], stdout: std::process::Stdio) -> (bool, Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+        .args(args)
+        .stdout(stdout)
+        .output()
+        .expect("run the binary");
+    (
+        out.status.success(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A valid DiskSim trace of `n` 4 KiB writes.
+fn disksim_lines(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{} 0 {} 8 0\n", i * 1000, (i % 1000) * 8))
+        .collect()
+}
+
+#[test]
+fn outputs_never_overwrite_an_input_and_a_failed_run_leaves_no_file() {
+    let dir = Scratch::new("learnedftl-overwrite");
+    let input = dir.join("in.disksim");
+    let text = disksim_lines(50);
+    std::fs::write(&input, &text).unwrap();
+    let hard = dir.join("hard.disksim");
+    std::fs::hard_link(&input, &hard).unwrap();
+    let sym = dir.join("sym.disksim");
+    std::os::unix::fs::symlink(&input, &sym).unwrap();
+    let inp = input.to_str().unwrap();
+    for out in [&input, &hard, &sym] {
+        let (ok, _, stderr) = learnedftl(&[
+            "trace",
+            "convert",
+            inp,
+            "--to",
+            "disksim",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!ok && stderr.contains("is the input"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
+    }
+    // --json over the job file is refused before anything runs.
+    let job = dir.join("j.fio");
+    std::fs::write(&job, "[a]\nrw=randread\nnumber_ios=10\n").unwrap();
+    let j = job.to_str().unwrap();
+    let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", j, "--json", j]);
+    assert!(!ok && stderr.contains("is the input"), "{stderr}");
+    assert!(std::fs::read_to_string(&job).unwrap().starts_with("[a]"));
+    // A conversion that fails half-way leaves neither a new file nor a temporary one, and an
+    // existing output as it was.
+    let bad = dir.join("bad.disksim");
+    std::fs::write(&bad, disksim_lines(30) + "1 0 x 8 0\n").unwrap();
+    let out = dir.join("out.msr");
+    let convert = || {
+        learnedftl(&[
+            "trace",
+            "convert",
+            bad.to_str().unwrap(),
+            "--to",
+            "msr",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (ok, _, stderr) = convert();
+    assert!(!ok && stderr.contains("bad.disksim:31"), "{stderr}");
+    assert!(!out.exists());
+    std::fs::write(&out, "old").unwrap();
+    assert!(!convert().0);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+    let left: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn write_errors_exit_nonzero_and_a_closed_pipe_exits_quietly() {
+    use std::process::Stdio;
+    let full = std::path::Path::new("/dev/full");
+    if !full.exists() {
+        return; // not Linux
+    }
+    let trace = fixture("disksim.trace");
+    let run: &[&str] = &[
+        "run",
+        "--preset",
+        "tiny",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "10",
+        "--quiet",
+    ];
+    let to_full = || Stdio::from(std::fs::File::create(full).unwrap());
+    for args in [
+        &["list"][..],
+        run,
+        &["compare", "--ftl", "ideal", "--preset", "tiny", "--quiet"],
+        &["trace", "stats", &trace],
+        &["trace", "convert", &trace, "--to", "msr"],
+    ] {
+        let (ok, code, stderr) = learnedftl_to(args, to_full());
+        assert!(!ok && code == Some(1), "{args:?}: {code:?} {stderr}");
+        assert!(stderr.contains("No space left on device"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let mut args = run.to_vec();
+    args.extend_from_slice(&["--json", "/dev/full"]);
+    let (ok, _, stderr) = learnedftl_to(&args, Stdio::null());
+    assert!(!ok && stderr.contains("cannot write /dev/full"), "{stderr}");
+    // A reader that goes away (`| head`): exit 141 without a word.
+    let dir = Scratch::new("learnedftl-pipe");
+    let big = dir.join("big.disksim");
+    std::fs::write(&big, disksim_lines(20_000)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+        .args(["trace", "convert", big.to_str().unwrap(), "--to", "msr"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(
+        !stderr.contains("error") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn wrong_or_missing_errors_are_right_and_clear() {
+    let dir = Scratch::new("learnedftl-errors");
+    let job = dir.join("j.fio");
+    let j = job.to_str().unwrap();
+    for (text, needle) in [
+        (
+            "[a]\nrw=randrw\nrwmixread=150\n",
+            "j.fio:3: rwmixread: 150 is above 100",
+        ),
+        (
+            "[a]\nrw=randrw\nrwmixwrite=150\n",
+            "j.fio:3: rwmixwrite: 150 is above 100",
+        ),
+        (
+            "[a]\nrw=read\nbs=8k\nio_size=4k\n",
+            "io_size: 4096 B is less than",
+        ),
+        (
+            "[a]\nrw=read\n\u{1b}[2J=1\n",
+            "unknown option \"\\u{1b}[2J\"",
+        ),
+    ] {
+        std::fs::write(&job, text).unwrap();
+        let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", j]);
+        assert!(!ok && stderr.contains(needle), "{text:?}: {stderr}");
+        assert!(!stderr.contains('\u{1b}'), "raw escape echoed: {stderr:?}");
+    }
+    let trace = fixture("disksim.trace");
+    let rw = ["run", "--preset", "tiny", "--rw", "randread", "--quiet"];
+    let tr = ["run", "--preset", "tiny", "--quiet", "--trace", &trace];
+    let cases: [(Vec<&str>, &str); 5] = [
+        ([&rw[..], &["--number-ios", "0"]].concat(), "number_ios"),
+        ([&rw[..], &["--runtime", "0"]].concat(), "runtime"),
+        (
+            [&tr[..], &["--max-requests", "0"]].concat(),
+            "--max-requests",
+        ),
+        (
+            [&tr[..], &["--device-filter", "7"]].concat(),
+            "no request to replay",
+        ),
+        (
+            vec!["run", "--job", "/nonexistent/j.fio"],
+            "cannot read job file",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (ok, _, stderr) = learnedftl(&args);
+        assert!(!ok && stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    // The OS's message once, not once per layer of the error.
+    for args in [
+        &["run", "--job", "/nonexistent/j.fio"][..],
+        &["run", "--preset", "tiny", "--trace", "/nonexistent/t"],
+        &["trace", "stats", "/nonexistent/t"],
+    ] {
+        let (_, _, stderr) = learnedftl(args);
+        assert_eq!(stderr.matches("No such file").count(), 1, "{stderr}");
+    }
+    // A bad first line in a valid trace: the format is still detected, and the line named (or
+    // skipped); a trace with no valid line at all is an error even when skipping.
+    let bad = dir.join("bad1.disksim");
+    std::fs::write(&bad, format!("1 0 \u{7}x 8 0\n{}", disksim_lines(20))).unwrap();
+    let b = bad.to_str().unwrap();
+    let (ok, _, stderr) = learnedftl(&["trace", "stats", b]);
+    assert!(
+        !ok && stderr.contains("bad1.disksim:1: field `lba`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\"\\u{7}x\""), "{stderr}");
+    let (ok, stdout, stderr) = learnedftl(&["trace", "stats", b, "--skip-bad-lines", "--json"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()["requests"],
+        20
+    );
+    let all_bad = dir.join("allbad.disksim");
+    std::fs::write(&all_bad, "1 0 x 8 0\n2 0 y 8 0\n").unwrap();
+    let a = all_bad.to_str().unwrap();
+    for args in [
+        &[
+            "trace",
+            "stats",
+            a,
+            "--format",
+            "disksim",
+            "--skip-bad-lines",
+        ][..],
+        &[
+            "run",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--trace",
+            a,
+            "--format",
+            "disksim",
+            "--skip-bad-lines",
+        ],
+    ] {
+        let (ok, _, stderr) = learnedftl(args);
+        assert!(
+            !ok && stderr.contains("allbad.disksim"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn results_resting_on_unwritten_pages_or_adapted_trace_requests_say_so() {
+    // Random reads of a fresh device: every page read is unmapped.
+    let (ok, stdout, stderr) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "50",
+        "--quiet",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(
+            "unmapped page reads: 50 of 50\nwarning: the measured phase read pages never written"
+        ),
+        "{stdout}"
+    );
+    // A written device: nothing to warn about.
+    let mut args = vec!["run", "--ftl", "ideal"];
+    args.extend_from_slice(&SMALL[..SMALL.len() - 2]);
+    let (ok, stdout, stderr) = learnedftl(&args);
+    assert!(ok && !stdout.contains("warning:"), "{stdout}{stderr}");
+    // The fixture: device 0 keeps 7 of 9 records, some of its reads touch unwritten pages,
+    // and on a logical space of 514 pages (ending inside the write at byte 2 MiB) that write is
+    // cut and the next one, beyond the end, dropped.
+    let trace = fixture("disksim.trace");
+    let (ok, stdout, stderr) = learnedftl(&[
+        "compare",
+        "--ftl",
+        "ideal,dftl",
+        "--preset",
+        "tiny",
+        "--trace",
+        &trace,
+        "--device-filter",
+        "0",
+        "--address-policy",
+        "clip",
+        "--set",
+        "logical_pages=514",
+        "--quiet",
+    ]);
+    assert!(ok, "{stderr}");
+    let footer = stdout
+        .lines()
+        .find(|l| l.starts_with("trace: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        footer.contains("requests filtered 2, clipped 1, dropped 1"),
+        "{footer}"
+    );
+    for needle in [
+        "warning: 2 trace requests of other devices were filtered out",
+        "warning: 1 trace requests were cut at the end of the logical space and 1 beyond it",
+        "unmapped page reads: ",
+    ] {
+        assert!(stdout.contains(needle), "{needle}: {stdout}");
+    }
+}
+
+#[test]
+fn configurations_beyond_reason_or_memory_are_refused() {
+    for (set, needle) in [
+        (&["page_size=4294966784"][..], "invalid page_size"),
+        (&["channels=100000"], "invalid channels"),
+        // 64 x 16 x 65000 x 64 pages: about 100 GB of simulator state, per FTL.
+        (
+            &[
+                "channels=64",
+                "luns_per_channel=16",
+                "blocks_per_plane=65000",
+                "pages_per_block=64",
+            ],
+            "the simulator state would need about",
+        ),
+    ] {
+        let mut args = vec!["compare", "--preset", "tiny", "--jobs", "7", "--quiet"];
+        for s in set {
+            args.extend_from_slice(&["--set", s]);
+        }
+        let (ok, _, stderr) = learnedftl(&args);
+        assert!(!ok && stderr.contains(needle), "{set:?}: {stderr}");
+    }
 }

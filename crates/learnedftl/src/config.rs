@@ -1,9 +1,21 @@
 //! Device configuration: geometry, timing and energy, with the presets of SPEC §3.1.
 
 use crate::addr::{Ppa, PpaParts, Vppn};
-use crate::error::ConfigError;
+use crate::error::{quote, ConfigError};
 use crate::params::Params;
 use serde::Serialize;
+
+/// Largest `page_size` accepted: NAND pages are 4-16 KiB, and a few pages this large already
+/// make a logical space no workload covers in reasonable time.
+pub const MAX_PAGE_SIZE: u32 = 64 << 10;
+/// Largest `channels` accepted (SSDs have 8-32).
+pub const MAX_CHANNELS: u32 = 1024;
+/// Largest `luns_per_channel` accepted (SSDs have 1-16).
+pub const MAX_LUNS_PER_CHANNEL: u32 = 1024;
+/// Largest `planes_per_lun` accepted (dies have 1-6).
+pub const MAX_PLANES_PER_LUN: u32 = 64;
+/// Largest `pages_per_block` accepted (3D NAND blocks hold a few thousand).
+pub const MAX_PAGES_PER_BLOCK: u32 = 1 << 16;
 
 /// NAND geometry and logical capacity.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -179,22 +191,46 @@ impl Geometry {
         Vppn(line * self.pages_per_line())
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
-        for (field, v) in [
-            ("channels", self.channels),
-            ("luns_per_channel", self.luns_per_channel),
-            ("planes_per_lun", self.planes_per_lun),
-            ("blocks_per_plane", self.blocks_per_plane),
-            ("pages_per_block", self.pages_per_block),
+    /// Checks the dimensions, page and OOB sizes and the page count: everything but the
+    /// logical space, so that [`Geometry::pages`] and the rest cannot overflow.
+    fn validate_shape(&self) -> Result<(), ConfigError> {
+        for (field, v, max) in [
+            ("channels", self.channels, MAX_CHANNELS),
+            (
+                "luns_per_channel",
+                self.luns_per_channel,
+                MAX_LUNS_PER_CHANNEL,
+            ),
+            ("planes_per_lun", self.planes_per_lun, MAX_PLANES_PER_LUN),
+            ("blocks_per_plane", self.blocks_per_plane, u32::MAX),
+            ("pages_per_block", self.pages_per_block, MAX_PAGES_PER_BLOCK),
         ] {
             if v == 0 {
                 return Err(ConfigError::invalid(field, "must be at least 1"));
             }
+            if v > max {
+                return Err(ConfigError::invalid(
+                    field,
+                    format!("{v} is above the largest supported, {max}"),
+                ));
+            }
         }
-        if self.page_size == 0 || self.page_size % 512 != 0 {
+        if self.page_size == 0 || self.page_size % 512 != 0 || self.page_size > MAX_PAGE_SIZE {
             return Err(ConfigError::invalid(
                 "page_size",
-                format!("{} is not a positive multiple of 512", self.page_size),
+                format!(
+                    "{} is not a positive multiple of 512 up to {MAX_PAGE_SIZE}",
+                    self.page_size
+                ),
+            ));
+        }
+        if self.oob_size > self.page_size {
+            return Err(ConfigError::invalid(
+                "oob_size",
+                format!(
+                    "{} B is larger than the page ({} B)",
+                    self.oob_size, self.page_size
+                ),
             ));
         }
         if self.oob_size < 8 {
@@ -220,6 +256,11 @@ impl Geometry {
                 ))
             }
         }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_shape()?;
         if self.logical_pages == 0 {
             return Err(ConfigError::invalid("logical_pages", "must be at least 1"));
         }
@@ -407,6 +448,8 @@ impl DeviceConfig {
                 geometry_changed = true;
             }
         }
+        // The logical space is derived from the page count: check what it rests on first.
+        g.validate_shape()?;
         let ratio = params.take::<f64>("logical_ratio")?;
         let pages = params.take::<u64>("logical_pages")?;
         match (ratio, pages) {
@@ -450,7 +493,7 @@ impl DeviceConfig {
             Some(other) => {
                 return Err(ConfigError::invalid(
                     "timing",
-                    format!("'{other}': expected femu or backfill"),
+                    format!("{}: expected femu or backfill", quote(other)),
                 ))
             }
         };
@@ -478,6 +521,23 @@ impl DeviceConfig {
         }
         c.validate()?;
         Ok(c)
+    }
+
+    /// The bytes of simulator state a run on this device may hold, estimated from the geometry
+    /// alone so that an impossible configuration is refused before anything is allocated
+    /// (docs/device.md "Memory"): per physical page 16 B (its OOB tag and write stamp, its
+    /// latest program time), per block 32 B (write pointer, valid and erase counts, timing),
+    /// per logical page 8 B (a page-level table: the FTL's own or the flash-resident
+    /// translation pages, and per-page FTL state), plus 4 B per logical page for the `verify`
+    /// oracle, and `page_size` B per physical page when payloads are kept (each programmed
+    /// page's data stays until its block is erased). Saturates rather than overflows.
+    pub fn state_bytes(&self, verify: bool) -> u64 {
+        let g = &self.geometry;
+        let per_page = 16 + g.page_size as u64 * self.payloads as u64;
+        let total = g.pages() as u128 * per_page as u128
+            + g.blocks() as u128 * 32
+            + g.logical_pages as u128 * (8 + 4 * verify as u64) as u128;
+        u64::try_from(total).unwrap_or(u64::MAX)
     }
 
     /// Checks every field; the error names the first bad one.
@@ -602,6 +662,15 @@ mod tests {
             ("logical_pages=999999999", "logical_pages"),
             ("blocks_per_plane=4", "blocks_per_plane"),
             ("oob_size=4", "oob_size"),
+            ("oob_size=8192", "oob_size"),
+            ("page_size=4294966784", "page_size"),
+            ("page_size=131072", "page_size"),
+            ("channels=100000", "channels"),
+            ("luns_per_channel=5000", "luns_per_channel"),
+            ("planes_per_lun=65", "planes_per_lun"),
+            ("pages_per_block=70000", "pages_per_block"),
+            // Used to overflow computing the default logical space.
+            ("blocks_per_plane=4000000000", "geometry"),
         ];
         for (kv, field) in cases {
             let mut p = Params::new();
@@ -612,6 +681,17 @@ mod tests {
             assert!(e.contains(field), "{kv}: {e}");
         }
         assert!(DeviceConfig::preset("huge").is_err());
+    }
+
+    #[test]
+    fn state_estimate_follows_the_geometry() {
+        let mut c = DeviceConfig::preset("quick").unwrap();
+        let g = c.geometry.clone();
+        let base = g.pages() * 16 + g.blocks() as u64 * 32 + g.logical_pages * 8;
+        assert_eq!(c.state_bytes(false), base);
+        assert_eq!(c.state_bytes(true), base + g.logical_pages * 4);
+        c.payloads = true;
+        assert_eq!(c.state_bytes(false), base + g.pages() * 4096);
     }
 }
 

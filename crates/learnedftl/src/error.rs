@@ -1,13 +1,27 @@
-//! Library errors.
+//! Library errors, and [`quote`] for the input text they repeat.
 
 use crate::addr::{Lpn, Ppa};
 use thiserror::Error;
+
+/// Characters of input text an error message repeats at most.
+pub const QUOTE_MAX_CHARS: usize = 60;
+
+/// Input text for an error message: in double quotes with control characters, quotes and
+/// backslashes escaped as Rust's `{:?}` does (so garbage bytes never reach the terminal raw),
+/// invalid UTF-8 shown as U+FFFD, and cut after [`QUOTE_MAX_CHARS`] characters (marked `…`).
+pub fn quote(text: impl AsRef<[u8]>) -> String {
+    let text = String::from_utf8_lossy(text.as_ref());
+    match text.char_indices().nth(QUOTE_MAX_CHARS) {
+        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+        None => format!("{text:?}"),
+    }
+}
 
 /// A bad configuration value, preset or geometry.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ConfigError {
     /// A `key=value` could not be parsed.
-    #[error("{origin}: cannot parse '{text}': expected {expected}")]
+    #[error("{origin}: cannot parse {}: expected {expected}", quote(.text))]
     Syntax {
         /// Where it came from.
         origin: String,
@@ -17,7 +31,7 @@ pub enum ConfigError {
         expected: String,
     },
     /// A value of the wrong type or range.
-    #[error("{origin}: {key}={value}: expected {expected}")]
+    #[error("{origin}: {key}: {}: expected {expected}", quote(.value))]
     Value {
         /// The key.
         key: String,
@@ -39,11 +53,31 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+    /// The simulator state of the configuration would not fit in the machine's memory.
+    #[error(
+        "the simulator state would need about {} MiB ({runs} run(s) at once; estimate from the \
+         geometry, docs/device.md \"Memory\"), more than the {} MiB available ({origin}); \
+         make the device smaller (blocks_per_plane, pages_per_block, channels, \
+         luns_per_channel){}",
+        .estimate >> 20,
+        .available >> 20,
+        if *.runs > 1 { " or run fewer at once" } else { "" }
+    )]
+    TooLarge {
+        /// Estimated bytes for all the runs at once.
+        estimate: u64,
+        /// Runs at once.
+        runs: usize,
+        /// Bytes available.
+        available: u64,
+        /// Where the available figure came from.
+        origin: String,
+    },
     /// An unknown preset name.
-    #[error("unknown preset '{0}' (expected one of: paper, quick, tiny)")]
+    #[error("unknown preset {} (expected one of: paper, quick, tiny)", quote(.0))]
     UnknownPreset(String),
     /// An unknown FTL name.
-    #[error("unknown FTL '{name}' (implemented: {known})")]
+    #[error("unknown FTL {} (implemented: {known})", quote(.name))]
     UnknownFtl {
         /// The name given.
         name: String,

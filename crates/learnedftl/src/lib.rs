@@ -16,6 +16,7 @@ pub mod device;
 pub mod engine;
 pub mod error;
 pub mod ftl;
+pub mod host;
 pub mod mapping;
 pub mod params;
 pub mod report;

@@ -3,7 +3,7 @@
 //! Every consumer takes the keys it understands; whatever is left at the end is an error that
 //! names the key, so a typo never silently falls back to a default.
 
-use crate::error::ConfigError;
+use crate::error::{quote, ConfigError};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -111,7 +111,7 @@ impl Params {
         let keys: Vec<String> = self
             .entries
             .iter()
-            .map(|(k, (_, origin))| format!("{k} (from {origin})"))
+            .map(|(k, (_, origin))| format!("{} (from {origin})", quote(k)))
             .collect();
         Err(ConfigError::UnknownKeys(keys.join(", ")))
     }

@@ -3,8 +3,9 @@
 
 use crate::config::DeviceConfig;
 use crate::engine::{EngineError, Progress, SimOptions, Simulator, Verify};
-use crate::error::ConfigError;
+use crate::error::{quote, ConfigError};
 use crate::ftl;
+use crate::host::AvailableMemory;
 use crate::params::{parse_size, Params};
 use crate::stats::Metrics;
 use crate::trace::{self, Format, ParseOptions, ReplayOptions};
@@ -35,23 +36,25 @@ impl FromStr for Precondition {
         let parts: Vec<&str> = s.split(':').collect();
         let [rw, bs, mult] = parts[..] else {
             return Err(format!(
-                "'{s}': expected RW:BS:MULTIPLE, e.g. randwrite:512k:6"
+                "{}: expected RW:BS:MULTIPLE, e.g. randwrite:512k:6",
+                quote(s)
             ));
         };
         let rw: RwKind = rw.parse()?;
         if !matches!(rw, RwKind::Write | RwKind::RandWrite) {
             return Err(format!(
-                "'{s}': preconditioning writes: use write or randwrite"
+                "{}: preconditioning writes: use write or randwrite",
+                quote(s)
             ));
         }
         let bs = parse_size(bs)
             .filter(|&b| b > 0)
-            .ok_or_else(|| format!("'{s}': '{bs}' is not a block size"))?;
+            .ok_or_else(|| format!("{}: {} is not a block size", quote(s), quote(bs)))?;
         let multiple: f64 = mult
             .parse()
             .ok()
             .filter(|m: &f64| m.is_finite() && *m > 0.0)
-            .ok_or_else(|| format!("'{s}': '{mult}' is not a positive multiple"))?;
+            .ok_or_else(|| format!("{}: {} is not a positive multiple", quote(s), quote(mult)))?;
         Ok(Precondition { rw, bs, multiple })
     }
 }
@@ -115,7 +118,30 @@ pub struct RunReport {
     pub result: Metrics,
     /// For trace replay: the trace, its format and what replay did to its records.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub trace: Option<serde_json::Value>,
+    pub trace: Option<TraceSummary>,
+}
+
+/// What reading and adapting a replayed trace did (a run report's `trace`).
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceSummary {
+    /// The trace file.
+    pub path: String,
+    /// Its format.
+    pub format: Format,
+    /// Whether the format was detected (rather than given).
+    pub format_detected: bool,
+    /// Its compression.
+    pub compression: String,
+    /// Lines read.
+    pub lines: u64,
+    /// Malformed lines skipped (`skip_bad_lines`).
+    pub skipped_bad_lines: u64,
+    /// Lines carrying no request (headers, comments, other blkparse actions, ...).
+    pub ignored_lines: u64,
+    /// The first skipped lines' messages.
+    pub warnings: Vec<String>,
+    /// What the adaptation did: filtered, clipped, wrapped, ... requests.
+    pub replay: trace::ReplayCounters,
 }
 
 /// What to run on each FTL.
@@ -156,11 +182,33 @@ impl Experiment {
         match unknown {
             Some(u) if !u.is_empty() => Err(ConfigError::UnknownKeys(format!(
                 "{} (not a parameter of {})",
-                u.into_iter().collect::<Vec<_>>().join(", "),
+                u.iter().map(quote).collect::<Vec<_>>().join(", "),
                 ftls.join(", ")
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// Checks that `runs` simulators of this experiment at once fit in `available` memory,
+    /// from the geometry's estimate ([`DeviceConfig::state_bytes`]), before any is built.
+    pub fn check_memory(
+        &self,
+        runs: usize,
+        available: &AvailableMemory,
+    ) -> Result<(), ConfigError> {
+        let estimate = self
+            .device
+            .state_bytes(self.verify != Verify::Off)
+            .saturating_mul(runs.max(1) as u64);
+        if estimate > available.bytes {
+            return Err(ConfigError::TooLarge {
+                estimate,
+                runs,
+                available: available.bytes,
+                origin: available.origin.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// Runs the experiment on FTL `name`.
@@ -338,14 +386,16 @@ fn input(e: trace::TraceError) -> EngineError {
 }
 
 /// Replays a trace (after filling what it reads unwritten and settling, if asked); returns
-/// what the report says about the trace.
+/// what the report says about the trace. A trace that yields no request at all (every line
+/// malformed and skipped, or of another device, ...) is an error: its all-zero phase would
+/// look like a result.
 fn replay_trace(
     sim: &mut Simulator,
     t: &TraceWorkload,
     settle: Settle,
     phases: &mut Vec<Metrics>,
     progress: &mut dyn Progress,
-) -> Result<serde_json::Value, EngineError> {
+) -> Result<TraceSummary, EngineError> {
     if t.fill_unwritten {
         phases.push(fill_unwritten(sim, t, progress)?);
         phases.extend(sim.settle(SETTLE, settle, progress)?);
@@ -357,17 +407,48 @@ fn replay_trace(
         .map_err(input)?;
     phases.push(sim.run_stream("trace", replay.by_ref(), t.replay.max_requests, progress)?);
     let r = replay.inner();
-    Ok(serde_json::json!({
-        "path": t.path.display().to_string(),
-        "format": r.format(),
-        "format_detected": r.detected(),
-        "compression": r.compression().to_string(),
-        "lines": r.lines(),
-        "skipped_bad_lines": r.skipped(),
-        "ignored_lines": r.ignored(),
-        "warnings": r.warnings(),
-        "replay": replay.counters(),
-    }))
+    let summary = TraceSummary {
+        path: t.path.display().to_string(),
+        format: r.format(),
+        format_detected: r.detected(),
+        compression: r.compression().to_string(),
+        lines: r.lines(),
+        skipped_bad_lines: r.skipped(),
+        ignored_lines: r.ignored(),
+        warnings: r.warnings().to_vec(),
+        replay: replay.counters().clone(),
+    };
+    if summary.replay.requests == 0 {
+        let c = &summary.replay;
+        let reasons: Vec<String> = [
+            (summary.skipped_bad_lines, "malformed (skipped)".to_string()),
+            (summary.ignored_lines, "without a request".to_string()),
+            (
+                c.filtered,
+                format!(
+                    "of devices other than {} (device filter)",
+                    t.replay.device_filter.unwrap_or_default()
+                ),
+            ),
+            (c.zero_length, "of length 0".to_string()),
+            (c.dropped, "beyond the logical space (clip)".to_string()),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        return Err(EngineError::Input(format!(
+            "{}: no request to replay: of {} lines, {}",
+            summary.path,
+            summary.lines,
+            if reasons.is_empty() {
+                "none is a request".to_string()
+            } else {
+                reasons.join(", ")
+            }
+        )));
+    }
+    Ok(summary)
 }
 
 #[cfg(test)]
@@ -408,6 +489,32 @@ mod tests {
         };
         let err = e.check_params(&["ideal"]).unwrap_err().to_string();
         assert!(err.contains("not_a_knob"), "{err}");
+    }
+
+    #[test]
+    fn a_state_larger_than_memory_is_refused_with_the_estimate() {
+        let mut params = Params::new();
+        params.insert_assignment("channels=1000", "--set").unwrap();
+        let e = Experiment {
+            device: DeviceConfig::from_params("tiny", &mut params).unwrap(),
+            params,
+            precondition: None,
+            workload: Workload::Jobs(vec![]),
+            settle: Settle::Off,
+            seed: 1,
+            verify: Verify::Off,
+        };
+        let small = AvailableMemory {
+            bytes: 1 << 30,
+            origin: "test".into(),
+        };
+        // 1000 x 2 x 64 x 64 pages: 131 MB of page state, 61 MB of tables.
+        let err = e.check_memory(8, &small).unwrap_err().to_string();
+        assert!(
+            err.contains("about 1500 MiB (8 run(s)") && err.contains("1024 MiB available (test)"),
+            "{err}"
+        );
+        assert!(e.check_memory(1, &small).is_ok());
     }
 
     /// Preconditioning `pre`, then `ios` random reads from each of 4 jobs, verified, on tiny.
@@ -528,8 +635,7 @@ mod tests {
         assert_eq!(m.unmapped_reads, 2);
         assert_eq!(m.verify.failures, 0);
         let t = rep.trace.unwrap();
-        assert_eq!(t["format"], "disksim");
-        assert_eq!(t["format_detected"], true);
+        assert_eq!((t.format, t.format_detected), (Format::DiskSim, true));
 
         let rep = trace_experiment(true)
             .run("ideal", &mut crate::engine::NoProgress)
@@ -539,5 +645,22 @@ mod tests {
         assert_eq!(rep.phases[0].page_writes, 2);
         assert_eq!(rep.result.unmapped_reads, 0);
         assert_eq!(rep.result.latency_us.read.count, 4);
+    }
+
+    #[test]
+    fn a_trace_with_no_request_left_is_an_error() {
+        let mut e = trace_experiment(false);
+        let Workload::Trace(t) = &mut e.workload else {
+            unreachable!()
+        };
+        t.replay.device_filter = Some(99);
+        let err = e
+            .run("ideal", &mut crate::engine::NoProgress)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no request to replay") && err.contains("9 of devices other than 99"),
+            "{err}"
+        );
     }
 }

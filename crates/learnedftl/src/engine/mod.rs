@@ -81,7 +81,7 @@ pub enum EngineError {
         previous: u64,
     },
     /// A job that cannot run on this device.
-    #[error("job '{job}': {message}")]
+    #[error("job {}: {message}", crate::error::quote(.job))]
     Job {
         /// Job name.
         job: String,

@@ -26,6 +26,7 @@
 use super::demand::{Cmt, Demand, Evict};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
+use crate::error::quote;
 use crate::error::ConfigError;
 use crate::mapping::lru::{Links, List};
 use crate::mapping::{Lookup, TransTable, WriteBack};
@@ -48,7 +49,7 @@ pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Sftl, ConfigError>
         Some(other) => {
             return Err(ConfigError::invalid(
                 "sftl_runs",
-                format!("'{other}': expected vppn or ppa"),
+                format!("{}: expected vppn or ppa", quote(other)),
             ))
         }
     };

@@ -8,7 +8,7 @@ use crate::addr::{Ppa, SimTime};
 use crate::config::{Geometry, Stripe};
 use crate::device::Device;
 use crate::device::Oob;
-use crate::error::{ConfigError, FtlError};
+use crate::error::{quote, ConfigError, FtlError};
 use crate::params::Params;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -94,7 +94,7 @@ impl GcPolicy {
             Some(o) => {
                 return Err(ConfigError::invalid(
                     "gc",
-                    format!("'{o}' is not reserve or femu"),
+                    format!("{} is not reserve or femu", quote(o)),
                 ))
             }
         };

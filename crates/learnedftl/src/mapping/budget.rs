@@ -16,6 +16,7 @@
 //! `cmt_ratio` budget is `cache + GTD`.
 
 use crate::config::Geometry;
+use crate::error::quote;
 use crate::error::ConfigError;
 use crate::params::{parse_size, Params};
 use serde::Serialize;
@@ -55,7 +56,7 @@ impl Budget {
                 let total = parse_size(&text).ok_or_else(|| {
                     ConfigError::invalid(
                         "mapping_dram_bytes",
-                        format!("'{text}' is not a size (e.g. 262144, 256k, 1m)"),
+                        format!("{} is not a size (e.g. 262144, 256k, 1m)", quote(text)),
                     )
                 })?;
                 ("mapping_dram_bytes", total.saturating_sub(fixed))

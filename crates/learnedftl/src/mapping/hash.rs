@@ -15,6 +15,7 @@
 //!   reduced by multiply-shift instead. Each function is uniform, but neighbouring functions share
 //!   `b − 1` bits, so they are far from independent; the tests show it.
 
+use crate::error::quote;
 use crate::error::ConfigError;
 use md5::{Digest, Md5};
 use std::fmt;
@@ -35,7 +36,10 @@ impl FromStr for HashKind {
         match s {
             "mix" => Ok(HashKind::Mix),
             "md5" | "md5-shift" => Ok(HashKind::Md5Shift),
-            _ => Err(format!("unknown hash family '{s}' (expected mix or md5)")),
+            _ => Err(format!(
+                "unknown hash family {} (expected mix or md5)",
+                quote(s)
+            )),
         }
     }
 }

@@ -189,9 +189,129 @@ pub fn detail_table(r: &RunReport) -> String {
     )
 }
 
+/// What the results of `runs` (one experiment on one or more FTLs) rest on that the tables do
+/// not show: a footer with the trace replay's counts (lines skipped, requests filtered, clipped,
+/// dropped, wrapped) and the host page reads of pages never written, then a `warning:` line for
+/// each of those that is not zero. Empty when there is nothing to say.
+pub fn notes(runs: &[RunReport]) -> String {
+    let mut footer = Vec::new();
+    let mut warnings = Vec::new();
+    if let Some(t) = runs.first().and_then(|r| r.trace.as_ref()) {
+        let c = &t.replay;
+        footer.push(format!(
+            "trace: {} lines, {} requests replayed; malformed lines skipped {}, requests \
+             filtered {}, clipped {}, dropped {}, wrapped {} (split {}, truncated {}), zero-length \
+             {}, out of order {}",
+            t.lines,
+            c.requests,
+            t.skipped_bad_lines,
+            c.filtered,
+            c.clipped,
+            c.dropped,
+            c.wrapped,
+            c.split,
+            c.truncated,
+            c.zero_length,
+            c.out_of_order
+        ));
+        if t.skipped_bad_lines > 0 {
+            warnings.push(format!(
+                "{} malformed trace lines were skipped (--skip-bad-lines): the result leaves \
+                 their requests out; first: {}",
+                t.skipped_bad_lines,
+                t.warnings.first().map_or("", String::as_str)
+            ));
+        }
+        if c.filtered > 0 {
+            warnings.push(format!(
+                "{} trace requests of other devices were filtered out (--device-filter)",
+                c.filtered
+            ));
+        }
+        if c.clipped + c.dropped > 0 {
+            warnings.push(format!(
+                "{} trace requests were cut at the end of the logical space and {} beyond it \
+                 dropped (--address-policy clip): the trace does not fit this device",
+                c.clipped, c.dropped
+            ));
+        }
+        if c.wrapped + c.split + c.truncated > 0 {
+            warnings.push(format!(
+                "{} trace requests beyond the logical space were wrapped to its start ({} split \
+                 in two, {} cut to its size; --address-policy wrap): the trace does not fit this \
+                 device",
+                c.wrapped, c.split, c.truncated
+            ));
+        }
+    }
+    let unmapped: Vec<(&str, u64, u64)> = runs
+        .iter()
+        .map(|r| (r.ftl.as_str(), r.result.unmapped_reads, r.result.page_reads))
+        .collect();
+    if unmapped.iter().any(|&(_, n, _)| n > 0) {
+        let same = unmapped
+            .windows(2)
+            .all(|w| (w[0].1, w[0].2) == (w[1].1, w[1].2));
+        let counts = if same {
+            format!("{} of {}", unmapped[0].1, unmapped[0].2)
+        } else {
+            let each: Vec<String> = unmapped
+                .iter()
+                .map(|(ftl, n, of)| format!("{ftl} {n} of {of}"))
+                .collect();
+            each.join(", ")
+        };
+        footer.push(format!("unmapped page reads: {counts}"));
+        warnings.push(
+            "the measured phase read pages never written (or trimmed), which cost no flash \
+             time: read latency and IOPS understate a written device (write them first: \
+             --precondition, or --fill-unwritten for a trace)"
+                .to_string(),
+        );
+    }
+    let mut out = String::new();
+    for line in footer {
+        out += &line;
+        out.push('\n');
+    }
+    for w in warnings {
+        out += &format!("warning: {w}\n");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notes_count_unmapped_reads_and_warn() {
+        let mut r = RunReport {
+            ftl: "ideal".into(),
+            preset: "tiny".into(),
+            seed: 1,
+            config: serde_json::Value::Null,
+            phases: vec![],
+            result: Metrics::default(),
+            trace: None,
+        };
+        assert_eq!(notes(std::slice::from_ref(&r)), "");
+        r.result.unmapped_reads = 2;
+        r.result.page_reads = 4;
+        let mut other = r.clone();
+        other.ftl = "dftl".into();
+        let n = notes(&[r.clone(), other.clone()]);
+        assert!(
+            n.starts_with("unmapped page reads: 2 of 4\nwarning: "),
+            "{n}"
+        );
+        other.result.unmapped_reads = 1;
+        let n = notes(&[r, other]);
+        assert!(
+            n.starts_with("unmapped page reads: ideal 2 of 4, dftl 1 of 4\n"),
+            "{n}"
+        );
+    }
 
     #[test]
     fn human_units() {

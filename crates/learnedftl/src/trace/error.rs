@@ -1,6 +1,7 @@
 //! Errors of trace reading, writing and replay.
 
 use super::Format;
+use crate::error::quote;
 use crate::ftl::Op;
 use std::fmt;
 use std::io;
@@ -46,7 +47,7 @@ pub enum TraceError {
         file: String,
     },
     /// A format name that [`Format`]'s `FromStr` does not know.
-    #[error("unknown trace format `{0}` (expected one of: {names})", names = Format::NAMES.join(", "))]
+    #[error("unknown trace format {} (expected one of: {names})", quote(.0), names = Format::NAMES.join(", "))]
     UnknownFormat(String),
     /// The file name says compressed but the content is not (or the other way round).
     #[error("{file}: the name ends in `.{extension}` but the content is not {expected} data")]
@@ -112,7 +113,7 @@ fn found(text: &str) -> String {
     if text.is_empty() {
         String::new()
     } else {
-        format!(" (found \"{text}\")")
+        format!(" (found {})", quote(text))
     }
 }
 

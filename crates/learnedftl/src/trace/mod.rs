@@ -120,10 +120,13 @@ impl Format {
     ///
     /// Blank lines and `#` comments are passed over, and up to 16 lines are examined. Each
     /// format's own parser judges each line: a line it turns into a request is evidence for it,
-    /// a line it rejects rules it out, a line it ignores (a CSV header, a blkparse summary, a
-    /// fio `add`) is neutral. blkparse counts any event line as evidence, whatever its action;
-    /// fio logs need their `fio version N iolog` header first. The answer is the one format
-    /// with evidence and nothing against it; `None` when no format (or more than one) fits.
+    /// a line it rejects is evidence against, a line it ignores (a CSV header, a blkparse
+    /// summary, a fio `add`) is neutral. blkparse counts any event line as evidence, whatever
+    /// its action; fio logs need their `fio version N iolog` header first. A format fits when
+    /// the evidence for it outweighs the evidence against (so one malformed early line does not
+    /// hide a valid file's format: the reader then names that line, or skips it under
+    /// `skip_bad_lines`). The answer is the fitting format with the most lines for it, fewest
+    /// against breaking ties; `None` when no format fits or two fit equally well.
     pub fn detect<S: AsRef<str>>(first_lines: &[S]) -> Option<Format> {
         detect_lines(first_lines.iter().map(|l| l.as_ref().as_bytes()))
     }
@@ -278,26 +281,34 @@ pub(crate) fn detect_lines<'a>(lines: impl Iterator<Item = &'a [u8]>) -> Option<
         .filter(|l| !is_blank_or_comment(l))
         .take(SNIFF_LINES)
         .collect();
-    let mut found = None;
+    // The best fit so far, its (lines for, lines against), and whether another fits as well.
+    let mut best: Option<(Format, (usize, usize))> = None;
+    let mut tied = false;
     for format in Format::ALL {
         let mut parser = Parser::new(format, b'Q');
-        let mut evidence = false;
-        let mut against = false;
+        let (mut matches, mut mismatches) = (0, 0);
         for line in &content {
             match parser.sniff(line) {
-                Sniff::Match => evidence = true,
+                Sniff::Match => matches += 1,
                 Sniff::Neutral => {}
-                Sniff::Mismatch => against = true,
+                Sniff::Mismatch => mismatches += 1,
             }
         }
-        if evidence && !against {
-            if found.is_some() {
-                return None; // ambiguous: let the user say
+        if matches <= mismatches {
+            continue;
+        }
+        let better = |(m, x): (usize, usize)| matches > m || (matches == m && mismatches < x);
+        match best {
+            Some((_, score)) if score == (matches, mismatches) => tied = true,
+            Some((_, score)) if !better(score) => {}
+            _ => {
+                best = Some((format, (matches, mismatches)));
+                tied = false;
             }
-            found = Some(format);
         }
     }
-    found
+    // Two formats that read the sample equally well: let the user say.
+    best.filter(|_| !tied).map(|(f, _)| f)
 }
 
 #[cfg(test)]
@@ -313,7 +324,7 @@ mod tests {
         }
         assert_eq!("MQSim".parse::<Format>().ok(), Some(Format::DiskSim));
         let e = "csv".parse::<Format>().unwrap_err().to_string();
-        assert!(e.contains("`csv`") && e.contains("fio-iolog"), "{e}");
+        assert!(e.contains("\"csv\"") && e.contains("fio-iolog"), "{e}");
     }
 
     #[test]
@@ -345,5 +356,19 @@ mod tests {
         assert_eq!(Format::detect(&["# only a comment", ""]), None);
         // A fio log without its header is not recognised (fio would refuse it too).
         assert_eq!(Format::detect(&["/dev/sdb read 0 4096"]), None);
+    }
+
+    #[test]
+    fn trace_detect_by_majority() {
+        // One malformed early line does not hide the format of the lines around it.
+        let lines = [
+            "0 0 100 8 1",
+            "1000 0 x 8 0",
+            "2000 0 300 8 0",
+            "3000 0 400 8 1",
+        ];
+        assert_eq!(Format::detect(&lines), Some(Format::DiskSim));
+        // Half bad is not a majority.
+        assert_eq!(Format::detect(&["0 0 100 8 1", "garbage here"]), None);
     }
 }

@@ -3,6 +3,7 @@
 use super::error::TraceError;
 use super::TraceRecord;
 use crate::addr::SimTime;
+use crate::error::quote;
 use crate::ftl::Op;
 use crate::workload::HostIo;
 use serde::Serialize;
@@ -55,7 +56,8 @@ impl FromStr for AddressPolicy {
         .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
         .ok_or_else(|| {
             TraceError::InvalidOption(format!(
-                "address policy `{s}` (expected refuse, wrap or clip)"
+                "address policy {} (expected refuse, wrap or clip)",
+                quote(s)
             ))
         })
     }
@@ -144,6 +146,11 @@ where
                 "replay speed {} (must be a positive number)",
                 options.speed
             )));
+        }
+        if options.max_requests == Some(0) {
+            return Err(TraceError::InvalidOption(
+                "max_requests 0 would replay nothing (leave it unset for no limit)".into(),
+            ));
         }
         if logical_bytes == 0 {
             return Err(TraceError::InvalidOption(
@@ -436,6 +443,11 @@ mod tests {
             }
         )
         .is_err());
+        let none = ReplayOptions {
+            max_requests: Some(0),
+            ..Default::default()
+        };
+        assert!(Replay::new(std::iter::empty(), "t", 1, none).is_err());
         assert_eq!(
             "Wrap".parse::<AddressPolicy>().ok(),
             Some(AddressPolicy::Wrap)

@@ -12,6 +12,7 @@
 //! fio scatters ranks with a hash that can collide; we scatter with a seeded bijection, so the
 //! hot set keeps exactly the size the distribution gives it.
 
+use crate::error::quote;
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
 use rand_pcg::Pcg64Mcg;
@@ -54,7 +55,7 @@ impl FromStr for Dist {
             a.parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("'{a}' is not a number"))
+                .ok_or_else(|| format!("{} is not a number", quote(a)))
         };
         match name {
             "random" | "uniform" => Ok(Dist::Uniform),
@@ -82,7 +83,8 @@ impl FromStr for Dist {
                 Ok(Dist::Normal { dev_percent })
             }
             _ => Err(format!(
-                "unknown distribution '{name}' (expected random, zipf:θ, pareto:h, normal:dev)"
+                "unknown distribution {} (expected random, zipf:θ, pareto:h, normal:dev)",
+                quote(name)
             )),
         }
     }

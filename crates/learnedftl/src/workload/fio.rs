@@ -11,6 +11,7 @@
 use super::dist::Dist;
 use super::job::{JobSpec, RwKind};
 use super::Settle;
+use crate::error::quote;
 use crate::params::{parse_duration_ns, parse_size};
 use thiserror::Error;
 
@@ -59,30 +60,37 @@ fn apply(
             let f: f64 = p
                 .trim()
                 .parse()
-                .map_err(|_| format!("{key}: '{v}' is not a percentage"))?;
+                .map_err(|_| format!("{key}: {} is not a percentage", quote(v)))?;
             if !(0.0..=100.0).contains(&f) {
-                return Err(format!("{key}: {v} is not in 0%..100%"));
+                return Err(format!("{key}: {} is not in 0%..100%", quote(v)));
             }
             return Ok((logical_bytes as f64 * f / 100.0) as u64);
         }
-        parse_size(v).ok_or_else(|| format!("{key}: '{v}' is not a size (e.g. 4k, 512KiB, 1g)"))
+        parse_size(v)
+            .ok_or_else(|| format!("{key}: {} is not a size (e.g. 4k, 512KiB, 1g)", quote(v)))
     };
     let int = |v: &str| -> Result<u64, String> {
         v.trim()
             .parse::<u64>()
-            .map_err(|_| format!("{key}: '{v}' is not a whole number"))
+            .map_err(|_| format!("{key}: {} is not a whole number", quote(v)))
+    };
+    let percent = |v: &str| -> Result<u32, String> {
+        match int(v)? {
+            p @ 0..=100 => Ok(p as u32),
+            p => Err(format!("{key}: {p} is above 100")),
+        }
     };
     let flag = |v: Option<&str>| -> Result<bool, String> {
         match v.map(|s| s.trim()) {
             None | Some("1") | Some("true") => Ok(true),
             Some("0") | Some("false") => Ok(false),
-            Some(o) => Err(format!("{key}: '{o}' is not 0 or 1")),
+            Some(o) => Err(format!("{key}: {} is not 0 or 1", quote(o))),
         }
     };
     match key {
         "rw" | "readwrite" => job.rw = need()?.parse::<RwKind>()?,
-        "rwmixread" => job.rwmixread = int(need()?)?.min(101) as u32,
-        "rwmixwrite" => job.rwmixread = 100u64.saturating_sub(int(need()?)?) as u32,
+        "rwmixread" => job.rwmixread = percent(need()?)?,
+        "rwmixwrite" => job.rwmixread = 100 - percent(need()?)?,
         "bs" | "blocksize" => job.bs = size(need()?)?,
         "numjobs" => {
             job.numjobs = u32::try_from(int(need()?)?).map_err(|_| "numjobs: too large")?
@@ -97,10 +105,9 @@ fn apply(
         "number_ios" => job.number_ios = Some(int(need()?)?),
         "runtime" => {
             let v = need()?;
-            job.runtime_ns = Some(
-                parse_duration_ns(v)
-                    .ok_or_else(|| format!("runtime: '{v}' is not a duration (e.g. 10s, 500ms)"))?,
-            )
+            job.runtime_ns = Some(parse_duration_ns(v).ok_or_else(|| {
+                format!("runtime: {} is not a duration (e.g. 10s, 500ms)", quote(v))
+            })?)
         }
         "time_based" => job.time_based = flag(value)?,
         "random_distribution" => {
@@ -112,9 +119,26 @@ fn apply(
         "randseed" => job.seed = Some(int(need()?)?),
         "stonewall" | "wait_for_previous" => return flag(value),
         k if IGNORED.contains(&k) => {}
-        _ => return Err(format!("unknown option '{key}'")),
+        _ => return Err(format!("unknown option {}", quote(key))),
     }
     Ok(false)
+}
+
+/// [`parse`] on a job file's raw bytes: bytes that are not UTF-8 are an error naming their line.
+pub fn parse_bytes(
+    bytes: &[u8],
+    file: &str,
+    logical_bytes: u64,
+) -> Result<Vec<Phase>, JobFileError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| JobFileError {
+        file: file.to_string(),
+        line: 1 + bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+        message: "not UTF-8 text".into(),
+    })?;
+    parse(text, file, logical_bytes)
 }
 
 /// Parses a job file. `file` names it in errors; sizes given in percent are taken of
@@ -134,16 +158,17 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
     let finish = |job: Option<Section>, phases: &mut Vec<Phase>| -> Result<(), JobFileError> {
         if let Some((spec, stonewall, line, settle)) = job {
             spec.validate(logical_bytes)
-                .map_err(|m| err(line, format!("job '{}': {m}", spec.name)))?;
+                .map_err(|m| err(line, format!("job {}: {m}", quote(&spec.name))))?;
             match phases.last_mut() {
                 Some(p) if !stonewall => {
                     if let Some((_, at)) = settle {
                         return Err(err(
                             at,
                             format!(
-                                "settle applies before a phase, but job '{}' joins phase '{}' \
+                                "settle applies before a phase, but job {} joins phase {} \
                                  (add stonewall, or move settle to that phase's first section)",
-                                spec.name, p.name
+                                quote(&spec.name),
+                                quote(&p.name)
                             ),
                         ));
                     }
@@ -167,7 +192,7 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
         if let Some(rest) = line.strip_prefix('[') {
             let name = rest
                 .strip_suffix(']')
-                .ok_or_else(|| err(lineno, format!("section header '{line}' lacks ']'")))?
+                .ok_or_else(|| err(lineno, format!("section header {} lacks ']'", quote(line))))?
                 .trim();
             if name.is_empty() {
                 return Err(err(lineno, "empty section name".into()));
@@ -209,7 +234,10 @@ pub fn parse(text: &str, file: &str, logical_bytes: u64) -> Result<Vec<Phase>, J
         } else if let Some((spec, stonewall, _, _)) = current.as_mut() {
             *stonewall |= apply(spec, key, value, logical_bytes).map_err(|m| err(lineno, m))?;
         } else {
-            return Err(err(lineno, format!("option '{key}' outside any section")));
+            return Err(err(
+                lineno,
+                format!("option {} outside any section", quote(key)),
+            ));
         }
     }
     finish(current.take(), &mut phases)?;
@@ -306,6 +334,20 @@ time_based
             ("[a]\nsettle\n", 2, "settle"),
             ("[global]\nsettle=auto\n", 2, "settle"),
             ("[a]\nrw=read\n[b]\nsettle=off\n", 4, "settle"),
+            (
+                "[a]\nrw=randrw\nrwmixread=150\n",
+                3,
+                "rwmixread: 150 is above 100",
+            ),
+            (
+                "[a]\nrw=randrw\nrwmixwrite=150\n",
+                3,
+                "rwmixwrite: 150 is above 100",
+            ),
+            ("[a]\nrw=read\nnumber_ios=0\n", 1, "number_ios"),
+            ("[a]\nrw=read\nruntime=0\n", 1, "runtime"),
+            ("[a]\nrw=read\nbs=8k\nio_size=4k\n", 1, "io_size"),
+            ("[a]\nrw=read\nbs=4k\n[\u{1b}[31m\n", 4, "\\u{1b}"),
         ];
         for (text, line, needle) in cases {
             let e = parse(text, "bad.fio", 4 * GIB).unwrap_err();
@@ -313,5 +355,7 @@ time_based
             assert!(e.to_string().contains(needle), "{text:?}: {e}");
             assert!(e.to_string().starts_with("bad.fio:"), "{e}");
         }
+        let e = parse_bytes(b"[a]\nrw=read\nbs=4\xffk\n", "bad.fio", 4 * GIB).unwrap_err();
+        assert_eq!((e.line, e.message.as_str()), (3, "not UTF-8 text"));
     }
 }

@@ -8,6 +8,7 @@
 use super::dist::{BlockPicker, Dist};
 use super::HostIo;
 use crate::addr::SimTime;
+use crate::error::quote;
 use crate::ftl::Op;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -61,8 +62,9 @@ impl FromStr for RwKind {
             "randrw" => RwKind::RandRw,
             other => {
                 return Err(format!(
-                    "unknown rw '{other}' (expected read, write, trim, randread, randwrite, \
-                     randtrim, rw, readwrite, randrw)"
+                    "unknown rw {} (expected read, write, trim, randread, randwrite, randtrim, \
+                     rw, readwrite, randrw)",
+                    quote(other)
                 ))
             }
         })
@@ -158,6 +160,20 @@ impl JobSpec {
         }
         if self.rwmixread > 100 {
             return Err(format!("rwmixread: {} is above 100", self.rwmixread));
+        }
+        // Amounts of zero would measure nothing and report an all-zero phase.
+        if self.number_ios == Some(0) {
+            return Err("number_ios: must be at least 1".into());
+        }
+        if self.runtime_ns == Some(0) {
+            return Err("runtime: must be positive".into());
+        }
+        if let Some(io_size) = self.io_size.filter(|&b| b < self.bs) {
+            return Err(format!(
+                "io_size: {io_size} B is less than one block of {} B (bs); a job issues whole \
+                 blocks",
+                self.bs
+            ));
         }
         let last_clone_offset = self
             .offset_increment
@@ -393,5 +409,14 @@ mod tests {
         let mut s = JobSpec::new("j", RwKind::Read);
         s.iodepth = 0;
         assert!(s.validate(1 << 20).unwrap_err().starts_with("iodepth"));
+        let mut s = JobSpec::new("j", RwKind::Read);
+        s.number_ios = Some(0);
+        assert!(s.validate(1 << 20).unwrap_err().starts_with("number_ios"));
+        let mut s = JobSpec::new("j", RwKind::Read);
+        s.runtime_ns = Some(0);
+        assert!(s.validate(1 << 20).unwrap_err().starts_with("runtime"));
+        let mut s = JobSpec::new("j", RwKind::Read);
+        s.io_size = Some(512);
+        assert!(s.validate(1 << 20).unwrap_err().starts_with("io_size"));
     }
 }

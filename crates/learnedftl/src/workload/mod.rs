@@ -2,6 +2,7 @@
 //! fio job files ([`fio`]), and the open-loop request type trace replay feeds the engine.
 
 use crate::addr::SimTime;
+use crate::error::quote;
 use crate::ftl::Op;
 
 /// One host I/O in bytes, as a workload produces it. The engine turns it into a page request
@@ -40,7 +41,7 @@ impl std::str::FromStr for Settle {
             "off" | "0" => Ok(Settle::Off),
             d => crate::params::parse_duration_ns(d)
                 .map(Settle::For)
-                .ok_or_else(|| format!("'{s}' is not auto, off or a duration (e.g. 100ms)")),
+                .ok_or_else(|| format!("{} is not auto, off or a duration (e.g. 100ms)", quote(s))),
         }
     }
 }

@@ -24,7 +24,7 @@ use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
-use crate::error::{ConfigError, FtlError};
+use crate::error::{quote, ConfigError, FtlError};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::{
     Allocator, Budget, Credit, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache, TransTable,
@@ -190,7 +190,7 @@ fn take_choice(
         Some(v) if v == other => Ok(true),
         Some(v) => Err(ConfigError::invalid(
             key,
-            format!("'{v}' is not {default} or {other}"),
+            format!("{} is not {default} or {other}", quote(v)),
         )),
     }
 }
@@ -282,7 +282,7 @@ impl LearnedFtl {
             Some(t) => Some(parse_duration_ns(&t).filter(|&ns| ns > 0).ok_or_else(|| {
                 ConfigError::invalid(
                     "refresh_period",
-                    format!("'{t}' is not a duration (e.g. 50ms, 2s) or off"),
+                    format!("{} is not a duration (e.g. 50ms, 2s) or off", quote(t)),
                 )
             })?),
         };
@@ -334,7 +334,7 @@ impl LearnedFtl {
             Some(o) => {
                 return Err(ConfigError::invalid(
                     "dram",
-                    format!("'{o}' is not paper or equal-dram"),
+                    format!("{} is not paper or equal-dram", quote(o)),
                 ))
             }
         };

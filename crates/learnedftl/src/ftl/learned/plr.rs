@@ -13,6 +13,7 @@
 //! ([`super::model::Models::install`]).
 
 use super::model::{Piece, PIECES};
+use crate::error::quote;
 use crate::error::ConfigError;
 use half::f16;
 use std::str::FromStr;
@@ -59,7 +60,7 @@ impl FromStr for Training {
             "equal-count-ls" => Ok(Training::EqualCountLs),
             _ => Err(ConfigError::invalid(
                 "training",
-                format!("'{s}' is not greedy-plr or equal-count-ls"),
+                format!("{} is not greedy-plr or equal-count-ls", quote(s)),
             )),
         }
     }
