@@ -111,6 +111,10 @@ const VARIANTS: &[(&str, &[&str])] = &[
             "cand_pick=idle-lun",
         ],
     ),
+    // A pool of one log block per LUN plane: full merges on every 64th random page of a unit.
+    ("fast", &["log_blocks=1"]),
+    // Spare room for 14 log blocks per plane: merges rarer, logs older.
+    ("fast", &["logical_ratio=0.75"]),
 ];
 
 fn variants(ftl: &str) -> Vec<Vec<&'static str>> {
@@ -237,7 +241,7 @@ macro_rules! property_tests {
     };
 }
 
-property_tests!(ideal, dftl, tpftl, sftl, leaftl, learnedftl, hpftl);
+property_tests!(ideal, dftl, tpftl, sftl, leaftl, learnedftl, hpftl, fast);
 
 #[test]
 fn every_registered_ftl_has_a_property_test() {

@@ -6,6 +6,7 @@
 
 pub mod demand;
 pub mod dftl;
+pub mod fast;
 pub mod hpftl;
 pub mod ideal;
 pub mod leaftl;
@@ -235,6 +236,7 @@ pub const FTLS: &[&str] = &[
     "leaftl",
     "hpftl",
     "learnedftl",
+    "fast",
 ];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
@@ -251,6 +253,7 @@ pub fn build(
         "leaftl" => Ok(Box::new(leaftl::Leaftl::new(dev, params)?)),
         "learnedftl" => Ok(Box::new(learned::LearnedFtl::new(dev, params)?)),
         "hpftl" => Ok(Box::new(hpftl::HpFtl::new(dev, params)?)),
+        "fast" => Ok(Box::new(fast::Fast::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),
             known: FTLS.join(", "),
