@@ -11,6 +11,7 @@ pub mod hpftl;
 pub mod ideal;
 pub mod leaftl;
 pub mod learned;
+pub mod mu;
 pub mod sftl;
 pub mod tpftl;
 
@@ -237,6 +238,7 @@ pub const FTLS: &[&str] = &[
     "hpftl",
     "learnedftl",
     "fast",
+    "mu-ftl",
 ];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
@@ -254,6 +256,7 @@ pub fn build(
         "learnedftl" => Ok(Box::new(learned::LearnedFtl::new(dev, params)?)),
         "hpftl" => Ok(Box::new(hpftl::HpFtl::new(dev, params)?)),
         "fast" => Ok(Box::new(fast::Fast::new(dev, params)?)),
+        "mu-ftl" => Ok(Box::new(mu::MuFtl::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),
             known: FTLS.join(", "),
