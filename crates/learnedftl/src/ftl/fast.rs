@@ -30,7 +30,10 @@
 //! maps are in DRAM). No background or idle work: FAST merges only when a write needs room. See
 //! `docs/ftls/fast.md` for every choice.
 
-use super::{check_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request};
+use super::{
+    check_page_map, prefetch_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink,
+    Request, Upcoming,
+};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
@@ -555,6 +558,11 @@ impl Ftl for Fast {
             Op::Flush => {}
         }
         Ok(done)
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        // `loc` is what the block map and the log page map say together: a page map by LPN.
+        prefetch_page_map(dev, &self.loc, NONE, op, lpn, when);
     }
 
     fn background(&mut self, _: &mut Device, _: SimTime) -> Result<(), FtlError> {

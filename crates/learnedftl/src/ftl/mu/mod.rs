@@ -35,7 +35,7 @@ pub mod tree;
 #[cfg(test)]
 mod tests;
 
-use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
@@ -705,6 +705,21 @@ impl Ftl for MuFtl {
         };
         self.shrink(dev, t)?;
         Ok(done)
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        let tree = &self.core.tree;
+        let leaf = tree.leaf_of(lpn.0);
+        match when {
+            Upcoming::Later => tree.prefetch(leaf, lpn.0),
+            Upcoming::Next if op == Op::Read => {
+                if let Some(e) = tree.find(leaf, lpn.0) {
+                    let v = Vppn(e.vppn + (lpn.0 - e.lpn));
+                    dev.prefetch_read(self.core.geo.vppn_to_ppa(v));
+                }
+            }
+            Upcoming::Next => {}
+        }
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {

@@ -145,6 +145,28 @@ impl Tree {
         }
     }
 
+    /// The leaf `lpn` routes to (the end of [`Tree::path`], without recording the path).
+    #[inline]
+    pub fn leaf_of(&self, lpn: u32) -> u32 {
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            if node.leaf {
+                return n;
+            }
+            n = node.kids[node.keys.partition_point(|&k| k <= lpn).max(1) - 1];
+        }
+    }
+
+    /// Hints the extents of `leaf` around `lpn` into cache (changes nothing).
+    #[inline]
+    pub fn prefetch(&self, leaf: u32, lpn: u32) {
+        let ext = &self.nodes[leaf as usize].ext;
+        if let Some(e) = ext.get(ext.partition_point(|e| e.lpn <= lpn).saturating_sub(1)) {
+            crate::mapping::prefetch(e);
+        }
+    }
+
     /// The extent of `leaf` covering `lpn`.
     #[inline]
     pub fn find(&self, leaf: u32, lpn: u32) -> Option<Ext> {
