@@ -354,10 +354,10 @@ impl GcHooks for Core {
         for b in [self.geo.block_of(old), self.geo.block_of(new)] {
             self.touch_bitmap(dev, b, Cause::GcTrans, t)?;
         }
-        let v = self.geo.ppa_to_vppn(new);
+        let v = dev.math().ppa_to_vppn(new);
         let (prev, reads) = self.update(dev, lpn, Some(v), Cause::GcTrans, t)?;
         self.stats.gc_node_reads += reads as u64;
-        if prev.map(|p| self.geo.vppn_to_ppa(p)) != Some(old) {
+        if prev.map(|p| dev.math().vppn_to_ppa(p)) != Some(old) {
             return Err(FtlError::Invariant(format!(
                 "μ-FTL: GC moved {lpn:?} from {old:?}, mapped to {prev:?}"
             )));
@@ -597,13 +597,13 @@ impl MuFtl {
         let done = dev.program(ppa, Oob::data(lpn, stamp), Src::Host, Cause::User, t)?;
         let c = &mut self.core;
         c.touch_bitmap(dev, c.geo.block_of(ppa), Cause::TransRead, t)?;
-        let v = c.geo.ppa_to_vppn(ppa);
+        let v = dev.math().ppa_to_vppn(ppa);
         let (old, reads) = c.update(dev, lpn, Some(v), Cause::TransRead, t)?;
         c.stats.lookups += 1;
         c.stats.node_reads += reads as u64;
         c.stats.lookup_hits += (reads == 0) as u64;
         if let Some(old) = old {
-            let p = c.geo.vppn_to_ppa(old);
+            let p = dev.math().vppn_to_ppa(old);
             c.invalidate(dev, p, t)?;
         }
         Ok(done)
@@ -613,7 +613,7 @@ impl MuFtl {
         let c = &mut self.core;
         let (old, _) = c.update(dev, lpn, None, Cause::TransRead, t)?;
         if let Some(old) = old {
-            let p = c.geo.vppn_to_ppa(old);
+            let p = dev.math().vppn_to_ppa(old);
             c.invalidate(dev, p, t)?;
         }
         Ok(())
@@ -653,7 +653,7 @@ impl MuFtl {
                 done = done.max(ready);
                 continue;
             };
-            let ppa = self.core.geo.vppn_to_ppa(Vppn(e.vppn + (lpn.0 - e.lpn)));
+            let ppa = dev.math().vppn_to_ppa(Vppn(e.vppn + (lpn.0 - e.lpn)));
             let (oob, d) = dev.read(ppa, Cause::User, ready)?;
             self.stats.lookup(1 + reads as usize);
             self.stats.cmt_hits += (reads == 0) as u64;
@@ -715,7 +715,7 @@ impl Ftl for MuFtl {
             Upcoming::Next if op == Op::Read => {
                 if let Some(e) = tree.find(leaf, lpn.0) {
                     let v = Vppn(e.vppn + (lpn.0 - e.lpn));
-                    dev.prefetch_read(self.core.geo.vppn_to_ppa(v));
+                    dev.prefetch_read(dev.math().vppn_to_ppa(v));
                 }
             }
             Upcoming::Next => {}
