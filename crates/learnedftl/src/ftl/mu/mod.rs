@@ -35,7 +35,7 @@ pub mod tree;
 #[cfg(test)]
 mod tests;
 
-use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
+use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
@@ -208,6 +208,8 @@ struct Core {
     bitmaps: Lru,
     lines_per_bitmap: u32,
     path: Vec<u32>,
+    /// Upper key bound of the leaf at the end of `path`.
+    hi: u32,
     read_slots: Vec<u32>,
     change: Change,
     stats: MuStats,
@@ -225,7 +227,7 @@ impl Core {
 
     /// Brings the path to `lpn`'s leaf into the cache, reading (cause `cause`, from `t`) each
     /// uncached node's page once. Returns `(when the leaf is known, node page reads)`; the
-    /// path is left in `self.path`.
+    /// path is left in `self.path`, the leaf's upper key bound in `self.hi`.
     fn load_path(
         &mut self,
         dev: &mut Device,
@@ -233,7 +235,7 @@ impl Core {
         cause: Cause,
         t: SimTime,
     ) -> Result<(SimTime, u32), FtlError> {
-        self.tree.path(lpn.0, &mut self.path);
+        self.hi = self.tree.path(lpn.0, &mut self.path);
         self.slot.resize(self.tree.arena(), NIL);
         self.read_slots.clear();
         let (mut ready, mut reads) = (t, 0);
@@ -271,7 +273,7 @@ impl Core {
             .is_some_and(|e: Ext| e.len > 1 && lpn.0 > e.lpn && lpn.0 + 1 < e.lpn + e.len);
         self.stats.extent_splits += splits as u64;
         self.tree
-            .set(lpn.0, vppn.map(|v| v.0), &mut self.path, &mut self.change);
+            .set(lpn.0, vppn.map(|v| v.0), leaf, self.hi, &mut self.change);
         self.slot.resize(self.tree.arena(), NIL);
         for i in 0..self.change.freed.len() {
             let n = self.change.freed[i];
@@ -442,6 +444,7 @@ impl MuFtl {
                 bitmaps: Lru::with_capacity(bitmap_pages * page),
                 lines_per_bitmap,
                 path: Vec::new(),
+                hi: u32::MAX,
                 read_slots: Vec::new(),
                 change: Change::default(),
                 stats: MuStats::default(),
@@ -705,21 +708,6 @@ impl Ftl for MuFtl {
         };
         self.shrink(dev, t)?;
         Ok(done)
-    }
-
-    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
-        let tree = &self.core.tree;
-        let leaf = tree.leaf_of(lpn.0);
-        match when {
-            Upcoming::Later => tree.prefetch(leaf, lpn.0),
-            Upcoming::Next if op == Op::Read => {
-                if let Some(e) = tree.find(leaf, lpn.0) {
-                    let v = Vppn(e.vppn + (lpn.0 - e.lpn));
-                    dev.prefetch_read(dev.math().vppn_to_ppa(v));
-                }
-            }
-            Upcoming::Next => {}
-        }
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {

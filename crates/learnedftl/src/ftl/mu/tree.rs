@@ -145,28 +145,6 @@ impl Tree {
         }
     }
 
-    /// The leaf `lpn` routes to (the end of [`Tree::path`], without recording the path).
-    #[inline]
-    pub fn leaf_of(&self, lpn: u32) -> u32 {
-        let mut n = self.root;
-        loop {
-            let node = &self.nodes[n as usize];
-            if node.leaf {
-                return n;
-            }
-            n = node.kids[node.keys.partition_point(|&k| k <= lpn).max(1) - 1];
-        }
-    }
-
-    /// Hints the extents of `leaf` around `lpn` into cache (changes nothing).
-    #[inline]
-    pub fn prefetch(&self, leaf: u32, lpn: u32) {
-        let ext = &self.nodes[leaf as usize].ext;
-        if let Some(e) = ext.get(ext.partition_point(|e| e.lpn <= lpn).saturating_sub(1)) {
-            crate::mapping::prefetch(e);
-        }
-    }
-
     /// The extent of `leaf` covering `lpn`.
     #[inline]
     pub fn find(&self, leaf: u32, lpn: u32) -> Option<Ext> {
@@ -176,11 +154,11 @@ impl Tree {
     }
 
     /// Maps `lpn` to `vppn` (or unmaps it), splitting the extent that covered it and merging
-    /// the new page into a neighbouring extent it continues. `ch` receives what changed.
-    pub fn set(&mut self, lpn: u32, vppn: Option<u32>, path: &mut Vec<u32>, ch: &mut Change) {
+    /// the new page into a neighbouring extent it continues. `leaf` and `hi` are what
+    /// [`Tree::path`] returned for `lpn` (the caller has walked the path already, paying for
+    /// it). `ch` receives what changed.
+    pub fn set(&mut self, lpn: u32, vppn: Option<u32>, leaf: u32, hi: u32, ch: &mut Change) {
         ch.clear();
-        let hi = self.path(lpn, path);
-        let leaf = *path.last().expect("a path ends in a leaf");
         let before = self.nodes[leaf as usize].ext.len();
         let ext = &mut self.nodes[leaf as usize].ext;
         let mut i = ext.partition_point(|e| e.lpn <= lpn);
@@ -434,7 +412,8 @@ mod tests {
 
     fn set(t: &mut Tree, lpn: u32, v: Option<u32>) -> Change {
         let (mut path, mut ch) = (Vec::new(), Change::default());
-        t.set(lpn, v, &mut path, &mut ch);
+        let hi = t.path(lpn, &mut path);
+        t.set(lpn, v, *path.last().unwrap(), hi, &mut ch);
         t.check().unwrap();
         ch
     }
