@@ -25,8 +25,15 @@
 #   hpftl-fig2      HP-FTL paper Fig. 2: ideal / DFTL / HP-FTL IOPS against the DRAM given to the
 #                   mapping table, uniform and Zipf 0.99 4 KiB writes on a fresh device
 #   hpftl-secondary HP-FTL paper Figs. 4-7: secondary-table peak size and IOPS for h and m
+#   fast-merges     the lecture deck: FAST's switch / partial / full merges under sequential,
+#                   random and mixed writes after a sequential fill
+#   mu-translation  the lecture deck: extra flash reads (and programs) per request of mu-FTL
+#                   against DFTL at the same mapping DRAM, coarse and fine extents
+#   dram            the deck's RAM-usage table: mapping DRAM by part of every FTL after a
+#                   sequential fill and 4 KiB random writes
 #
-# Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names),
+# Environment: SEED (default 1), FTLS (comma list; default: every FTL `learnedftl list` names,
+# but fast and mu-ftl only in the lecture deck's experiments),
 # TRACES_DIR (default ../shared/traces), SETUP:
 #   default  the simulator's defaults (SPEC §3.3, §3.5): timing=backfill (gap-filling LUN
 #            queues), gc=reserve (one 2-line GC reserve for every FTL), --settle auto (idle time
@@ -48,7 +55,7 @@ usage() {
 preset=${1:-quick}
 [[ $# -gt 0 ]] && shift
 all_experiments=(randread seqread seqread-shared randwrite seqwrite tpftl-threads cmt-sweep traces
-  hpftl-fig2 hpftl-secondary)
+  hpftl-fig2 hpftl-secondary fast-merges mu-translation dram)
 experiments=("$@")
 [[ ${#experiments[@]} -eq 0 ]] && experiments=("${all_experiments[@]}")
 
@@ -63,6 +70,8 @@ case $preset in
     th_ios=2000                # TPFTL motivation: reads per job per thread count
     hp_ios=11468               # HP-FTL experiments: 1.4 x logical / 64 at logical_ratio=0.5
     hp_ms="2 3 4 5"            # HP-FTL m sweep below p = 6 (the paper's m values)
+    deck_dram=240k             # mu-FTL and DFTL: DFTL's default 3 % + GTD (237.9 KiB)
+    deck_ios=2400              # 4 KiB writes per job (x64: 2.6x FAST's log pool, 5x DFTL's CMT)
     ;;
   paper)
     slice_mib=480
@@ -72,6 +81,8 @@ case $preset in
     th_ios=8000
     hp_ios=91750
     hp_ms="6 7 8"              # p - 3 .. p - 1, the paper's range relative to p (p = 9)
+    deck_dram=1900k            # DFTL's default 3 % + GTD
+    deck_ios=20000
     ;;
   -h | --help | help) usage ;;
   *)
@@ -106,8 +117,13 @@ mkdir -p "$jobs"
 
 cargo build --release -q -p learnedftl-cli
 bin=target/release/learnedftl
-ftls=${FTLS:-$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ' ')}
+all_ftls=$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ' ')
+# The lecture deck's FTLs (FAST, mu-FTL) have experiments of their own (fast-merges,
+# mu-translation, dram); the LearnedFTL paper's experiments leave them out unless FTLS names them.
+ftls=${FTLS:-$(echo ",$all_ftls," | sed 's/,fast,/,/; s/,mu-ftl,/,/; s/^,//; s/,$//')}
 has_ftl() { [[ ",$ftls," == *",$1,"* ]]; }
+deck_ftls=${FTLS:-$all_ftls}
+deck_has() { [[ ",$deck_ftls," == *",$1,"* ]]; }
 echo "preset $preset, seed $seed, setup $setup (${setup_args[*]:-simulator defaults}), FTLs $ftls"
 
 # ---- job files (written per preset, kept beside the results) --------------------------------
@@ -206,6 +222,22 @@ if ((sr_drain + ${#thread_counts[@]} * th_ios > slice_mib * 256)); then
   echo "internal: the TPFTL sequential phases do not fit a slice" >&2
   exit 1
 fi
+
+# The deck's FAST comparison, mixed writes: one sequential 512 KiB stream beside 16 random 4 KiB
+# writers, in one phase.
+cat >"$jobs/fast-mixed.fio" <<EOF
+; one sequential 512 KiB writer and 16 random 4 KiB writers at once
+[seq]
+rw=write
+bs=512k
+number_ios=$((deck_ios / 4))
+
+[rand]
+rw=randwrite
+bs=4k
+numjobs=16
+number_ios=$((deck_ios * 4))
+EOF
 
 # ---- running -------------------------------------------------------------------------------
 runs_dir=
@@ -396,6 +428,39 @@ for e in "${experiments[@]}"; do
             --trace "$traces_dir/$t.disksim" --address-policy wrap --speed "$s"
         done
       done
+      finish
+      ;;
+    fast-merges)
+      deck_has fast || { echo "== fast-merges: skipped (no fast in FTLS)"; continue; }
+      begin fast-merges
+      # After a sequential fill (switch merges only): whole-block sequential writes, small
+      # random writes, both at once; the random case again with the deck's 3 % log buffer.
+      run "sequential" --ftl fast "${seq_pre[@]}" --rw write --bs 512k --number-ios "$deck_ios"
+      run "random" --ftl fast "${seq_pre[@]}" --rw randwrite --bs 4k --numjobs 64 \
+        --number-ios "$deck_ios"
+      run "mixed" --ftl fast "${seq_pre[@]}" --job "$jobs/fast-mixed.fio"
+      run "random, log_blocks=8 (3 %)" --ftl fast --set log_blocks=8 "${seq_pre[@]}" \
+        --rw randwrite --bs 4k --numjobs 64 --number-ios "$deck_ios"
+      finish
+      ;;
+    mu-translation)
+      deck_has mu-ftl || { echo "== mu-translation: skipped (no mu-ftl in FTLS)"; continue; }
+      begin mu-translation
+      # The same total mapping DRAM for both. Fine extents (4 KiB random fill) and coarse ones
+      # (512 KiB random fill), then 4 KiB random reads; then 4 KiB random writes.
+      deck=(--ftl dftl,mu-ftl --set "mapping_dram_bytes=$deck_dram")
+      run "randread after randwrite:4k:1" "${deck[@]}" --precondition randwrite:4k:1 \
+        --rw randread --bs 4k --numjobs 64 --number-ios "$rr_ios"
+      run "randread after randwrite:512k:1" "${deck[@]}" --precondition randwrite:512k:1 \
+        --rw randread --bs 4k --numjobs 64 --number-ios "$rr_ios"
+      run "randwrite after write:512k:1" "${deck[@]}" "${seq_pre[@]}" \
+        --rw randwrite --bs 4k --numjobs 64 --number-ios "$deck_ios"
+      finish
+      ;;
+    dram)
+      begin dram
+      run "dram" --ftl "$deck_ftls" "${seq_pre[@]}" --rw randwrite --bs 4k --numjobs 64 \
+        --number-ios "$rw_ios"
       finish
       ;;
     hpftl-fig2) hp_experiment hpftl-fig2 hp_fig2_points ;;

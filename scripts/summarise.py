@@ -15,7 +15,7 @@ import os
 import sys
 
 # The order FTLs appear in, whatever order the runs used.
-ORDER = ["ideal", "dftl", "tpftl", "sftl", "leaftl", "hpftl", "learnedftl"]
+ORDER = ["ideal", "dftl", "tpftl", "sftl", "leaftl", "hpftl", "learnedftl", "fast", "mu-ftl"]
 
 # What the paper (LearnedFTL, HPCA'24, §II-B and §IV) reports, per experiment and FTL.
 PAPER = {
@@ -602,6 +602,85 @@ def hpftl_secondary_section(exp, warnings):
     return s
 
 
+def fast_merges_section(exp, warnings):
+    """The deck's FAST merge counts by kind, one row per workload."""
+    s = Section("FAST merges by kind (lecture deck)")
+    s.text(commands(exp))
+    t = Table(["workload", "page writes", "switch", "partial", "full", "data blocks / full",
+               "copies / page write", "erases", "padding", "WAF", "write IOPS"])
+    for run in exp["runs"]:
+        for r in run["reports"]:
+            m = r["result"]
+            warnings += check(r, m)
+            c = lambda k: counter(m, k) or 0  # noqa: E731
+            full = c("full_merges")
+            copies = c("partial_copies") + c("full_copies")
+            t.add(run["label"], num(m["page_writes"]), num(c("switch_merges")),
+                  num(c("partial_merges")), num(full),
+                  num(c("full_merge_data_blocks") / full, 1) if full else "–",
+                  num(copies / m["page_writes"], 2) if m["page_writes"] else "–",
+                  num(c("switch_erases") + c("partial_erases") + c("full_erases")),
+                  num(c("pad_pages")), num(m["waf"], 2), num(m["iops"]))
+    s.table(t)
+    s.text("Counted over the measured phase (after a sequential fill, which is switch merges "
+           "only). Full = random log blocks reclaimed; data blocks / full = logical blocks each "
+           "rebuilt (the deck: 20-60 % of FAST's full merges involve more than 20).")
+    return s
+
+
+def extra_ops(m):
+    """Flash reads and programs per request beyond the host's own pages (translation, GC)."""
+    reads, progs = m["flash"]["reads"], m["flash"]["programs"]
+    req = sum(m["requests"].values()) or 1
+    return ((reads["total"] - reads["user"] - reads["gc_data"]) / req,
+            (progs["translation_writeback"] + progs["gc_translation"]) / req)
+
+
+def mu_translation_section(exp, warnings):
+    """μ-FTL's address-translation overhead against DFTL's at the same DRAM."""
+    s = Section("μ-FTL address-translation overhead against DFTL (lecture deck)")
+    s.text(commands(exp))
+    t = Table(["workload", "FTL", "IOPS", "extra reads / request", "extra programs / request",
+               "single/double/triple", "node reads / lookup", "tree height", "extents",
+               "DRAM KiB", "WAF"])
+    for run in exp["runs"]:
+        for r in by_ftl(run["reports"]):
+            m = r["result"]
+            warnings += check(r, m)
+            rd, pg = extra_ops(m)
+            mu = r["ftl"] == "mu-ftl"
+            t.add(run["label"], r["ftl"], num(m["iops"]), num(rd, 3), num(pg, 3),
+                  lookup_split(m) if m["page_reads"] else "–",
+                  num(counter(m, "node_reads_per_lookup"), 3) if mu else "",
+                  num(counter(m, "tree_height")) if mu else "",
+                  num(counter(m, "extents")) if mu else "",
+                  num(m["dram_bytes"]["total"] / 1024, 1), num(m["waf"], 2) if m["page_writes"]
+                  else "–")
+    s.table(t)
+    s.text("Extra reads = all flash reads but the host's and GC's data reads (translation "
+           "and bitmap pages, tree nodes, including those GC needs); extra programs = "
+           "translation, tree-node and bitmap pages programmed; both per request of the "
+           "measured phase.")
+    return s
+
+
+def dram_section(exp, warnings):
+    """The deck's RAM-usage table: mapping DRAM by part for every FTL."""
+    s = Section("Mapping DRAM of every FTL (lecture deck's RAM-usage table)")
+    s.text(commands(exp))
+    t = Table(["FTL", "DRAM KiB", "peak KiB", "budget KiB", "parts (KiB)"])
+    for r in by_ftl(exp["runs"][0]["reports"]):
+        m = r["result"]
+        warnings += check(r, m)
+        d = dict(m["dram_bytes"])
+        total, peak, budget = d.pop("total"), d.pop("peak", None), d.pop("budget", None)
+        parts = ", ".join(f"{k} {v / 1024:,.1f}" for k, v in d.items())
+        t.add(r["ftl"], num(total / 1024, 1), num(peak / 1024, 1) if peak else "–",
+              num(budget / 1024, 1) if budget else "–", parts)
+    s.table(t)
+    return s
+
+
 def links_section():
     s = Section("Covered by the FTLs' own pages")
     hp = "docs/ftls/hpftl.md"
@@ -634,7 +713,9 @@ def summarise(results):
         sections.append(tr)
     for name, fn in (("tpftl-threads", tpftl_threads_section), ("cmt-sweep", cmt_sweep_section),
                      ("traces", traces_section), ("hpftl-fig2", hpftl_fig2_section),
-                     ("hpftl-secondary", hpftl_secondary_section)):
+                     ("hpftl-secondary", hpftl_secondary_section),
+                     ("fast-merges", fast_merges_section),
+                     ("mu-translation", mu_translation_section), ("dram", dram_section)):
         exp = load(results, name)
         if exp:
             sections.append(fn(exp, warnings))
@@ -645,12 +726,16 @@ def summarise(results):
     # The setup, from the first report's effective configuration.
     first = next(load(results, n) for n in ("randread", "seqread", "seqread-shared", "randwrite",
                                             "seqwrite", "tpftl-threads", "cmt-sweep", "traces",
-                                            "hpftl-fig2", "hpftl-secondary") if load(results, n))
-    cfg = next(r["config"] for run in first["runs"] for r in run["reports"])
+                                            "hpftl-fig2", "hpftl-secondary", "fast-merges",
+                                            "mu-translation", "dram") if load(results, n))
+    # FAST has no line GC rule: take the setup from a report of an FTL that has one.
+    cfgs = [r["config"] for run in first["runs"] for r in run["reports"]]
+    cfg = next((c for c in cfgs if "gc" in c["ftl"]), cfgs[0])
     settle_cfg = cfg.get("settle", "off")
     if isinstance(settle_cfg, dict):
         settle_cfg = f"{settle_cfg['for'] / 1e6:g} ms"
-    setup = (f"timing={cfg['device']['timing']['mode']}, gc={cfg['ftl']['gc']['rule']}, "
+    gc_rule = cfg["ftl"]["gc"]["rule"] if "gc" in cfg["ftl"] else "none (FAST merges)"
+    setup = (f"timing={cfg['device']['timing']['mode']}, gc={gc_rule}, "
              f"settle {settle_cfg}")
     head = (f"# Reproduction summary ({first['preset']} preset; {setup})\n\n"
             f"Generated by scripts/summarise.py from "

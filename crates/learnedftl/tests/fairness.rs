@@ -20,12 +20,12 @@ fn sim(ftl: &str, kv: &[&str]) -> Simulator {
 }
 
 /// Free room in lines after a request: fully erased lines for the line-based FTLs (what their
-/// reserve counts), free pages over pages per line for HP-FTL, whose blocks fill
-/// independently and whose triggers count free pages.
+/// reserve counts), free pages over pages per line for HP-FTL and FAST, whose blocks fill
+/// independently (HP-FTL's triggers count free pages; FAST's spare blocks are its log pool).
 fn free_lines(s: &Simulator) -> f64 {
     let d = s.device();
     let g = d.geo();
-    if s.ftl().name() == "hpftl" {
+    if matches!(s.ftl().name(), "hpftl" | "fast") {
         let free: u64 = (0..g.blocks())
             .map(|b| (g.pages_per_block - d.block_written(b)) as u64)
             .sum();

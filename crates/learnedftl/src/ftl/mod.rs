@@ -6,10 +6,12 @@
 
 pub mod demand;
 pub mod dftl;
+pub mod fast;
 pub mod hpftl;
 pub mod ideal;
 pub mod leaftl;
 pub mod learned;
+pub mod mu;
 pub mod sftl;
 pub mod tpftl;
 
@@ -255,6 +257,8 @@ pub const FTLS: &[&str] = &[
     "leaftl",
     "hpftl",
     "learnedftl",
+    "fast",
+    "mu-ftl",
 ];
 
 /// Builds the FTL `name` for a device, taking its parameters from `params`.
@@ -271,6 +275,8 @@ pub fn build(
         "leaftl" => Ok(Box::new(leaftl::Leaftl::new(dev, params)?)),
         "learnedftl" => Ok(Box::new(learned::LearnedFtl::new(dev, params)?)),
         "hpftl" => Ok(Box::new(hpftl::HpFtl::new(dev, params)?)),
+        "fast" => Ok(Box::new(fast::Fast::new(dev, params)?)),
+        "mu-ftl" => Ok(Box::new(mu::MuFtl::new(dev, params)?)),
         _ => Err(ConfigError::UnknownFtl {
             name: name.to_string(),
             known: FTLS.join(", "),

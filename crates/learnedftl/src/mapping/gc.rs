@@ -171,6 +171,21 @@ pub fn alloc_page(
     hooks: &mut impl GcHooks,
     stats: &mut FtlStats,
 ) -> Result<Ppa, FtlError> {
+    make_room(dev, alloc, stream, t, hooks, stats)?;
+    alloc.next_page(stream)
+}
+
+/// The foreground GC [`alloc_page`] runs before taking a page, alone: for an FTL that must run
+/// it before it decides what to write (GC may change that), then takes its few pages with
+/// [`Allocator::next_page`], which the reserve covers.
+pub fn make_room(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    stream: Stream,
+    t: SimTime,
+    hooks: &mut impl GcHooks,
+    stats: &mut FtlStats,
+) -> Result<(), FtlError> {
     // A full open line is a GC candidate too (a translation line can be mostly invalid by the
     // time it fills, and may be the only line GC can reclaim).
     alloc.close_full(stream);
@@ -183,7 +198,7 @@ pub fn alloc_page(
         let out = collect_line(dev, alloc, victim, t, hooks)?;
         record(stats, &out, false);
     }
-    alloc.next_page(stream)
+    Ok(())
 }
 
 /// Background GC after a request: cleans up to `policy.bg_victims` lines (FEMU: one) while the

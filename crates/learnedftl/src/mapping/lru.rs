@@ -26,6 +26,13 @@ impl Links {
             next: vec![NIL; n],
         }
     }
+    /// Makes room for ids `0..n` (for lists over a growing arena, e.g. tree nodes).
+    pub fn grow(&mut self, n: usize) {
+        if self.prev.len() < n {
+            self.prev.resize(n, NIL);
+            self.next.resize(n, NIL);
+        }
+    }
     /// The element after `i` (towards the tail, i.e. less recent), or [`NIL`].
     #[inline]
     pub fn next(&self, i: u32) -> u32 {

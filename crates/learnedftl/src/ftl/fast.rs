@@ -1,0 +1,623 @@
+//! FAST (Lee et al., "A log buffer-based flash translation layer using fully-associative sector
+//! translation", ACM TECS 2007; SPEC §5.8, the lecture deck): a hybrid log-block FTL.
+//!
+//! * **Units.** A *unit* is one plane of one LUN; FAST runs in every unit independently, over
+//!   erase blocks of that unit. Logical pages are striped over the units page by page, in the
+//!   device's VPPN order (channel fastest), so that consecutive LPNs land on different LUNs as
+//!   they do under the page-level FTLs' striped write pointers: every request size gets the same
+//!   parallelism as theirs. Within a unit, the unit's LPNs in order form its *logical blocks* of
+//!   `pages_per_block` pages each.
+//! * **Data blocks** are block-mapped (DRAM: one entry per logical block): page offset `k` of a
+//!   logical block lives at page `k` of its data block, or in a log block.
+//! * **Sequential log block** (one per unit): a write to offset 0 of a logical block opens it;
+//!   writes continuing at the next offset append. Full, it replaces the data block (**switch
+//!   merge**: no copy). Needed by another logical block (or offset 0 again) before it is full,
+//!   it is completed from the latest versions of its remaining offsets and replaces the data
+//!   block (**partial merge**).
+//! * **Random log blocks**: every other write appends to the unit's active random log block;
+//!   the pool of `log_blocks` blocks is shared by all the unit's data blocks (fully
+//!   associative) and page-mapped (DRAM: one entry per log page). When the pool is full, the
+//!   oldest log block is reclaimed (FIFO, as FAST does): every logical block with a valid page
+//!   in it is rebuilt into a fresh block from its latest versions, the old data block (and the
+//!   sequential log block, if it holds that logical block) erased, then the victim erased
+//!   (**full merge**).
+//!
+//! A merge holds up the write that needs it: the write's program is issued when the merge's
+//! last operation completes. Copies read each page and program it when the read completes;
+//! erases are issued with the merge. A merged block is programmed in page order, so an offset
+//! with no data below the last one that has data is filled with a padding page, invalidated at
+//! once (counted as `pad_pages`; none on a device written in full). Reads are single reads (both
+//! maps are in DRAM). No background or idle work: FAST merges only when a write needs room. See
+//! `docs/ftls/fast.md` for every choice.
+
+use super::{
+    check_page_map, prefetch_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink,
+    Request, Upcoming,
+};
+use crate::addr::{Lpn, Ppa, SimTime};
+use crate::config::{DeviceConfig, Geometry};
+use crate::device::{Cause, Device, Oob, Src};
+use crate::error::{ConfigError, FtlError};
+use crate::params::Params;
+use serde::Serialize;
+use std::collections::VecDeque;
+
+const NONE: u32 = u32::MAX;
+/// DRAM of a block-map entry (a physical block number).
+const BLOCK_ENTRY_BYTES: u64 = 4;
+/// DRAM of a log page-map entry (LPN and PPN, as SPEC §5.0 charges mapping entries).
+const LOG_ENTRY_BYTES: u64 = 8;
+/// DRAM of a sequential log block's state (its logical block, physical block, next offset).
+const SEQ_STATE_BYTES: u64 = 12;
+/// Blocks of a unit that are never log blocks: one for a merge's destination, one so that a
+/// new sequential log block can be opened while the random pool is full.
+const MERGE_RESERVE: u32 = 2;
+
+/// What a physical block holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Role {
+    Free,
+    /// The data block of this (global) logical block.
+    Data(u32),
+    /// The unit's sequential log block.
+    Seq,
+    /// A random log block of the unit's pool.
+    Log,
+}
+
+/// The sequential log block of a unit.
+#[derive(Copy, Clone, Debug)]
+struct SeqLog {
+    /// Global logical block it holds.
+    lb: u32,
+    /// Global physical block.
+    block: u32,
+    /// Next offset to write (offsets below are written).
+    next: u32,
+}
+
+/// One unit's blocks.
+#[derive(Clone, Debug, Default)]
+struct Unit {
+    /// Erased blocks (global numbers), taken FIFO.
+    free: VecDeque<u32>,
+    /// Full random log blocks, oldest first.
+    pool: VecDeque<u32>,
+    /// The random log block being appended to, and its next page.
+    active: Option<(u32, u32)>,
+    seq: Option<SeqLog>,
+}
+
+/// Merge counters, by kind (the deck's comparison).
+#[derive(Clone, Debug, Default, Serialize)]
+struct MergeStats {
+    switch_merges: u64,
+    switch_erases: u64,
+    partial_merges: u64,
+    partial_copies: u64,
+    partial_erases: u64,
+    /// Random log blocks reclaimed by full merges.
+    full_merges: u64,
+    /// Logical blocks rebuilt by those full merges (the deck's "data blocks per full merge").
+    full_merge_data_blocks: u64,
+    /// Most logical blocks one full merge rebuilt.
+    full_merge_max_data_blocks: u64,
+    full_copies: u64,
+    full_erases: u64,
+    /// Random log blocks reclaimed with no valid page (erased, nothing merged).
+    empty_log_erases: u64,
+    /// Padding pages programmed into merged blocks below their last written offset.
+    pad_pages: u64,
+    /// Host page writes by where they went.
+    seq_log_writes: u64,
+    random_log_writes: u64,
+}
+
+/// The FAST FTL.
+#[derive(Clone)]
+pub struct Fast {
+    geo: Geometry,
+    /// Units (= blocks per line).
+    units: u32,
+    ppb: u32,
+    /// Logical blocks per unit.
+    lbs_per_unit: u32,
+    /// Random log blocks per unit.
+    log_blocks: u32,
+    /// Stripe position (LPN mod units) → unit, and back.
+    unit_at: Vec<u32>,
+    pos_of: Vec<u32>,
+    /// LPN → PPA of its current version (the data block or a log block; what the block map and
+    /// the log page map together say).
+    loc: Vec<u32>,
+    /// Global logical block → its data block.
+    data: Vec<u32>,
+    role: Vec<Role>,
+    unit: Vec<Unit>,
+    /// Logical blocks of the victim of a full merge (reused).
+    scratch: Vec<u32>,
+    stats: FtlStats,
+    merges: MergeStats,
+}
+
+impl Fast {
+    /// Builds FAST; parameter `log_blocks` (random log blocks per unit; default: every spare
+    /// block of a unit but the two merges need).
+    pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Fast, ConfigError> {
+        let geo = dev.geometry.clone();
+        let units = geo.blocks_per_line();
+        let ppb = geo.pages_per_block;
+        let bpu = geo.blocks_per_plane;
+        let lbs_per_unit = geo.logical_pages.div_ceil(units as u64 * ppb as u64) as u32;
+        let spare = bpu.saturating_sub(lbs_per_unit);
+        let max_log = spare.saturating_sub(MERGE_RESERVE);
+        let log_blocks = params.take::<u32>("log_blocks")?.unwrap_or(max_log);
+        if log_blocks == 0 || log_blocks > max_log {
+            return Err(ConfigError::invalid(
+                "log_blocks",
+                format!(
+                    "{log_blocks}: each LUN plane has {bpu} blocks for {lbs_per_unit} logical \
+                     blocks, leaving {spare} spare, of which {MERGE_RESERVE} stay free for merges; \
+                     need 1 to {max_log} (lower logical_ratio for more)"
+                ),
+            ));
+        }
+        let (c, w) = (geo.channels, geo.luns_per_channel);
+        // Stripe position s: channel fastest, then LUN, then plane (VPPN order); unit index =
+        // the block's position in its line.
+        let unit_at: Vec<u32> = (0..units)
+            .map(|s| {
+                let (ch, lun, pl) = (s % c, s / c % w, s / (c * w));
+                (ch * w + lun) * geo.planes_per_lun + pl
+            })
+            .collect();
+        let mut pos_of = vec![0; units as usize];
+        for (s, &u) in unit_at.iter().enumerate() {
+            pos_of[u as usize] = s as u32;
+        }
+        let unit = (0..units)
+            .map(|u| Unit {
+                free: (0..bpu).map(|b| u * bpu + b).collect(),
+                ..Unit::default()
+            })
+            .collect();
+        Ok(Fast {
+            units,
+            ppb,
+            lbs_per_unit,
+            log_blocks,
+            unit_at,
+            pos_of,
+            loc: vec![NONE; geo.logical_pages as usize],
+            data: vec![NONE; (units * lbs_per_unit) as usize],
+            role: vec![Role::Free; geo.blocks() as usize],
+            unit,
+            scratch: Vec::new(),
+            stats: FtlStats::default(),
+            merges: MergeStats::default(),
+            geo,
+        })
+    }
+
+    /// `(unit, global logical block, offset)` of an LPN.
+    #[inline]
+    fn place(&self, lpn: Lpn) -> (u32, u32, u32) {
+        let (q, s) = (lpn.0 / self.units, lpn.0 % self.units);
+        let u = self.unit_at[s as usize];
+        (u, u * self.lbs_per_unit + q / self.ppb, q % self.ppb)
+    }
+
+    /// The LPN at offset `off` of global logical block `lb`, if inside the logical space.
+    #[inline]
+    fn lpn_at(&self, lb: u32, off: u32) -> Option<Lpn> {
+        let (u, i) = (lb / self.lbs_per_unit, lb % self.lbs_per_unit);
+        let l = (i as u64 * self.ppb as u64 + off as u64) * self.units as u64
+            + self.pos_of[u as usize] as u64;
+        (l < self.loc.len() as u64).then_some(Lpn(l as u32))
+    }
+
+    #[inline]
+    fn ppa(&self, block: u32, page: u32) -> Ppa {
+        Ppa(block * self.ppb + page)
+    }
+
+    fn take_free(&mut self, u: u32, role: Role) -> Result<u32, FtlError> {
+        let b = self.unit[u as usize]
+            .free
+            .pop_front()
+            .ok_or(FtlError::NoSpace)?;
+        self.role[b as usize] = role;
+        Ok(b)
+    }
+
+    fn erase(&mut self, dev: &mut Device, block: u32, t: SimTime) -> Result<SimTime, FtlError> {
+        let done = dev.erase(block, Cause::GcData, t)?;
+        self.role[block as usize] = Role::Free;
+        let u = block / self.geo.blocks_per_plane;
+        self.unit[u as usize].free.push_back(block);
+        Ok(done)
+    }
+
+    /// Programs `lpn`'s current version (if any) into `block` at page `off` by a copy (read at
+    /// `t`, program when read), or a padding page; returns when done and whether it copied.
+    fn copy_into(
+        &mut self,
+        dev: &mut Device,
+        lpn: Lpn,
+        block: u32,
+        off: u32,
+        t: SimTime,
+    ) -> Result<(SimTime, bool), FtlError> {
+        let dst = self.ppa(block, off);
+        let cur = self.loc[lpn.idx()];
+        if cur == NONE {
+            let done = dev.program(dst, Oob::data(lpn, 0), Src::None, Cause::GcData, t)?;
+            dev.invalidate(dst)?;
+            self.merges.pad_pages += 1;
+            return Ok((done, false));
+        }
+        let (oob, read) = dev.read(Ppa(cur), Cause::GcData, t)?;
+        let done = dev.program(dst, oob, Src::Page(Ppa(cur)), Cause::GcData, read)?;
+        dev.invalidate(Ppa(cur))?;
+        self.loc[lpn.idx()] = dst.0;
+        self.stats.gc_pages_moved += 1;
+        Ok((done, true))
+    }
+
+    /// Copies the latest versions of logical block `lb`'s offsets from `from` into `block`
+    /// (whose next free page is `from`), up to its last offset holding data. Returns
+    /// `(completion, copies)`.
+    fn fill(
+        &mut self,
+        dev: &mut Device,
+        lb: u32,
+        block: u32,
+        from: u32,
+        t: SimTime,
+    ) -> Result<(SimTime, u64), FtlError> {
+        let last = (from..self.ppb).rev().find(|&o| {
+            self.lpn_at(lb, o)
+                .is_some_and(|l| self.loc[l.idx()] != NONE)
+        });
+        let (mut done, mut copies) = (t, 0);
+        if let Some(last) = last {
+            for off in from..=last {
+                let lpn = self.lpn_at(lb, off).ok_or_else(|| {
+                    FtlError::Invariant(format!("FAST: block {lb} offset {off} outside"))
+                })?;
+                let (d, copied) = self.copy_into(dev, lpn, block, off, t)?;
+                done = done.max(d);
+                copies += copied as u64;
+            }
+        }
+        Ok((done, copies))
+    }
+
+    /// `block` now holds every current page of `lb` it will: it becomes the data block, the old
+    /// one (now without valid pages) is erased. Returns `(completion, erases)`.
+    fn install(
+        &mut self,
+        dev: &mut Device,
+        lb: u32,
+        block: u32,
+        t: SimTime,
+    ) -> Result<(SimTime, u64), FtlError> {
+        let old = std::mem::replace(&mut self.data[lb as usize], block);
+        self.role[block as usize] = Role::Data(lb);
+        if old == NONE {
+            return Ok((t, 0));
+        }
+        Ok((self.erase(dev, old, t)?, 1))
+    }
+
+    /// Retires unit `u`'s sequential log block: a switch merge when it is full, else a partial
+    /// merge. Returns the completion.
+    fn merge_seq(&mut self, dev: &mut Device, u: u32, t: SimTime) -> Result<SimTime, FtlError> {
+        let Some(seq) = self.unit[u as usize].seq.take() else {
+            return Ok(t);
+        };
+        self.stats.gc_events += 1;
+        if seq.next == self.ppb {
+            let (done, erases) = self.install(dev, seq.lb, seq.block, t)?;
+            self.merges.switch_merges += 1;
+            self.merges.switch_erases += erases;
+            return Ok(done);
+        }
+        let (copied, copies) = self.fill(dev, seq.lb, seq.block, seq.next, t)?;
+        let (erased, erases) = self.install(dev, seq.lb, seq.block, t)?;
+        self.merges.partial_merges += 1;
+        self.merges.partial_copies += copies;
+        self.merges.partial_erases += erases;
+        Ok(copied.max(erased))
+    }
+
+    /// Reclaims unit `u`'s oldest random log block by full merges. Returns the completion.
+    fn merge_full(&mut self, dev: &mut Device, u: u32, t: SimTime) -> Result<SimTime, FtlError> {
+        let victim = self.unit[u as usize]
+            .pool
+            .pop_front()
+            .ok_or_else(|| FtlError::Invariant("FAST: full merge with an empty pool".into()))?;
+        let mut lbs = std::mem::take(&mut self.scratch);
+        lbs.clear();
+        for pg in 0..dev.block_written(victim) {
+            let p = self.ppa(victim, pg);
+            if dev.is_valid(p) {
+                let lpn = dev.peek_oob(p).and_then(|o| o.lpn()).ok_or_else(|| {
+                    FtlError::Invariant(format!("FAST: log page {p:?} without an LPN"))
+                })?;
+                lbs.push(self.place(lpn).1);
+            }
+        }
+        lbs.sort_unstable();
+        lbs.dedup();
+        let mut done = t;
+        for &lb in &lbs {
+            let block = self.take_free(u, Role::Data(lb))?;
+            let (d, copies) = self.fill(dev, lb, block, 0, t)?;
+            let (e, mut erases) = self.install(dev, lb, block, t)?;
+            done = done.max(d).max(e);
+            if let Some(seq) = self.unit[u as usize].seq.filter(|s| s.lb == lb) {
+                // Its pages were the latest versions of their offsets: copied with the rest.
+                self.unit[u as usize].seq = None;
+                done = done.max(self.erase(dev, seq.block, t)?);
+                erases += 1;
+            }
+            self.merges.full_copies += copies;
+            self.merges.full_erases += erases;
+        }
+        done = done.max(self.erase(dev, victim, t)?);
+        if lbs.is_empty() {
+            self.merges.empty_log_erases += 1;
+        } else {
+            self.stats.gc_events += 1;
+            self.merges.full_merges += 1;
+            self.merges.full_erases += 1;
+            self.merges.full_merge_data_blocks += lbs.len() as u64;
+            self.merges.full_merge_max_data_blocks =
+                self.merges.full_merge_max_data_blocks.max(lbs.len() as u64);
+        }
+        self.scratch = lbs;
+        Ok(done)
+    }
+
+    /// Where the next page of `lpn` goes, merging first if needed: `(page, earliest start)`.
+    fn place_write(
+        &mut self,
+        dev: &mut Device,
+        lpn: Lpn,
+        t: SimTime,
+    ) -> Result<(Ppa, SimTime), FtlError> {
+        let (u, lb, off) = self.place(lpn);
+        let ui = u as usize;
+        if off == 0 {
+            let start = self.merge_seq(dev, u, t)?;
+            let block = self.take_free(u, Role::Seq)?;
+            self.unit[ui].seq = Some(SeqLog { lb, block, next: 1 });
+            self.merges.seq_log_writes += 1;
+            return Ok((self.ppa(block, 0), start));
+        }
+        if let Some(seq) = self.unit[ui]
+            .seq
+            .as_mut()
+            .filter(|s| s.lb == lb && s.next == off)
+        {
+            seq.next += 1;
+            let block = seq.block;
+            self.merges.seq_log_writes += 1;
+            return Ok((self.ppa(block, off), t));
+        }
+        let mut start = t;
+        let (block, page) = match self.unit[ui].active {
+            Some((b, next)) => (b, next),
+            None => {
+                if self.unit[ui].pool.len() as u32 >= self.log_blocks {
+                    start = self.merge_full(dev, u, t)?;
+                }
+                (self.take_free(u, Role::Log)?, 0)
+            }
+        };
+        self.unit[ui].active = if page + 1 == self.ppb {
+            self.unit[ui].pool.push_back(block);
+            None
+        } else {
+            Some((block, page + 1))
+        };
+        self.merges.random_log_writes += 1;
+        Ok((self.ppa(block, page), start))
+    }
+
+    fn write(
+        &mut self,
+        dev: &mut Device,
+        lpn: Lpn,
+        stamp: u32,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
+        let (ppa, start) = self.place_write(dev, lpn, t)?;
+        let old = std::mem::replace(&mut self.loc[lpn.idx()], ppa.0);
+        if old != NONE {
+            dev.invalidate(Ppa(old))?;
+        }
+        let mut done = dev.program(ppa, Oob::data(lpn, stamp), Src::Host, Cause::User, start)?;
+        let u = self.place(lpn).0;
+        if self.unit[u as usize]
+            .seq
+            .is_some_and(|s| s.next == self.ppb)
+        {
+            done = done.max(self.merge_seq(dev, u, t)?);
+        }
+        Ok(done)
+    }
+
+    /// Mapping DRAM by part: fixed by the geometry and `log_blocks` (the log page map is sized
+    /// for every page of the pool, as a controller would allocate it).
+    fn dram_parts(&self) -> [(&'static str, u64); 3] {
+        [
+            ("block_map", self.data.len() as u64 * BLOCK_ENTRY_BYTES),
+            (
+                "log_page_map",
+                (self.units * self.log_blocks * self.ppb) as u64 * LOG_ENTRY_BYTES,
+            ),
+            ("seq_log", self.units as u64 * SEQ_STATE_BYTES),
+        ]
+    }
+
+    /// Checks the block roles and every mapping's place against the unit structures.
+    fn check_structure(&self, dev: &Device) -> Result<(), String> {
+        for (i, &cur) in self.loc.iter().enumerate() {
+            if cur == NONE {
+                continue;
+            }
+            let lpn = Lpn(i as u32);
+            let (u, lb, off) = self.place(lpn);
+            let (block, page) = (cur / self.ppb, cur % self.ppb);
+            if block / self.geo.blocks_per_plane != u {
+                return Err(format!("{lpn:?} at {cur} outside its unit {u}"));
+            }
+            let ok = match self.role[block as usize] {
+                Role::Data(b) => b == lb && page == off && self.data[lb as usize] == block,
+                Role::Seq => self.unit[u as usize]
+                    .seq
+                    .is_some_and(|s| s.lb == lb && s.block == block && page == off),
+                Role::Log => true,
+                Role::Free => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "{lpn:?} (logical block {lb}, offset {off}) at page {page} of block {block}, \
+                     a {:?} block",
+                    self.role[block as usize]
+                ));
+            }
+        }
+        for (u, unit) in self.unit.iter().enumerate() {
+            let mut counts = [0u32; 4];
+            let base = u as u32 * self.geo.blocks_per_plane;
+            for b in base..base + self.geo.blocks_per_plane {
+                counts[match self.role[b as usize] {
+                    Role::Free => 0,
+                    Role::Data(_) => 1,
+                    Role::Seq => 2,
+                    Role::Log => 3,
+                }] += 1;
+            }
+            let logs = unit.pool.len() as u32 + unit.active.is_some() as u32;
+            if counts[0] != unit.free.len() as u32
+                || counts[2] != unit.seq.is_some() as u32
+                || counts[3] != logs
+                || logs > self.log_blocks
+            {
+                return Err(format!(
+                    "unit {u}: blocks free/data/seq/log {counts:?}, lists {} free, {logs} log of \
+                     {}",
+                    unit.free.len(),
+                    self.log_blocks
+                ));
+            }
+            if let Some(&b) = unit.free.iter().find(|&&b| dev.block_written(b) != 0) {
+                return Err(format!("unit {u}: free block {b} is not erased"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for Fast {
+    fn name(&self) -> &'static str {
+        "fast"
+    }
+
+    fn submit(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        let t = req.arrival;
+        let mut done = t;
+        match req.op {
+            Op::Read => {
+                for lpn in req.lpns() {
+                    let p = self.loc[lpn.idx()];
+                    let ppa = (p != NONE).then_some(Ppa(p));
+                    done = done.max(read_from_dram_map(dev, &mut self.stats, sink, lpn, ppa, t)?);
+                }
+            }
+            Op::Write => {
+                for lpn in req.lpns() {
+                    done = done.max(self.write(dev, lpn, req.stamp, t)?);
+                }
+            }
+            Op::Trim => {
+                for lpn in req.lpns() {
+                    let old = std::mem::replace(&mut self.loc[lpn.idx()], NONE);
+                    if old != NONE {
+                        dev.invalidate(Ppa(old))?;
+                    }
+                }
+            }
+            Op::Flush => {}
+        }
+        Ok(done)
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        // `loc` is what the block map and the log page map say together: a page map by LPN.
+        prefetch_page_map(dev, &self.loc, NONE, op, lpn, when);
+    }
+
+    fn background(&mut self, _: &mut Device, _: SimTime) -> Result<(), FtlError> {
+        Ok(())
+    }
+
+    fn idle(&mut self, _: &mut Device, _: SimTime) -> Result<Option<SimTime>, FtlError> {
+        // Both maps are in DRAM and merges run only when a write needs room: nothing is owed.
+        Ok(None)
+    }
+
+    fn stats(&self) -> &FtlStats {
+        &self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.merges = MergeStats::default();
+    }
+
+    fn dram(&self) -> DramUsage {
+        DramUsage {
+            parts: self.dram_parts().to_vec(),
+            budget: None,
+        }
+    }
+
+    fn dram_total(&self) -> u64 {
+        self.dram_parts().iter().map(|p| p.1).sum()
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::json!({
+            "log_blocks": self.log_blocks,
+            "units": self.units,
+            "logical_blocks_per_unit": self.lbs_per_unit,
+            "pages_per_block": self.ppb,
+        })
+    }
+
+    fn extra_counters(&self) -> serde_json::Value {
+        serde_json::to_value(&self.merges).unwrap_or_default()
+    }
+
+    fn check_invariants(&self, dev: &Device) -> Result<(), String> {
+        let map = self
+            .loc
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (Lpn(i as u32), (p != NONE).then_some(Ppa(p))));
+        check_page_map(dev, map, 0)?;
+        self.check_structure(dev)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+//! Exact merge counts on `tiny`: 8 units (LUN planes) of 64 blocks of 64 pages, 60 logical
+//! blocks per unit. LPN `(i·64 + k)·8` is offset `k` of logical block `i` of the first unit.
+
+use super::*;
+use crate::ftl::NullSink;
+
+fn setup(kv: &[&str]) -> (Device, Fast) {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let mut p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
+    let f = Fast::new(&cfg, &mut p).unwrap();
+    p.finish().unwrap();
+    (Device::new(&cfg), f)
+}
+
+/// Writes `pages` pages from `lpn`, checking the invariants after.
+fn write(f: &mut Fast, d: &mut Device, lpn: u32, pages: u32) {
+    let r = Request::new(Op::Write, lpn, pages, 0, 1);
+    f.submit(d, &r, &mut NullSink).unwrap();
+    f.check_invariants(d).unwrap();
+}
+
+/// LPN of offset `k` of logical block `i` in the first unit.
+fn lpn(i: u32, k: u32) -> u32 {
+    (i * 64 + k) * 8
+}
+
+fn counters(f: &Fast) -> MergeStats {
+    f.merges.clone()
+}
+
+#[test]
+fn a_sequential_block_is_switched_in() {
+    let (mut d, mut f) = setup(&[]);
+    assert_eq!((f.units, f.lbs_per_unit, f.log_blocks), (8, 60, 2));
+    assert_eq!(f.place(Lpn(lpn(3, 5))), (0, 3, 5));
+    assert_eq!(f.lpn_at(3, 5), Some(Lpn(lpn(3, 5))));
+    // One logical block per unit, written in order: eight switch merges, nothing to erase.
+    write(&mut f, &mut d, 0, 512);
+    let m = counters(&f);
+    assert_eq!(
+        (m.switch_merges, m.switch_erases, m.seq_log_writes),
+        (8, 0, 512)
+    );
+    assert_eq!(
+        (m.partial_merges, m.full_merges, m.random_log_writes),
+        (0, 0, 0)
+    );
+    // Again: each old data block is erased; no page is copied.
+    write(&mut f, &mut d, 0, 512);
+    let m = counters(&f);
+    assert_eq!((m.switch_merges, m.switch_erases), (16, 8));
+    let c = d.counters();
+    assert_eq!(
+        (c.total_erases(), c.programs[Cause::GcData as usize]),
+        (8, 0)
+    );
+}
+
+#[test]
+fn scattered_updates_end_in_a_full_merge() {
+    let (mut d, mut f) = setup(&["log_blocks=1"]);
+    // Four logical blocks per unit, switched in.
+    write(&mut f, &mut d, 0, 4 * 512);
+    assert_eq!(counters(&f).switch_merges, 32);
+    // 16 updates to each of the first unit's four blocks fill its only log block ...
+    for i in 0..4 {
+        for k in 1..=16 {
+            write(&mut f, &mut d, lpn(i, k), 1);
+        }
+    }
+    let m = counters(&f);
+    assert_eq!((m.random_log_writes, m.full_merges), (64, 0));
+    // ... so the next one reclaims it: four data blocks rebuilt from their 64 latest pages
+    // each, four old data blocks and the log block erased.
+    write(&mut f, &mut d, lpn(0, 17), 1);
+    let m = counters(&f);
+    assert_eq!(
+        (
+            m.full_merges,
+            m.full_merge_data_blocks,
+            m.full_copies,
+            m.full_erases
+        ),
+        (1, 4, 256, 5)
+    );
+    assert_eq!(m.full_merge_max_data_blocks, 4);
+    let c = d.counters();
+    assert_eq!(
+        (c.programs[Cause::GcData as usize], c.total_erases()),
+        (256, 5)
+    );
+    assert_eq!(f.stats().gc_pages_moved, 256);
+}
+
+#[test]
+fn a_sequential_log_taken_early_is_completed_by_a_partial_merge() {
+    let (mut d, mut f) = setup(&[]);
+    write(&mut f, &mut d, 0, 512);
+    // Offsets 0..10 of the first unit's block 0 rewritten in order: its sequential log.
+    for k in 0..10 {
+        write(&mut f, &mut d, lpn(0, k), 1);
+    }
+    assert_eq!(counters(&f).seq_log_writes, 512 + 10);
+    // Offset 0 of block 1 needs the sequential log: offsets 10..64 are copied from the old
+    // data block, which is erased.
+    write(&mut f, &mut d, lpn(1, 0), 1);
+    let m = counters(&f);
+    assert_eq!(
+        (m.partial_merges, m.partial_copies, m.partial_erases),
+        (1, 54, 1)
+    );
+    assert_eq!(m.pad_pages, 0);
+}
+
+#[test]
+fn holes_below_the_last_written_offset_are_padded() {
+    let (mut d, mut f) = setup(&[]);
+    for k in 0..3 {
+        write(&mut f, &mut d, lpn(0, k), 1);
+    }
+    write(&mut f, &mut d, lpn(0, 5), 1);
+    assert_eq!(counters(&f).random_log_writes, 1);
+    write(&mut f, &mut d, lpn(1, 0), 1);
+    let m = counters(&f);
+    // Offsets 3 and 4 were never written: padded; offset 5 copied from the log.
+    assert_eq!(
+        (
+            m.partial_merges,
+            m.partial_copies,
+            m.pad_pages,
+            m.partial_erases
+        ),
+        (1, 1, 2, 0)
+    );
+    // Reads find every page where the maps say.
+    let r = Request::new(Op::Read, 0, 48, 0, 0);
+    f.submit(&mut d, &r, &mut NullSink).unwrap();
+    assert_eq!(f.stats().lookups[1], 4);
+}
+
+#[test]
+fn the_log_pool_must_fit_the_spare_blocks() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    for bad in ["log_blocks=0", "log_blocks=3"] {
+        let mut p = Params::from_assignments([bad], "test").unwrap();
+        let e = Fast::new(&cfg, &mut p).err().unwrap().to_string();
+        assert!(e.contains("log_blocks"), "{bad}: {e}");
+    }
+    let mut p = Params::from_assignments(["logical_ratio=0.75"], "test").unwrap();
+    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    let f = Fast::new(&cfg, &mut p).unwrap();
+    assert_eq!((f.lbs_per_unit, f.log_blocks), (48, 14));
+    // Block map 8 × 48 × 4 B, log page map 8 × 14 × 64 × 8 B, sequential logs 8 × 12 B.
+    assert_eq!(f.dram_total(), 1536 + 57_344 + 96);
+}
