@@ -16,8 +16,8 @@ const EMPTY: u32 = u32::MAX;
 /// The secondary mapping table.
 #[derive(Clone, Debug)]
 pub struct Secondary {
-    lpn: Vec<u32>,
-    ppa: Vec<u32>,
+    /// `(lpn, ppa)` per slot, side by side so that a lookup touches one cache line.
+    slots: Vec<(u32, u32)>,
     free: Vec<u32>,
     /// Per LPN, its slot (`EMPTY` if none).
     slot_of: Vec<u32>,
@@ -31,8 +31,7 @@ impl Secondary {
     pub fn new(n: u32, segments: u32, lpns: u32) -> Secondary {
         debug_assert!(segments.is_power_of_two());
         Secondary {
-            lpn: vec![EMPTY; n as usize],
-            ppa: vec![0; n as usize],
+            slots: vec![(EMPTY, 0); n as usize],
             // Popped from the end: slot 0 first.
             free: (0..n).rev().collect(),
             slot_of: vec![EMPTY; lpns as usize],
@@ -44,7 +43,7 @@ impl Secondary {
     /// Slots.
     #[inline]
     pub fn capacity(&self) -> u32 {
-        self.lpn.len() as u32
+        self.slots.len() as u32
     }
 
     /// Free slots.
@@ -79,8 +78,7 @@ impl Secondary {
     pub fn grow(&mut self, extra: u32) {
         let old = self.capacity();
         let new = (old as u64 + extra.max(1) as u64).next_multiple_of(self.segments) as u32;
-        self.lpn.resize(new as usize, EMPTY);
-        self.ppa.resize(new as usize, 0);
+        self.slots.resize(new as usize, (EMPTY, 0));
         self.free.extend((old..new).rev());
     }
 
@@ -90,8 +88,7 @@ impl Secondary {
         debug_assert_eq!(self.slot_of[lpn as usize], EMPTY);
         let pos = self.free.pop()?;
         self.slot_of[lpn as usize] = pos;
-        self.lpn[pos as usize] = lpn;
-        self.ppa[pos as usize] = ppa;
+        self.slots[pos as usize] = (lpn, ppa);
         self.peak = self.peak.max(self.used());
         Some(self.segment(pos))
     }
@@ -117,8 +114,7 @@ impl Secondary {
     #[inline]
     pub fn prefetch_entry(&self, lpn: u32) {
         if let Some(pos) = self.slot(lpn) {
-            crate::mapping::prefetch(&self.lpn[pos as usize]);
-            crate::mapping::prefetch(&self.ppa[pos as usize]);
+            crate::mapping::prefetch(&self.slots[pos as usize]);
         }
     }
 
@@ -134,46 +130,45 @@ impl Secondary {
     /// The mapping in slot `pos`: `(lpn, ppa)`, `None` if the slot is free.
     #[inline]
     pub fn get(&self, pos: u32) -> Option<(u32, u32)> {
-        let l = self.lpn[pos as usize];
-        (l != EMPTY).then(|| (l, self.ppa[pos as usize]))
+        let slot = self.slots[pos as usize];
+        (slot.0 != EMPTY).then_some(slot)
     }
 
     /// Points slot `pos` at a new page (an overwrite or a GC move keeps its slot).
     #[inline]
     pub fn set_ppa(&mut self, pos: u32, ppa: u32) {
-        debug_assert!(self.lpn[pos as usize] != EMPTY);
-        self.ppa[pos as usize] = ppa;
+        debug_assert!(self.slots[pos as usize].0 != EMPTY);
+        self.slots[pos as usize].1 = ppa;
     }
 
     /// Frees slot `pos`.
     pub fn remove(&mut self, pos: u32) {
-        let lpn = self.lpn[pos as usize];
+        let lpn = self.slots[pos as usize].0;
         debug_assert!(lpn != EMPTY);
         self.slot_of[lpn as usize] = EMPTY;
-        self.lpn[pos as usize] = EMPTY;
+        self.slots[pos as usize].0 = EMPTY;
         self.free.push(pos);
     }
 
     /// Every used slot: `(pos, lpn, ppa)`.
     pub fn entries(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
-        self.lpn
+        self.slots
             .iter()
-            .zip(&self.ppa)
             .enumerate()
-            .filter(|(_, (&l, _))| l != EMPTY)
-            .map(|(i, (&l, &p))| (i as u32, l, p))
+            .filter(|(_, &(l, _))| l != EMPTY)
+            .map(|(i, &(l, p))| (i as u32, l, p))
     }
 
     /// Checks that the free stack and the slots agree.
     pub fn check(&self) -> Result<(), String> {
-        let used = self.lpn.iter().filter(|&&l| l != EMPTY).count() as u32;
+        let used = self.slots.iter().filter(|&&(l, _)| l != EMPTY).count() as u32;
         if used != self.used() {
             return Err(format!(
                 "secondary: {used} slots hold entries but {} are counted used",
                 self.used()
             ));
         }
-        if self.free.iter().any(|&p| self.lpn[p as usize] != EMPTY) {
+        if self.free.iter().any(|&p| self.slots[p as usize].0 != EMPTY) {
             return Err("secondary: a slot on the free stack holds an entry".into());
         }
         if let Some((pos, lpn, _)) = self
