@@ -3,6 +3,8 @@ option or parameter at fault."""
 
 import json
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -113,3 +115,26 @@ def test_a_bad_parameter_raises_naming_it(kwargs, named):
 def test_an_unknown_keyword_is_a_type_error():
     with pytest.raises(TypeError, match="numjob"):
         learnedftl.run(preset="tiny", numjob=4)
+
+
+def test_the_gil_is_released_while_simulating():
+    """Another Python thread keeps running while a run simulates: had the run held the GIL,
+    this thread would stall for the whole run."""
+    done = threading.Event()
+
+    def work():
+        learnedftl.run("dftl", preset="tiny", precondition="randwrite:512k:2", rw="randread",
+                       numjobs=4, number_ios=20000)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    start = last = time.perf_counter()
+    worker.start()
+    longest = 0.0
+    while not done.is_set():
+        time.sleep(0.001)
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    worker.join()
+    total = time.perf_counter() - start
+    assert longest < total / 2, f"stalled {longest:.3f} s of a {total:.3f} s run"
