@@ -56,3 +56,19 @@ def test_parquet_output(tmp_path):
 def test_an_unknown_backend_is_refused():
     with pytest.raises(ValueError, match="backend"):
         learnedftl.sweep({"seed": [1]}, BASE, backend="dask")
+
+
+def test_parameters_merge_into_base_set():
+    # The swept set dict and the swept parameter both land over base["set"].
+    base = {**BASE, "set": {"cmt_ratio": 0.05, "read_ns": 60000}}
+    df = learnedftl.sweep(
+        {"ftl": ["tpftl"], "set": [{"read_ns": 80000}], "cmt_ratio": [0.2]}, base,
+        backend="local",
+    )
+    assert df["error"].isna().all(), df["error"].tolist()
+    merged = {**BASE, "set": {"cmt_ratio": 0.2, "read_ns": 80000}}
+    want = learnedftl.run("tpftl", **merged)["result"]
+    assert df.loc[0, "latency_us.read.mean"] == want["latency_us"]["read"]["mean"]
+    assert df.loc[0, "cmt_hit_ratio"] == want["cmt_hit_ratio"]
+    base_only = learnedftl.run("tpftl", **{**BASE, "set": base["set"]})["result"]
+    assert base_only["latency_us"]["read"]["mean"] != want["latency_us"]["read"]["mean"]

@@ -75,11 +75,14 @@ def to_dataframe(reports: Union[Mapping[str, Any], Iterable[Mapping[str, Any]]])
 
 def _point_options(point: Mapping[str, Any], base: Mapping[str, Any]) -> dict:
     """run() keyword arguments for one sweep point: ``base`` updated by the point, where a key
-    that is not a run() option is a device or FTL parameter and goes into ``set``."""
+    that is not a run() option is a device or FTL parameter and goes into ``set`` (as does a
+    swept ``set`` dict), over ``base["set"]``."""
     options = {k: v for k, v in base.items() if k != "set"}
     params = dict(base.get("set") or {})
     for key, value in point.items():
-        if key in OPTIONS or key in _RUN_KEYS:
+        if key == "set":
+            params.update(value or {})
+        elif key in OPTIONS or key in _RUN_KEYS:
             options[key] = value
         else:
             params[key] = value
