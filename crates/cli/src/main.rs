@@ -11,7 +11,7 @@ use learnedftl::config::PRESETS;
 use learnedftl::ftl::FTLS;
 use learnedftl::params::Params;
 use learnedftl::report;
-use learnedftl::run::{Experiment, OptionsError, RunOptions, RunReport, Workload};
+use learnedftl::run::{parallel_jobs, Experiment, OptionsError, RunOptions, RunReport, Workload};
 use learnedftl::trace;
 use std::io::Write;
 use std::path::PathBuf;
@@ -250,13 +250,7 @@ impl Opts {
         };
         options
             .experiment(&mut |note| eprintln!("{note}"))
-            .map_err(|e| match e {
-                // Options are named as the flags that gave them.
-                OptionsError::Option { option, message } => {
-                    anyhow!("--{}: {message}", option.replace('_', "-"))
-                }
-                e => e.into(),
-            })
+            .map_err(flag_error)
     }
 
     /// Prints the tables (to stdout, or stderr when JSON goes to stdout) and writes the JSON.
@@ -278,6 +272,16 @@ impl Opts {
             None => print!("{tables}"),
         }
         Ok(())
+    }
+}
+
+/// A library error about options, with each option named as the flag that gave it.
+fn flag_error(e: OptionsError) -> anyhow::Error {
+    match e {
+        OptionsError::Option { option, message } => {
+            anyhow!("--{}: {message}", option.replace('_', "-"))
+        }
+        e => e.into(),
     }
 }
 
@@ -426,11 +430,7 @@ fn main_inner() -> Result<()> {
             }
             let e = opts.experiment()?;
             e.check_params(&ftls)?;
-            let jobs = match jobs {
-                Some(0) => bail!("--jobs: must be at least 1"),
-                Some(n) => n,
-                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            };
+            let jobs = parallel_jobs(jobs).map_err(flag_error)?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let tables = format!("{}\n{}", describe(&e), report::compare_table(&runs));
             opts.output(&tables, serde_json::to_value(&runs)?)?;

@@ -5,7 +5,7 @@
 
 use learnedftl::engine::NoProgress;
 use learnedftl::ftl::FTLS;
-use learnedftl::run::{Experiment, RunOptions};
+use learnedftl::run::{parallel_jobs, Experiment, RunOptions};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -176,11 +176,7 @@ fn compare(
     if names.is_empty() {
         return Err(LearnedFtlError::new_err("ftls: no FTL given"));
     }
-    let jobs = match jobs {
-        Some(0) => return Err(LearnedFtlError::new_err("jobs: must be at least 1")),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let jobs = parallel_jobs(jobs).map_err(error)?;
     let json = py.allow_threads(|| {
         let e = experiment(&options, &names)?;
         let runs = e

@@ -5,7 +5,8 @@
 mod options;
 
 pub use options::{
-    OptionsError, RunOptions, DEFAULT_PRECONDITION, DEFAULT_READ_IOS_PER_JOB, DEFAULT_READ_NUMJOBS,
+    parallel_jobs, OptionsError, RunOptions, DEFAULT_PRECONDITION, DEFAULT_READ_IOS_PER_JOB,
+    DEFAULT_READ_NUMJOBS,
 };
 
 use crate::config::DeviceConfig;

@@ -350,6 +350,15 @@ impl RunOptions {
     }
 }
 
+/// How many FTLs to simulate at once (`compare`'s `jobs`): as given, or the machine's cores.
+pub fn parallel_jobs(jobs: Option<usize>) -> Result<usize, OptionsError> {
+    match jobs {
+        Some(0) => Err(bad("jobs", "must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
 /// The one measured phase of a job given by options.
 fn measure(job: JobSpec) -> Phase {
     Phase {
@@ -456,5 +465,11 @@ mod tests {
             let e = error(o);
             assert!(e.contains(name), "{e} (expected {name})");
         }
+        assert_eq!(
+            parallel_jobs(Some(0)).unwrap_err().to_string(),
+            "jobs: must be at least 1"
+        );
+        assert_eq!(parallel_jobs(Some(3)).unwrap(), 3);
+        assert!(parallel_jobs(None).unwrap() >= 1);
     }
 }
