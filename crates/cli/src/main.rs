@@ -5,18 +5,16 @@
 mod output;
 mod progress;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::MultiProgress;
-use learnedftl::config::{DeviceConfig, PRESETS};
-use learnedftl::engine::Verify;
+use learnedftl::config::PRESETS;
 use learnedftl::ftl::FTLS;
 use learnedftl::host::AvailableMemory;
-use learnedftl::params::{parse_duration_ns, parse_size, Params};
+use learnedftl::params::Params;
 use learnedftl::report;
-use learnedftl::run::{Experiment, Precondition, RunReport, TraceWorkload, Workload};
+use learnedftl::run::{parallel_jobs, Experiment, OptionsError, RunOptions, RunReport, Workload};
 use learnedftl::trace;
-use learnedftl::workload::{fio, Dist, JobSpec, Phase, RwKind, Settle};
 use output::Target;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -116,13 +114,8 @@ impl TraceInput {
             blkparse_action: self.blkparse_action,
         };
         let r = trace::open(file, format, &opts)?;
-        if r.detected() {
-            output::note(&format!(
-                "{}: detected format {} ({})\n",
-                r.name(),
-                r.format(),
-                r.compression()
-            ));
+        if let Some(note) = r.detection_note() {
+            output::note(&format!("{note}\n"));
         }
         Ok(r)
     }
@@ -220,144 +213,47 @@ struct Opts {
     quiet: bool,
 }
 
-/// The built-in default workload: 4 KiB random reads with 64 jobs, after random 512 KiB
-/// preconditioning of twice the capacity.
-const DEFAULT_PRECONDITION: &str = "randwrite:512k:2";
-const DEFAULT_READ_IOS_PER_JOB: u64 = 4096;
-
 impl Opts {
-    fn job_from_flags(&self, rw: &str) -> Result<JobSpec> {
-        let rw: RwKind = rw.parse().map_err(anyhow::Error::msg).context("--rw")?;
-        let mut j = JobSpec::new("measure", rw);
-        let size = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
-            v.as_deref()
-                .map(|s| {
-                    parse_size(s)
-                        .with_context(|| format!("{flag}: '{s}' is not a size (e.g. 4k, 512k, 1g)"))
-                })
-                .transpose()
-        };
-        if let Some(bs) = size("--bs", &self.bs)? {
-            j.bs = bs;
-        }
-        j.numjobs = self.numjobs.unwrap_or(1);
-        j.iodepth = self.iodepth.unwrap_or(1);
-        j.io_size = size("--io-size", &self.io_size)?;
-        j.number_ios = self.number_ios;
-        if let Some(off) = size("--offset", &self.offset)? {
-            j.offset = off;
-        }
-        j.size = size("--size", &self.size)?;
-        if let Some(r) = &self.runtime {
-            j.runtime_ns = Some(parse_duration_ns(r).with_context(|| {
-                format!("--runtime: '{r}' is not a duration (e.g. 10s, 500ms)")
-            })?);
-            j.time_based = j.io_size.is_none() && j.number_ios.is_none();
-        }
-        if let Some(m) = self.rwmixread {
-            j.rwmixread = m;
-        }
-        if let Some(d) = &self.random_distribution {
-            j.dist = d
-                .parse::<Dist>()
-                .map_err(anyhow::Error::msg)
-                .context("--random-distribution")?;
-        }
-        j.random_map = !self.norandommap;
-        Ok(j)
-    }
-
+    /// The experiment these flags ask for: the library's [`RunOptions`] build it, so the CLI
+    /// and the Python binding make the same experiment from the same options.
     fn experiment(&self) -> Result<Experiment> {
         let mut params = Params::new();
         for s in &self.set {
             params.insert_assignment(s, "--set")?;
         }
-        let device = DeviceConfig::from_params(&self.preset, &mut params)?;
-        let logical = device.geometry.logical_bytes();
-        let mut precondition = self.precondition.as_deref();
-        let workload = match (&self.trace, &self.job, &self.rw) {
-            (Some(path), _, _) => Workload::Trace(self.trace_workload(path)?),
-            (None, Some(path), _) => {
-                let bytes = std::fs::read(path)
-                    .with_context(|| format!("cannot read job file {}", path.display()))?;
-                Workload::Jobs(fio::parse_bytes(
-                    &bytes,
-                    &path.display().to_string(),
-                    logical,
-                )?)
-            }
-            (None, None, Some(rw)) => {
-                let job = self.job_from_flags(rw)?;
-                job.validate(logical).map_err(anyhow::Error::msg)?;
-                Workload::Jobs(vec![Phase {
-                    name: "measure".into(),
-                    jobs: vec![job],
-                    settle: None,
-                }])
-            }
-            (None, None, None) => {
-                precondition = precondition.or(Some(DEFAULT_PRECONDITION));
-                let mut job = JobSpec::new("measure", RwKind::RandRead);
-                job.numjobs = 64;
-                job.number_ios = Some(DEFAULT_READ_IOS_PER_JOB);
-                Workload::Jobs(vec![Phase {
-                    name: "measure".into(),
-                    jobs: vec![job],
-                    settle: None,
-                }])
-            }
-        };
-        let precondition = precondition
-            .map(|p| {
-                p.parse::<Precondition>()
-                    .map_err(anyhow::Error::msg)
-                    .context("--precondition")
-            })
-            .transpose()?;
-        Ok(Experiment {
-            device,
+        let options = RunOptions {
+            preset: self.preset.clone(),
             params,
-            precondition,
-            workload,
-            settle: self
-                .settle
-                .parse::<Settle>()
-                .map_err(anyhow::Error::msg)
-                .context("--settle")?,
-            seed: self.seed,
-            verify: if self.verify {
-                Verify::FailFast
-            } else {
-                Verify::Off
-            },
-        })
-    }
-
-    fn trace_workload(&self, path: &std::path::Path) -> Result<TraceWorkload> {
-        if !(self.speed.is_finite() && self.speed > 0.0) {
-            bail!("--speed: {} is not a positive factor", self.speed);
-        }
-        if self.max_requests == Some(0) {
-            bail!("--max-requests: 0 would replay nothing (leave it out for no limit)");
-        }
-        // Open once now so that a missing file or an undetectable format fails before any run,
-        // and the detected format is said once.
-        let reader = self.trace_input.open(path)?;
-        Ok(TraceWorkload {
-            path: path.to_path_buf(),
-            format: Some(reader.format()),
-            parse: trace::ParseOptions {
-                skip_bad_lines: self.trace_input.skip_bad_lines,
-                blkparse_action: self.trace_input.blkparse_action,
-            },
-            replay: trace::ReplayOptions {
-                speed: self.speed,
-                address_policy: self.address_policy.parse().context("--address-policy")?,
-                max_requests: self.max_requests,
-                device_filter: self.device_filter,
-            },
+            precondition: self.precondition.clone(),
+            job: self.job.clone(),
+            trace: self.trace.clone(),
+            format: self.trace_input.format.clone(),
+            skip_bad_lines: self.trace_input.skip_bad_lines,
+            blkparse_action: self.trace_input.blkparse_action,
+            speed: self.speed,
+            address_policy: self.address_policy.clone(),
+            max_requests: self.max_requests,
+            device_filter: self.device_filter,
             fill_unwritten: self.fill_unwritten,
-        })
+            rw: self.rw.clone(),
+            bs: self.bs.clone(),
+            numjobs: self.numjobs,
+            iodepth: self.iodepth,
+            io_size: self.io_size.clone(),
+            number_ios: self.number_ios,
+            runtime: self.runtime.clone(),
+            offset: self.offset.clone(),
+            size: self.size.clone(),
+            rwmixread: self.rwmixread,
+            random_distribution: self.random_distribution.clone(),
+            norandommap: self.norandommap,
+            settle: self.settle.clone(),
+            seed: self.seed,
+            verify: self.verify,
+        };
+        options
+            .experiment(&mut |note| output::note(&format!("{note}\n")))
+            .map_err(flag_error)
     }
 
     /// The files the run reads.
@@ -394,6 +290,16 @@ impl Opts {
             }
             None => output::print(tables),
         }
+    }
+}
+
+/// A library error about options, with each option named as the flag that gave it.
+fn flag_error(e: OptionsError) -> anyhow::Error {
+    match e {
+        OptionsError::Option { option, message } => {
+            anyhow!("--{}: {message}", option.replace('_', "-"))
+        }
+        e => e.into(),
     }
 }
 
@@ -570,13 +476,9 @@ fn main_inner() -> Result<()> {
             }
             opts.check_outputs()?;
             let e = opts.experiment()?;
-            let jobs = match jobs {
-                Some(0) => bail!("--jobs: must be at least 1"),
-                Some(n) => n,
-                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            };
-            e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
             e.check_params(&ftls)?;
+            let jobs = parallel_jobs(jobs).map_err(flag_error)?;
+            e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let tables = format!(
                 "{}\n{}{}",

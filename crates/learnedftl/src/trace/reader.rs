@@ -251,6 +251,17 @@ impl TraceReader {
         self.compression
     }
 
+    /// What to tell the user when the format was detected from the content (`None` when it
+    /// was given).
+    pub fn detection_note(&self) -> Option<String> {
+        self.detected.then(|| {
+            format!(
+                "{}: detected format {} ({})",
+                self.name, self.format, self.compression
+            )
+        })
+    }
+
     /// Lines read so far.
     pub fn lines(&self) -> u64 {
         self.line

@@ -1,5 +1,13 @@
 //! Experiments: a device, FTL parameters, optional preconditioning and a workload, run on one FTL
-//! into a [`RunReport`]. The CLI's `run` and `compare` are thin layers over this.
+//! into a [`RunReport`]. The CLI's `run` and `compare` and the Python binding are thin layers
+//! over this: [`RunOptions`] turns options as a user writes them into an [`Experiment`].
+
+mod options;
+
+pub use options::{
+    parallel_jobs, OptionsError, RunOptions, DEFAULT_PRECONDITION, DEFAULT_READ_IOS_PER_JOB,
+    DEFAULT_READ_NUMJOBS,
+};
 
 use crate::config::DeviceConfig;
 use crate::engine::{EngineError, Progress, SimOptions, Simulator, Verify};
