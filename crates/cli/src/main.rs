@@ -476,9 +476,10 @@ fn main_inner() -> Result<()> {
             }
             opts.check_outputs()?;
             let e = opts.experiment()?;
-            e.check_params(&ftls)?;
             let jobs = parallel_jobs(jobs).map_err(flag_error)?;
+            // Memory first: checking the parameters builds every FTL.
             e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
+            e.check_params(&ftls)?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let tables = format!(
                 "{}\n{}{}",

@@ -5,6 +5,7 @@
 
 use learnedftl::engine::NoProgress;
 use learnedftl::ftl::FTLS;
+use learnedftl::host::AvailableMemory;
 use learnedftl::run::{parallel_jobs, Experiment, RunOptions};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -130,9 +131,12 @@ fn run_options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<RunOptions> {
     Ok(o)
 }
 
-/// The experiment `options` describe, checked against `ftls`.
-fn experiment(options: &RunOptions, ftls: &[&str]) -> PyResult<Experiment> {
+/// The experiment `options` describe, checked against the memory `at_once` simulators need
+/// (before anything is built) and against `ftls`.
+fn experiment(options: &RunOptions, ftls: &[&str], at_once: usize) -> PyResult<Experiment> {
     let e = options.experiment(&mut |_| {}).map_err(error)?;
+    e.check_memory(at_once, &AvailableMemory::now())
+        .map_err(error)?;
     e.check_params(ftls).map_err(error)?;
     Ok(e)
 }
@@ -149,7 +153,7 @@ fn decode(py: Python<'_>, json: serde_json::Result<String>) -> PyResult<PyObject
 fn run(py: Python<'_>, ftl: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<PyObject> {
     let options = run_options(options)?;
     let json = py.allow_threads(|| {
-        let e = experiment(&options, &[ftl])?;
+        let e = experiment(&options, &[ftl], 1)?;
         let report = e
             .run(ftl, &mut NoProgress)
             .map_err(|err| error(anyhow::Error::new(err).context(format!("{ftl}: run failed"))))?;
@@ -178,7 +182,7 @@ fn compare(
     }
     let jobs = parallel_jobs(jobs).map_err(error)?;
     let json = py.allow_threads(|| {
-        let e = experiment(&options, &names)?;
+        let e = experiment(&options, &names, jobs.min(names.len()))?;
         let runs = e
             .run_all(&names, jobs, |_| NoProgress)
             .map_err(|(ftl, err)| {

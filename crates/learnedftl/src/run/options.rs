@@ -461,10 +461,10 @@ mod tests {
                 options(|o| o.precondition = Some("read:4k:1".into())),
                 "precondition: ",
             ),
-            (options(|o| o.settle = "soon".into()), "settle: 'soon'"),
+            (options(|o| o.settle = "soon".into()), "settle: \"soon\""),
             (
                 options(|o| o.preset = "huge".into()),
-                "unknown preset 'huge'",
+                "unknown preset \"huge\"",
             ),
             (
                 options(|o| o.job = Some("no/such.fio".into())),
