@@ -96,7 +96,7 @@ def test_to_dataframe_has_a_row_per_report():
     "kwargs, named",
     [
         (dict(set={"not_a_knob": 1}), "not_a_knob"),
-        (dict(ftl="dftl", set={"cmt_ratio": "lots"}), "cmt_ratio=lots"),
+        (dict(ftl="dftl", set={"cmt_ratio": "lots"}), "cmt_ratio: \"lots\""),
         (dict(rw="sideways"), "rw"),
         (dict(rw="read", bs="4x"), "bs"),
         (dict(number_ios=10), "number_ios"),
