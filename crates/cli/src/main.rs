@@ -3,6 +3,7 @@
 //! (`compare`), and prints aligned tables (and JSON with `--json`).
 
 mod progress;
+mod serve;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -49,6 +50,9 @@ enum Cmd {
         #[command(flatten)]
         opts: Opts,
     },
+    /// Serve a simulated SSD over NBD to real clients (fio, qemu-io, nbdcopy, nbdfuse) until
+    /// SIGINT or SIGTERM.
+    Serve(serve::ServeOpts),
     /// List the implemented FTLs and the device presets.
     List,
     /// Trace tools: statistics and format conversion.
@@ -490,6 +494,7 @@ fn main_inner() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
+        Cmd::Serve(o) => serve::serve(o)?,
         Cmd::List => {
             println!("FTLs: {}", FTLS.join(", "));
             println!("presets: {}", PRESETS.join(", "));

@@ -1,0 +1,395 @@
+//! The transmission phase and the accept loops.
+//!
+//! Each connection has two threads: its reader parses requests in order, checks them, has the
+//! [`Backend`] execute them, and queues the replies; its writer sends each reply once it is
+//! due (the backend may hold a reply until its simulated completion) and flushes when no
+//! reply is due. Replies may thus leave out of order, as the protocol allows; cookies tell
+//! them apart. A request the protocol lets us refuse gets an error reply and the connection
+//! goes on; only a broken stream (bad magic, I/O error) ends it, and never another one.
+
+use crate::handshake::{negotiate, Export, Outcome};
+use crate::proto::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A command the server checked (in range, aligned, within the payload limit) for the
+/// backend to execute.
+#[derive(Debug)]
+pub enum Cmd<'a> {
+    /// Fill `buf` from `offset`.
+    Read {
+        /// First byte.
+        offset: u64,
+        /// Where the data goes (its length is the request's).
+        buf: &'a mut [u8],
+    },
+    /// Write `data` at `offset`.
+    Write {
+        /// First byte.
+        offset: u64,
+        /// The data.
+        data: &'a [u8],
+        /// Reply only once durable.
+        fua: bool,
+    },
+    /// Make every write completed so far durable.
+    Flush,
+    /// Discard a range (reads of it may return zeroes).
+    Trim {
+        /// First byte.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+        /// Reply only once durable.
+        fua: bool,
+    },
+    /// Make a range read as zeroes.
+    WriteZeroes {
+        /// First byte.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+        /// Reply only once durable.
+        fua: bool,
+        /// Write zeroes rather than discard.
+        no_hole: bool,
+    },
+}
+
+/// What a server exports: the device behind every connection. Called from every
+/// connection's thread; commands of one connection arrive in order.
+pub trait Backend: Send + Sync + 'static {
+    /// The export.
+    fn export(&self) -> Export;
+    /// Executes a command; returns when its reply may be sent (`None`: at once).
+    fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError>;
+}
+
+/// A stream a connection runs on.
+pub trait Stream: Read + Write + Send + Sized + 'static {
+    /// A second handle to the same connection (for the writer thread).
+    fn try_clone(&self) -> io::Result<Self>;
+    /// Closes both directions (wakes a reader blocked on the other handle).
+    fn shutdown(&self);
+}
+
+impl Stream for TcpStream {
+    fn try_clone(&self) -> io::Result<Self> {
+        TcpStream::try_clone(self)
+    }
+    fn shutdown(&self) {
+        let _ = TcpStream::shutdown(self, std::net::Shutdown::Both);
+    }
+}
+
+impl Stream for UnixStream {
+    fn try_clone(&self) -> io::Result<Self> {
+        UnixStream::try_clone(self)
+    }
+    fn shutdown(&self) {
+        let _ = UnixStream::shutdown(self, std::net::Shutdown::Both);
+    }
+}
+
+/// Connections served at once; further ones are closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// A reply waiting for its time.
+struct Reply {
+    due: Option<Instant>,
+    cookie: u64,
+    error: NbdError,
+    /// A successful read's data (an empty buffer otherwise).
+    data: Vec<u8>,
+}
+
+impl Reply {
+    fn key(&self) -> (Reverse<Option<Instant>>, u64) {
+        (Reverse(self.due), self.cookie)
+    }
+}
+impl PartialEq for Reply {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl Eq for Reply {}
+impl PartialOrd for Reply {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Reply {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&o.key())
+    }
+}
+
+/// Serves one connection to the end: handshake, then requests until the client disconnects
+/// or the stream breaks. Returns why it ended (`Ok` for a clean end).
+pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) -> io::Result<()> {
+    let export = backend.export();
+    let out = stream.try_clone()?;
+    let mut rw = BufStream {
+        r: BufReader::with_capacity(256 << 10, stream),
+        w: BufWriter::with_capacity(256 << 10, out),
+    };
+    if negotiate(&mut rw, &export)? == Outcome::Closed {
+        return Ok(());
+    }
+    let BufStream {
+        r: mut reader,
+        w: mut writer,
+    } = rw;
+    let (tx, rx) = mpsc::channel::<Reply>();
+    let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|s| {
+        let w = s.spawn(move || {
+            let r = write_replies(&mut writer, rx, free_tx);
+            if r.is_err() {
+                // Wake the reader: the connection is over.
+                writer.get_ref().shutdown();
+            }
+            r
+        });
+        let r = read_requests(&mut reader, backend, &export, &tx, &free_rx);
+        drop(tx);
+        let w = w
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("reply writer panicked")));
+        r.and(w)
+    })
+}
+
+/// Reads, checks and executes requests until `NBD_CMD_DISC`, EOF or a broken stream.
+fn read_requests<R: Read, B: Backend + ?Sized>(
+    r: &mut R,
+    backend: &B,
+    export: &Export,
+    tx: &Sender<Reply>,
+    free: &Receiver<Vec<u8>>,
+) -> io::Result<()> {
+    let mut header = [0u8; REQUEST_LEN];
+    loop {
+        match read_header(r, &mut header)? {
+            false => return Ok(()),
+            true => {}
+        }
+        let Some(req) = Request::parse(&header) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "bad request magic",
+            ));
+        };
+        if req.cmd == Command::Disc {
+            return Ok(());
+        }
+        let mut data = free.try_recv().unwrap_or_default();
+        data.clear();
+        let checked = req.check(export.size, export.block);
+        // A write's payload follows its header even when the write is refused.
+        let payload = req.payload_len();
+        if checked.is_err() || payload > export.block.max_payload as u64 {
+            io::copy(&mut r.take(payload), &mut io::sink())?;
+        } else {
+            data.resize(payload as usize, 0);
+            r.read_exact(&mut data)?;
+        }
+        let result = checked.and_then(|()| execute(backend, &req, &mut data));
+        let (due, error) = match result {
+            Ok(due) => (due, NbdError(0)),
+            Err(e) => (None, e),
+        };
+        if error != NbdError(0) || req.cmd != Command::Read {
+            data.clear();
+        }
+        let reply = Reply {
+            due,
+            cookie: req.cookie,
+            error,
+            data,
+        };
+        if tx.send(reply).is_err() {
+            // The writer stopped: the stream is broken.
+            return Ok(());
+        }
+    }
+}
+
+/// Reads a request header; false on a clean EOF before its first byte.
+fn read_header<R: Read>(r: &mut R, b: &mut [u8; REQUEST_LEN]) -> io::Result<bool> {
+    let mut got = 0;
+    while got < REQUEST_LEN {
+        match r.read(&mut b[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Hands a checked request to the backend; a read's data lands in `data`.
+fn execute<B: Backend + ?Sized>(
+    backend: &B,
+    req: &Request,
+    data: &mut Vec<u8>,
+) -> Result<Option<Instant>, NbdError> {
+    let fua = req.flags & CMD_FLAG_FUA != 0;
+    let (offset, len) = (req.offset, req.len as u64);
+    if len == 0 && req.cmd != Command::Flush {
+        // Allowed but meaningless: nothing to do.
+        return Ok(None);
+    }
+    let cmd = match req.cmd {
+        Command::Read => {
+            data.resize(len as usize, 0);
+            Cmd::Read { offset, buf: data }
+        }
+        Command::Write => Cmd::Write { offset, data, fua },
+        Command::Flush => Cmd::Flush,
+        Command::Trim => Cmd::Trim { offset, len, fua },
+        Command::WriteZeroes => Cmd::WriteZeroes {
+            offset,
+            len,
+            fua,
+            no_hole: req.flags & CMD_FLAG_NO_HOLE != 0,
+        },
+        Command::Disc | Command::Unknown(_) => return Err(NbdError::EINVAL),
+    };
+    backend.execute(cmd)
+}
+
+/// Sends replies when due, oldest deadline first; flushes whenever none is due.
+fn write_replies<W: Write>(
+    w: &mut BufWriter<W>,
+    rx: Receiver<Reply>,
+    free: Sender<Vec<u8>>,
+) -> io::Result<()> {
+    let mut pending: BinaryHeap<Reply> = BinaryHeap::new();
+    let mut open = true;
+    loop {
+        while let Ok(r) = rx.try_recv() {
+            pending.push(r);
+        }
+        let now = Instant::now();
+        while pending
+            .peek()
+            .is_some_and(|r| r.due.is_none_or(|d| d <= now))
+        {
+            let r = pending.pop().expect("peeked");
+            w.write_all(&simple_reply(r.error, r.cookie))?;
+            w.write_all(&r.data)?;
+            // Recycled by the reader: no allocation per read.
+            let _ = free.send(r.data);
+        }
+        if !open && pending.is_empty() {
+            return w.flush();
+        }
+        match pending.peek().and_then(|r| r.due) {
+            Some(due) => {
+                w.flush()?;
+                match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(r) => pending.push(r),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => open = false,
+                }
+            }
+            None if !open => {}
+            None => {
+                // Nothing pending: flush only if the reader has nothing more for us yet.
+                match rx.try_recv() {
+                    Ok(r) => pending.push(r),
+                    Err(_) => {
+                        w.flush()?;
+                        match rx.recv() {
+                            Ok(r) => pending.push(r),
+                            Err(_) => open = false,
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A buffered reader and writer over the two handles of one connection.
+struct BufStream<S: Stream> {
+    r: BufReader<S>,
+    w: BufWriter<S>,
+}
+
+impl<S: Stream> Read for BufStream<S> {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        self.r.read(b)
+    }
+}
+
+impl<S: Stream> Write for BufStream<S> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.w.write(b)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// A listening socket: TCP or Unix.
+pub enum Listener {
+    /// TCP.
+    Tcp(TcpListener),
+    /// A Unix socket.
+    Unix(UnixListener),
+}
+
+/// Accepts connections forever, each served on a thread of its own (at most
+/// [`MAX_CONNECTIONS`] at once). A connection's failure is reported to `log` and ends only it.
+pub fn serve<B: Backend>(
+    listener: Listener,
+    backend: Arc<B>,
+    log: impl Fn(String) + Send + Sync + 'static,
+) -> io::Result<()> {
+    let log = Arc::new(log);
+    let live = Arc::new(AtomicUsize::new(0));
+    let mut next_id = 0u64;
+    loop {
+        let (stream, peer): (Box<dyn FnOnce(&B) -> io::Result<()> + Send>, String) = match &listener
+        {
+            Listener::Tcp(l) => {
+                let (s, a) = l.accept()?;
+                let _ = s.set_nodelay(true);
+                (Box::new(move |b: &B| serve_connection(s, b)), a.to_string())
+            }
+            Listener::Unix(l) => {
+                let (s, _) = l.accept()?;
+                (Box::new(move |b: &B| serve_connection(s, b)), "unix".into())
+            }
+        };
+        next_id += 1;
+        let id = next_id;
+        if live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            live.fetch_sub(1, Ordering::SeqCst);
+            log(format!(
+                "connection {id} ({peer}) refused: {MAX_CONNECTIONS} connections already"
+            ));
+            continue;
+        }
+        let (backend, live, log) = (backend.clone(), live.clone(), log.clone());
+        std::thread::spawn(move || {
+            match stream(&backend) {
+                Ok(()) => {}
+                Err(e) => log(format!("connection {id} ({peer}): {e}")),
+            }
+            live.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+}
