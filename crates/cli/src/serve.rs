@@ -162,7 +162,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         "verify": true,
     });
     let r = backend.report(&o.preset, 0, config);
-    println!(
+    // Whoever started the server may have stopped reading its output: not a failure.
+    let _ = writeln!(
+        std::io::stdout(),
         "{}\n{}",
         report::phases_table(&r.phases),
         report::detail_table(&r)
@@ -193,8 +195,10 @@ fn print_stats(backend: &SimBackend) {
             last.unwrap_or_default()
         );
     }
-    print!("{out}");
-    std::io::stdout().flush().ok();
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 fn recorder(path: &PathBuf, format: &str) -> Result<Recorder> {
