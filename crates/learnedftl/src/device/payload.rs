@@ -20,20 +20,31 @@ pub enum Src {
     None,
 }
 
+/// Page buffers kept for reuse at most (beyond, freed ones go back to the allocator).
+const SPARE_PAGES: usize = 4096;
+
 /// Page payloads by PPA, plus host data staged by LPN.
+///
+/// A page's data is dropped when the page is invalidated: no FTL reads a page it has
+/// invalidated (garbage collection copies a page before invalidating it), so memory follows
+/// the valid pages, not everything ever written. Freed page buffers are reused for the next
+/// staged write, so a steady stream of writes allocates nothing.
 #[derive(Debug)]
 pub struct PayloadStore {
     page_size: usize,
-    flash: HashMap<Ppa, Box<[u8]>>,
+    /// By PPA.
+    flash: Vec<Option<Box<[u8]>>>,
     staged: HashMap<Lpn, Box<[u8]>>,
+    spare: Vec<Box<[u8]>>,
 }
 
 impl PayloadStore {
-    pub(super) fn new(page_size: usize) -> Self {
+    pub(super) fn new(page_size: usize, physical_pages: u64) -> Self {
         PayloadStore {
             page_size,
-            flash: HashMap::new(),
+            flash: (0..physical_pages).map(|_| None).collect(),
             staged: HashMap::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -45,15 +56,23 @@ impl PayloadStore {
     /// Stages the host's data for `lpn` before a write of it is submitted (shorter data is
     /// zero-padded to a page).
     pub fn stage(&mut self, lpn: Lpn, data: &[u8]) {
-        let mut page = vec![0u8; self.page_size].into_boxed_slice();
+        let mut page = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice());
         let n = data.len().min(self.page_size);
         page[..n].copy_from_slice(&data[..n]);
-        self.staged.insert(lpn, page);
+        page[n..].fill(0);
+        if let Some(old) = self.staged.insert(lpn, page) {
+            self.recycle(old);
+        }
     }
 
     /// Drops staged data of a trimmed LPN.
     pub fn unstage(&mut self, lpn: Lpn) {
-        self.staged.remove(&lpn);
+        if let Some(old) = self.staged.remove(&lpn) {
+            self.recycle(old);
+        }
     }
 
     /// Host data staged for `lpn` and not yet programmed (an FTL's DRAM buffer serves these).
@@ -61,29 +80,39 @@ impl PayloadStore {
         self.staged.get(&lpn).map(|b| &b[..])
     }
 
-    /// The data stored at `ppa`.
+    /// The data stored at `ppa` (`None` if the page holds none, or is invalid).
     pub fn page(&self, ppa: Ppa) -> Option<&[u8]> {
-        self.flash.get(&ppa).map(|b| &b[..])
+        self.flash.get(ppa.idx())?.as_deref()
+    }
+
+    fn recycle(&mut self, page: Box<[u8]>) {
+        if self.spare.len() < SPARE_PAGES {
+            self.spare.push(page);
+        }
     }
 
     pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) {
         let data = match src {
             Src::Host => oob.lpn().and_then(|l| self.staged.remove(&l)),
-            Src::Page(from) => self.flash.get(&from).cloned(),
+            Src::Page(from) => match self.flash.get(from.idx()).and_then(Option::as_deref) {
+                Some(d) => {
+                    let mut page = self.spare.pop().unwrap_or_else(|| d.into());
+                    page.copy_from_slice(d);
+                    Some(page)
+                }
+                None => None,
+            },
             Src::None => None,
         };
-        match data {
-            Some(d) => {
-                self.flash.insert(ppa, d);
-            }
-            None => {
-                self.flash.remove(&ppa);
-            }
+        if let Some(old) = std::mem::replace(&mut self.flash[ppa.idx()], data) {
+            self.recycle(old);
         }
     }
 
-    pub(super) fn on_erase(&mut self, ppa: Ppa) {
-        self.flash.remove(&ppa);
+    pub(super) fn on_invalidate(&mut self, ppa: Ppa) {
+        if let Some(old) = self.flash[ppa.idx()].take() {
+            self.recycle(old);
+        }
     }
 }
 
