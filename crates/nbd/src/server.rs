@@ -178,9 +178,8 @@ fn read_requests<R: Read, B: Backend + ?Sized>(
 ) -> io::Result<()> {
     let mut header = [0u8; REQUEST_LEN];
     loop {
-        match read_header(r, &mut header)? {
-            false => return Ok(()),
-            true => {}
+        if !read_header(r, &mut header)? {
+            return Ok(());
         }
         let Some(req) = Request::parse(&header) else {
             return Err(io::Error::new(
@@ -351,6 +350,27 @@ pub enum Listener {
     Unix(UnixListener),
 }
 
+/// An accepted connection.
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Listener {
+    /// The next connection, and who it is from.
+    fn accept(&self) -> io::Result<(Conn, String)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, a) = l.accept()?;
+                // Replies are flushed when none is due; Nagle would only delay them.
+                s.set_nodelay(true)?;
+                Ok((Conn::Tcp(s), a.to_string()))
+            }
+            Listener::Unix(l) => Ok((Conn::Unix(l.accept()?.0), "unix socket".into())),
+        }
+    }
+}
+
 /// Accepts connections forever, each served on a thread of its own (at most
 /// [`MAX_CONNECTIONS`] at once). A connection's failure is reported to `log` and ends only it.
 pub fn serve<B: Backend>(
@@ -360,22 +380,15 @@ pub fn serve<B: Backend>(
 ) -> io::Result<()> {
     let log = Arc::new(log);
     let live = Arc::new(AtomicUsize::new(0));
-    let mut next_id = 0u64;
+    let mut id = 0u64;
     loop {
-        let (stream, peer): (Box<dyn FnOnce(&B) -> io::Result<()> + Send>, String) = match &listener
-        {
-            Listener::Tcp(l) => {
-                let (s, a) = l.accept()?;
-                let _ = s.set_nodelay(true);
-                (Box::new(move |b: &B| serve_connection(s, b)), a.to_string())
-            }
-            Listener::Unix(l) => {
-                let (s, _) = l.accept()?;
-                (Box::new(move |b: &B| serve_connection(s, b)), "unix".into())
-            }
+        id += 1;
+        let (conn, peer) = match listener.accept() {
+            Ok(c) => c,
+            // The client gave up before we accepted it: not the listener's failure.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
+            Err(e) => return Err(e),
         };
-        next_id += 1;
-        let id = next_id;
         if live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             live.fetch_sub(1, Ordering::SeqCst);
             log(format!(
@@ -385,9 +398,12 @@ pub fn serve<B: Backend>(
         }
         let (backend, live, log) = (backend.clone(), live.clone(), log.clone());
         std::thread::spawn(move || {
-            match stream(&backend) {
-                Ok(()) => {}
-                Err(e) => log(format!("connection {id} ({peer}): {e}")),
+            let r = match conn {
+                Conn::Tcp(s) => serve_connection(s, &*backend),
+                Conn::Unix(s) => serve_connection(s, &*backend),
+            };
+            if let Err(e) = r {
+                log(format!("connection {id} ({peer}): {e}"));
             }
             live.fetch_sub(1, Ordering::SeqCst);
         });

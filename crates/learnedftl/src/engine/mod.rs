@@ -773,7 +773,7 @@ mod tests {
     fn payloads_follow_their_pages_through_gc_on_every_ftl() {
         let mut cfg = DeviceConfig::preset("tiny").unwrap();
         cfg.payloads = true;
-        let lp = cfg.geometry.logical_pages as u64;
+        let lp = cfg.geometry.logical_pages;
         let ps = cfg.geometry.page_size as usize;
         for name in ftl::FTLS {
             let mut s = Simulator::new(&cfg, name, Params::new(), SimOptions::default()).unwrap();
