@@ -69,11 +69,12 @@ run_server() { # name, then the command
     stop
 }
 
+# `exec`: the server replaces the background subshell, so `$!` is its PID.
 nbdkit_memory() {
-    nbdkit --foreground --ipaddr 127.0.0.1 --port "$1" memory 4G
+    exec nbdkit --foreground --ipaddr 127.0.0.1 --port "$1" memory 4G
 }
 learnedftl_serve() {
-    "$bin" serve --ftl "$ftl" --preset "$preset" --timing none --listen "127.0.0.1:$1"
+    exec "$bin" serve --ftl "$ftl" --preset "$preset" --timing none --listen "127.0.0.1:$1"
 }
 
 run_server nbdkit nbdkit_memory

@@ -53,6 +53,10 @@ pub struct ServeOpts {
     /// Write the report (the keys of `run --json`) to PATH on exit, SIGINT or SIGTERM.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// Keep page data in this sparse file (created or truncated; as large as the physical
+    /// space) instead of memory, for devices larger than RAM.
+    #[arg(long, value_name = "FILE")]
+    payload_file: Option<PathBuf>,
     /// Export name (clients may also ask for the default export, "").
     #[arg(long, default_value = "learnedftl")]
     name: String,
@@ -85,7 +89,13 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         verify: Verify::Count,
         check_invariants: false,
     };
-    let sim = Simulator::new(&device, &o.ftl, params, opts)?;
+    let mut sim = Simulator::new(&device, &o.ftl, params, opts)?;
+    if let Some(path) = &o.payload_file {
+        let store = sim.device_mut().payloads_mut().expect("payloads are on");
+        store
+            .use_file(path)
+            .with_context(|| format!("--payload-file: cannot use {}", path.display()))?;
+    }
     let record = o
         .record
         .as_ref()
@@ -157,6 +167,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
                 "timing": timing.to_string(),
                 "export": o.name,
                 "record": o.record.as_ref().map(|p| p.display().to_string()),
+                "payload_file": o.payload_file.as_ref().map(|p| p.display().to_string()),
             },
         },
         "verify": true,

@@ -160,6 +160,8 @@ fn fio_verifies(ftl: &str) {
         "--verify=crc32c",
         "--do_verify=1",
         "--verify_fatal=1",
+        // No verify state file in the working directory.
+        "--verify_state_save=0",
         "--randseed=7",
     ]));
     server.stop();
@@ -239,7 +241,17 @@ fn nbdcopy_round_trip_of_a_random_file() {
         })
         .collect();
     std::fs::write(&src, &data).unwrap();
-    let server = Server::start("dftl", &["--listen", "127.0.0.1:0"]);
+    // Pages in a sparse file rather than memory.
+    let pages = dir.join("pages.img");
+    let server = Server::start(
+        "dftl",
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--payload-file",
+            pages.to_str().unwrap(),
+        ],
+    );
     run(Command::new(&nbdcopy).args([Path::new(&src).as_os_str(), server.uri().as_ref()]));
     run(Command::new(&nbdcopy).args([server.uri().as_ref(), Path::new(&back).as_os_str()]));
     server.stop();
@@ -247,4 +259,5 @@ fn nbdcopy_round_trip_of_a_random_file() {
     assert_eq!(got.len(), 120 << 20, "the whole export comes back");
     assert!(got[..data.len()] == data[..], "the file comes back intact");
     assert!(got[data.len()..].iter().all(|&b| b == 0));
+    assert_eq!(std::fs::metadata(&pages).unwrap().len(), 128 << 20);
 }

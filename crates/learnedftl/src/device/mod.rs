@@ -431,7 +431,8 @@ impl Device {
         self.valid[i >> 6] |= 1 << (i & 63);
         self.oob[i] = oob;
         if let Some(p) = self.payload.as_mut() {
-            p.on_program(ppa, oob, src);
+            p.on_program(ppa, oob, src)
+                .map_err(|e| DeviceError::Payload(format!("program of {ppa:?}: {e}")))?;
         }
         self.counters.programs[cause as usize] += 1;
         Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, Access::Program(ppa.0)))

@@ -8,6 +8,10 @@
 use super::Oob;
 use crate::addr::{Lpn, Ppa};
 use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 /// Where the data of a programmed page comes from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -28,24 +32,55 @@ const SPARE_PAGES: usize = 4096;
 /// A page's data is dropped when the page is invalidated: no FTL reads a page it has
 /// invalidated (garbage collection copies a page before invalidating it), so memory follows
 /// the valid pages, not everything ever written. Freed page buffers are reused for the next
-/// staged write, so a steady stream of writes allocates nothing.
+/// staged write, so a steady stream of writes allocates nothing. With [`PayloadStore::use_file`]
+/// pages live in a sparse file instead (at `PPA × page size`), for devices larger than RAM;
+/// only staged data stays in memory.
 #[derive(Debug)]
 pub struct PayloadStore {
     page_size: usize,
-    /// By PPA.
-    flash: Vec<Option<Box<[u8]>>>,
+    pages: Pages,
     staged: HashMap<Lpn, Box<[u8]>>,
     spare: Vec<Box<[u8]>>,
+}
+
+#[derive(Debug)]
+enum Pages {
+    /// By PPA.
+    Memory(Vec<Option<Box<[u8]>>>),
+    /// In a file at `PPA × page size`; a bit per PPA says whether the page holds data.
+    File { file: File, present: Vec<u64> },
 }
 
 impl PayloadStore {
     pub(super) fn new(page_size: usize, physical_pages: u64) -> Self {
         PayloadStore {
             page_size,
-            flash: (0..physical_pages).map(|_| None).collect(),
+            pages: Pages::Memory((0..physical_pages).map(|_| None).collect()),
             staged: HashMap::new(),
             spare: Vec::new(),
         }
+    }
+
+    /// Keeps pages in `path` from now on (created, or truncated: a fresh device has no data),
+    /// a sparse file as large as the physical space. Call before anything is programmed: pages
+    /// stored so far are dropped.
+    pub fn use_file(&mut self, path: &Path) -> io::Result<()> {
+        let pages = match &self.pages {
+            Pages::Memory(v) => v.len() as u64,
+            Pages::File { present, .. } => present.len() as u64 * 64,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        file.set_len(pages * self.page_size as u64)?;
+        self.pages = Pages::File {
+            file,
+            present: vec![0; pages.div_ceil(64) as usize],
+        };
+        Ok(())
     }
 
     /// Page size in bytes.
@@ -56,10 +91,7 @@ impl PayloadStore {
     /// Stages the host's data for `lpn` before a write of it is submitted (shorter data is
     /// zero-padded to a page).
     pub fn stage(&mut self, lpn: Lpn, data: &[u8]) {
-        let mut page = self
-            .spare
-            .pop()
-            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice());
+        let mut page = self.take_buffer();
         let n = data.len().min(self.page_size);
         page[..n].copy_from_slice(&data[..n]);
         page[n..].fill(0);
@@ -80,9 +112,32 @@ impl PayloadStore {
         self.staged.get(&lpn).map(|b| &b[..])
     }
 
-    /// The data stored at `ppa` (`None` if the page holds none, or is invalid).
-    pub fn page(&self, ppa: Ppa) -> Option<&[u8]> {
-        self.flash.get(ppa.idx())?.as_deref()
+    /// Copies the data stored at `ppa` into `dst` (a page long); false if the page holds none
+    /// (never programmed with data, or invalid), `dst` then unchanged.
+    pub fn read(&self, ppa: Ppa, dst: &mut [u8]) -> io::Result<bool> {
+        let i = ppa.idx();
+        match &self.pages {
+            Pages::Memory(v) => match v.get(i).and_then(Option::as_deref) {
+                Some(d) => {
+                    dst.copy_from_slice(d);
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+            Pages::File { file, present } => {
+                if present.get(i >> 6).is_none_or(|w| w >> (i & 63) & 1 == 0) {
+                    return Ok(false);
+                }
+                file.read_exact_at(dst, i as u64 * self.page_size as u64)?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn take_buffer(&mut self) -> Box<[u8]> {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
     }
 
     fn recycle(&mut self, page: Box<[u8]>) {
@@ -91,27 +146,52 @@ impl PayloadStore {
         }
     }
 
-    pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) {
+    pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) -> io::Result<()> {
         let data = match src {
             Src::Host => oob.lpn().and_then(|l| self.staged.remove(&l)),
-            Src::Page(from) => match self.flash.get(from.idx()).and_then(Option::as_deref) {
-                Some(d) => {
-                    let mut page = self.spare.pop().unwrap_or_else(|| d.into());
-                    page.copy_from_slice(d);
+            Src::Page(from) => {
+                let mut page = self.take_buffer();
+                if self.read(from, &mut page)? {
                     Some(page)
+                } else {
+                    self.recycle(page);
+                    None
                 }
-                None => None,
-            },
+            }
             Src::None => None,
         };
-        if let Some(old) = std::mem::replace(&mut self.flash[ppa.idx()], data) {
-            self.recycle(old);
+        let i = ppa.idx();
+        match &mut self.pages {
+            Pages::Memory(v) => {
+                if let Some(old) = std::mem::replace(&mut v[i], data) {
+                    self.recycle(old);
+                }
+            }
+            Pages::File { file, present } => {
+                let bit = 1u64 << (i & 63);
+                present[i >> 6] &= !bit;
+                if let Some(d) = data {
+                    let r = file.write_all_at(&d, i as u64 * self.page_size as u64);
+                    self.recycle(d);
+                    r?;
+                    if let Pages::File { present, .. } = &mut self.pages {
+                        present[i >> 6] |= bit;
+                    }
+                }
+            }
         }
+        Ok(())
     }
 
     pub(super) fn on_invalidate(&mut self, ppa: Ppa) {
-        if let Some(old) = self.flash[ppa.idx()].take() {
-            self.recycle(old);
+        let i = ppa.idx();
+        match &mut self.pages {
+            Pages::Memory(v) => {
+                if let Some(old) = v[i].take() {
+                    self.recycle(old);
+                }
+            }
+            Pages::File { present, .. } => present[i >> 6] &= !(1 << (i & 63)),
         }
     }
 }
@@ -122,11 +202,23 @@ mod tests {
     use crate::config::DeviceConfig;
     use crate::device::{Cause, Device, Oob, Src};
 
-    #[test]
-    fn host_data_lands_and_moves_with_gc_copies() {
+    /// The data at `ppa`, if any.
+    fn page(d: &Device, ppa: Ppa) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; d.geo().page_size as usize];
+        d.payloads()
+            .unwrap()
+            .read(ppa, &mut buf)
+            .unwrap()
+            .then_some(buf)
+    }
+
+    fn host_data_lands_and_moves_with_gc_copies(file: Option<&std::path::Path>) {
         let mut cfg = DeviceConfig::preset("tiny").unwrap();
         cfg.payloads = true;
         let mut d = Device::new(&cfg);
+        if let Some(f) = file {
+            d.payloads_mut().unwrap().use_file(f).unwrap();
+        }
         d.payloads_mut().unwrap().stage(Lpn(5), b"hello");
         d.program(
             Ppa(0),
@@ -137,7 +229,7 @@ mod tests {
         )
         .unwrap();
         assert!(d.payloads().unwrap().staged(Lpn(5)).is_none());
-        assert_eq!(&d.payloads().unwrap().page(Ppa(0)).unwrap()[..5], b"hello");
+        assert_eq!(&page(&d, Ppa(0)).unwrap()[..5], b"hello");
         let dst = Ppa(d.geo().pages_per_block);
         d.program(
             dst,
@@ -148,8 +240,35 @@ mod tests {
         )
         .unwrap();
         d.invalidate(Ppa(0)).unwrap();
+        assert!(page(&d, Ppa(0)).is_none(), "an invalid page's data is gone");
         d.erase(0, Cause::GcData, SimTime(0)).unwrap();
-        assert!(d.payloads().unwrap().page(Ppa(0)).is_none());
-        assert_eq!(&d.payloads().unwrap().page(dst).unwrap()[..5], b"hello");
+        assert!(page(&d, Ppa(0)).is_none());
+        assert_eq!(&page(&d, dst).unwrap()[..5], b"hello");
+        // A page programmed without data (a translation page) holds none.
+        d.program(
+            Ppa(dst.0 + 1),
+            Oob::data(Lpn(6), 1),
+            Src::None,
+            Cause::User,
+            SimTime(0),
+        )
+        .unwrap();
+        assert!(page(&d, Ppa(dst.0 + 1)).is_none());
+    }
+
+    #[test]
+    fn host_data_lands_and_moves_with_gc_copies_in_memory() {
+        host_data_lands_and_moves_with_gc_copies(None);
+    }
+
+    #[test]
+    fn host_data_lands_and_moves_with_gc_copies_in_a_sparse_file() {
+        let path = std::env::temp_dir().join(format!("payload-{}.img", std::process::id()));
+        host_data_lands_and_moves_with_gc_copies(Some(&path));
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), 128 << 20, "as large as the physical space");
+        use std::os::unix::fs::MetadataExt;
+        assert!(m.blocks() * 512 < 1 << 20, "sparse: {} blocks", m.blocks());
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -421,7 +421,8 @@ impl Simulator {
             .map_err(ftl_error)?;
         let unmapped = sink.unmapped;
         if let Payload::Read(buf) = data {
-            self.copy_out(req.lpn, buf);
+            self.copy_out(req.lpn, buf)
+                .map_err(|e| EngineError::Payload(format!("reading back {lpn}+{pages}: {e}")))?;
         }
         if io.op == Op::Trim {
             if let Some(store) = self.dev.payloads_mut() {
@@ -490,7 +491,7 @@ impl Simulator {
     }
 
     /// Copies the pages a read from `first` was served (in `self.served`) into `buf`.
-    fn copy_out(&self, first: Lpn, buf: &mut [u8]) {
+    fn copy_out(&self, first: Lpn, buf: &mut [u8]) -> std::io::Result<()> {
         let ps = self.dev.geo().page_size as usize;
         let store = self.dev.payloads().expect("checked: payloads kept");
         for &(lpn, from) in &self.served {
@@ -498,16 +499,22 @@ impl Simulator {
             let Some(dst) = buf.get_mut(at..at + ps) else {
                 continue;
             };
-            let src = match from {
-                Served::Flash { ppa, .. } => store.page(ppa),
-                Served::Buffer { .. } => store.staged(lpn),
-                Served::Unmapped => None,
+            let found = match from {
+                Served::Flash { ppa, .. } => store.read(ppa, dst)?,
+                Served::Buffer { .. } => match store.staged(lpn) {
+                    Some(page) => {
+                        dst.copy_from_slice(page);
+                        true
+                    }
+                    None => false,
+                },
+                Served::Unmapped => false,
             };
-            match src {
-                Some(page) => dst.copy_from_slice(page),
-                None => dst.fill(0),
+            if !found {
+                dst.fill(0);
             }
         }
+        Ok(())
     }
 
     /// Passes a prefetch hint for the request `op` at byte `offset` to the FTL.
@@ -775,8 +782,15 @@ mod tests {
         cfg.payloads = true;
         let lp = cfg.geometry.logical_pages;
         let ps = cfg.geometry.page_size as usize;
-        for name in ftl::FTLS {
+        let file = std::env::temp_dir().join(format!("engine-pages-{}.img", std::process::id()));
+        // Every FTL with pages in memory, and LearnedFTL with pages in a sparse file.
+        let runs = ftl::FTLS.iter().map(|&f| (f, false));
+        for (name, in_file) in runs.chain([("learnedftl", true)]) {
             let mut s = Simulator::new(&cfg, name, Params::new(), SimOptions::default()).unwrap();
+            if in_file {
+                let store = s.device_mut().payloads_mut().unwrap();
+                store.use_file(&file).unwrap();
+            }
             s.begin_phase("w");
             let mut version = vec![0u64; lp as usize];
             let mut rng = 0x1234_5678u64;
@@ -831,6 +845,7 @@ mod tests {
                 }
             }
         }
+        std::fs::remove_file(&file).unwrap();
     }
 
     #[test]
