@@ -180,6 +180,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         report::phases_table(&r.phases),
         report::detail_table(&r)
     );
+    if let (n @ 1.., last) = backend.failures() {
+        eprintln!("{n} requests failed; last: {}", last.unwrap_or_default());
+    }
     backend.flush_record().context("--record")?;
     if let Some(path) = &o.json {
         let f = std::fs::File::create(path)
