@@ -15,7 +15,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -294,29 +294,34 @@ fn write_replies<W: Write>(
         if !open && pending.is_empty() {
             return w.flush();
         }
-        match pending.peek().and_then(|r| r.due) {
-            Some(due) => {
-                w.flush()?;
+        if open {
+            // Replies queued meanwhile go out in the same batch.
+            match rx.try_recv() {
+                Ok(r) => {
+                    pending.push(r);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => open = false,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
+        w.flush()?;
+        // Wait for the next reply, or until the earliest pending one is due.
+        match (pending.peek().and_then(|r| r.due), open) {
+            (Some(due), true) => {
                 match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
                     Ok(r) => pending.push(r),
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => open = false,
                 }
             }
-            None if !open => {}
-            None => {
-                // Nothing pending: flush only if the reader has nothing more for us yet.
-                match rx.try_recv() {
-                    Ok(r) => pending.push(r),
-                    Err(_) => {
-                        w.flush()?;
-                        match rx.recv() {
-                            Ok(r) => pending.push(r),
-                            Err(_) => open = false,
-                        }
-                    }
-                }
-            }
+            (Some(due), false) => std::thread::sleep(due.saturating_duration_since(Instant::now())),
+            (None, true) => match rx.recv() {
+                Ok(r) => pending.push(r),
+                Err(_) => open = false,
+            },
+            // Nothing pending and the reader is done: the next round returns.
+            (None, false) => {}
         }
     }
 }

@@ -111,9 +111,10 @@ impl SimBackend {
         let export = Export {
             name: name.to_string(),
             description: format!(
-                "learnedftl {} on a {} device",
+                "learnedftl: the {} FTL on {} logical bytes in {} B pages",
                 sim.ftl().name(),
-                geo_text(&sim)
+                geo.logical_bytes(),
+                ps
             ),
             size: geo.logical_bytes(),
             flags: FLAG_HAS_FLAGS
@@ -196,11 +197,6 @@ impl SimBackend {
             Timing::None => None,
         }
     }
-}
-
-fn geo_text(sim: &Simulator) -> String {
-    let g = sim.device().geo();
-    format!("{} B logical, {} B pages", g.logical_bytes(), g.page_size)
 }
 
 impl Backend for SimBackend {

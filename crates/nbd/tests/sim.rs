@@ -132,6 +132,33 @@ fn realtime_replies_wait_for_the_simulated_completion() {
     disconnect(c, h);
 }
 
+#[test]
+fn disconnect_sends_the_replies_still_held_first() {
+    let b = backend("ideal", Timing::Realtime);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    // Two held writes, then NBD_CMD_DISC before reading their replies.
+    request(&mut c, Command::Write, 0, 1, 0, Ok(&bytes(1, 64 * 4096)));
+    request(
+        &mut c,
+        Command::Write,
+        0,
+        2,
+        1 << 20,
+        Ok(&bytes(2, 64 * 4096)),
+    );
+    request(&mut c, Command::Disc, 0, 3, 0, Err(0));
+    let t = Instant::now();
+    let mut cookies = [reply(&mut c), reply(&mut c)].map(|(e, k)| {
+        assert_eq!(e, 0);
+        k
+    });
+    cookies.sort();
+    assert_eq!(cookies, [1, 2]);
+    h.join().unwrap().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
 /// A writer into a shared buffer.
 #[derive(Clone, Default)]
 struct Shared(Arc<Mutex<Vec<u8>>>);
