@@ -69,7 +69,9 @@ pub type Recorder = TraceWriter<Box<dyn Write + Send>>;
 pub struct SimBackend {
     export: Export,
     timing: Timing,
+    /// The wall-clock instant of simulated time `start`.
     anchor: Instant,
+    start: SimTime,
     state: Mutex<State>,
 }
 
@@ -135,6 +137,7 @@ impl SimBackend {
             export,
             timing,
             anchor: Instant::now(),
+            start,
             state: Mutex::new(State {
                 sim,
                 last_arrival: start,
@@ -193,7 +196,7 @@ impl SimBackend {
 
     fn due(&self, done: SimTime) -> Option<Instant> {
         match self.timing {
-            Timing::Realtime => Some(self.anchor + Duration::from_nanos(done.0)),
+            Timing::Realtime => Some(self.anchor + Duration::from_nanos(done.since(self.start))),
             Timing::None => None,
         }
     }
@@ -205,9 +208,9 @@ impl Backend for SimBackend {
     }
 
     fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
-        let now = self.anchor.elapsed().as_nanos() as u64;
+        let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
         let mut s = self.lock();
-        let arrival = SimTime(now.max(s.last_arrival.0));
+        let arrival = now.max(s.last_arrival);
         s.last_arrival = arrival;
         let done = s.execute(cmd, arrival)?;
         Ok(self.due(done))
