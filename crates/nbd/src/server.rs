@@ -1,9 +1,9 @@
 //! The transmission phase and the accept loops.
 //!
-//! Each connection has two threads: its reader parses requests in order, checks them, has the
-//! [`Backend`] execute them, and queues the replies; its writer sends each reply once it is
-//! due (the backend may hold a reply until its simulated completion) and flushes when no
-//! reply is due. Replies may thus leave out of order, as the protocol allows; cookies tell
+//! Each connection's reader parses requests in order, checks them and has the [`Backend`]
+//! execute them. If the backend may hold replies (until a simulated completion), a second
+//! thread, the connection's writer, sends each reply once it is due and flushes when none is;
+//! otherwise the reader writes each reply itself and flushes whenever no request is waiting. Replies may thus leave out of order, as the protocol allows; cookies tell
 //! them apart. A request the protocol lets us refuse gets an error reply and the connection
 //! goes on; only a broken stream (bad magic, I/O error) ends it, and never another one.
 
@@ -70,6 +70,11 @@ pub trait Backend: Send + Sync + 'static {
     fn export(&self) -> Export;
     /// Executes a command; returns when its reply may be sent (`None`: at once).
     fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError>;
+    /// Whether [`Backend::execute`] may hold replies (return a time). If not, each
+    /// connection's reader writes its replies itself, with no writer thread (faster).
+    fn holds_replies(&self) -> bool {
+        true
+    }
 }
 
 /// A stream a connection runs on.
@@ -148,6 +153,15 @@ pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) 
         r: mut reader,
         w: mut writer,
     } = rw;
+    if !backend.holds_replies() {
+        // Every reply leaves at once: the reader writes it, no thread hand-off per request.
+        let mut sink = Inline {
+            w: &mut writer,
+            spare: Vec::new(),
+        };
+        let r = read_requests(&mut reader, backend, &export, &mut sink);
+        return r.and_then(|()| writer.flush());
+    }
     let (tx, rx) = mpsc::channel::<Reply>();
     let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|s| {
@@ -159,8 +173,9 @@ pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) 
             }
             r
         });
-        let r = read_requests(&mut reader, backend, &export, &tx, &free_rx);
-        drop(tx);
+        let mut sink = Queued { tx, free: free_rx };
+        let r = read_requests(&mut reader, backend, &export, &mut sink);
+        drop(sink);
         let w = w
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("reply writer panicked")));
@@ -168,16 +183,67 @@ pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) 
     })
 }
 
+/// Where the reader puts replies.
+trait Replies {
+    /// A buffer for the next request's data (recycled from earlier replies).
+    fn buffer(&mut self) -> Vec<u8>;
+    /// Sends or queues a reply; false if the connection's writer is gone.
+    fn reply(&mut self, r: Reply) -> io::Result<bool>;
+    /// No request is waiting to be read: make sure the client has every reply written so far.
+    fn idle(&mut self) -> io::Result<()>;
+}
+
+/// Replies written by the reader itself, at once; flushed whenever no request is waiting.
+struct Inline<'a, W: Write> {
+    w: &'a mut BufWriter<W>,
+    spare: Vec<u8>,
+}
+
+impl<W: Write> Replies for Inline<'_, W> {
+    fn buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.spare)
+    }
+    fn reply(&mut self, r: Reply) -> io::Result<bool> {
+        self.w.write_all(&simple_reply(r.error, r.cookie))?;
+        self.w.write_all(&r.data)?;
+        self.spare = r.data;
+        Ok(true)
+    }
+    fn idle(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Replies queued for the writer thread, which sends each when due.
+struct Queued {
+    tx: Sender<Reply>,
+    free: Receiver<Vec<u8>>,
+}
+
+impl Replies for Queued {
+    fn buffer(&mut self) -> Vec<u8> {
+        self.free.try_recv().unwrap_or_default()
+    }
+    fn reply(&mut self, r: Reply) -> io::Result<bool> {
+        Ok(self.tx.send(r).is_ok())
+    }
+    fn idle(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Reads, checks and executes requests until `NBD_CMD_DISC`, EOF or a broken stream.
 fn read_requests<R: Read, B: Backend + ?Sized>(
-    r: &mut R,
+    r: &mut BufReader<R>,
     backend: &B,
     export: &Export,
-    tx: &Sender<Reply>,
-    free: &Receiver<Vec<u8>>,
+    replies: &mut impl Replies,
 ) -> io::Result<()> {
     let mut header = [0u8; REQUEST_LEN];
     loop {
+        if r.buffer().is_empty() {
+            replies.idle()?;
+        }
         if !read_header(r, &mut header)? {
             return Ok(());
         }
@@ -190,7 +256,7 @@ fn read_requests<R: Read, B: Backend + ?Sized>(
         if req.cmd == Command::Disc {
             return Ok(());
         }
-        let mut data = free.try_recv().unwrap_or_default();
+        let mut data = replies.buffer();
         data.clear();
         let checked = req.check(export.size, export.block);
         // A write's payload follows its header even when the write is refused.
@@ -215,7 +281,7 @@ fn read_requests<R: Read, B: Backend + ?Sized>(
             error,
             data,
         };
-        if tx.send(reply).is_err() {
+        if !replies.reply(reply)? {
             // The writer stopped: the stream is broken.
             return Ok(());
         }

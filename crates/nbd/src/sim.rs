@@ -207,6 +207,10 @@ impl Backend for SimBackend {
         self.export.clone()
     }
 
+    fn holds_replies(&self) -> bool {
+        self.timing == Timing::Realtime
+    }
+
     fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
         let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
         let mut s = self.lock();

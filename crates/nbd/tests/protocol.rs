@@ -167,7 +167,14 @@ fn every_command_and_flag() {
 
 #[test]
 fn bad_requests_get_errors_and_the_connection_goes_on() {
-    let (mut c, h) = connect(Ram::new(1 << 20));
+    // With a writer thread, and with replies written by the reader.
+    for inline in [false, true] {
+        bad_requests(inline);
+    }
+}
+
+fn bad_requests(inline: bool) {
+    let (mut c, h) = connect(Ram::with(1 << 20, inline));
     go(&mut c);
     let size = 1u64 << 20;
     let einval = NbdError::EINVAL.0;
@@ -214,7 +221,13 @@ fn bad_requests_get_errors_and_the_connection_goes_on() {
 
 #[test]
 fn pipelined_requests_are_all_answered_by_cookie() {
-    let (mut c, h) = connect(Ram::new(1 << 20));
+    for inline in [false, true] {
+        pipelined(inline);
+    }
+}
+
+fn pipelined(inline: bool) {
+    let (mut c, h) = connect(Ram::with(1 << 20, inline));
     go(&mut c);
     let n = 64u64;
     for i in 0..n {
@@ -237,7 +250,13 @@ fn pipelined_requests_are_all_answered_by_cookie() {
 
 #[test]
 fn broken_connections_end_only_themselves() {
-    let ram = Ram::new(1 << 20);
+    for inline in [false, true] {
+        broken_connections(inline);
+    }
+}
+
+fn broken_connections(inline: bool) {
+    let ram = Ram::with(1 << 20, inline);
     let (mut good, hg) = connect(ram.clone());
     go(&mut good);
     // EOF in the middle of a request header, in a write's payload, and a bad magic.

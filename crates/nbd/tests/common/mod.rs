@@ -14,13 +14,19 @@ use std::time::{Duration, Instant};
 pub struct Ram {
     pub data: Mutex<Vec<u8>>,
     pub flushes: Mutex<u32>,
+    /// Whether the server may assume replies are never held (the reader writes them).
+    pub inline: bool,
 }
 
 impl Ram {
     pub fn new(size: usize) -> Arc<Ram> {
+        Self::with(size, false)
+    }
+    pub fn with(size: usize, inline: bool) -> Arc<Ram> {
         Arc::new(Ram {
             data: Mutex::new(vec![0; size]),
             flushes: Mutex::new(0),
+            inline,
         })
     }
 }
@@ -42,6 +48,10 @@ impl Backend for Ram {
                 max_payload: 1 << 20,
             },
         }
+    }
+
+    fn holds_replies(&self) -> bool {
+        !self.inline
     }
 
     fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
