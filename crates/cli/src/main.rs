@@ -4,6 +4,7 @@
 
 mod output;
 mod progress;
+mod serve;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -50,6 +51,9 @@ enum Cmd {
         #[command(flatten)]
         opts: Opts,
     },
+    /// Serve a simulated SSD over NBD to real clients (fio, qemu-io, nbdcopy, nbdfuse) until
+    /// SIGINT or SIGTERM.
+    Serve(serve::ServeOpts),
     /// List the implemented FTLs and the device presets.
     List,
     /// Trace tools: statistics and format conversion.
@@ -445,6 +449,7 @@ fn main_inner() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
+        Cmd::Serve(o) => serve::serve(o)?,
         Cmd::List => output::print(&format!(
             "FTLs: {}\npresets: {}\n",
             FTLS.join(", "),

@@ -540,6 +540,26 @@ impl DeviceConfig {
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 
+    /// Checks that `runs` simulators on this device at once fit in `available` memory, from
+    /// [`DeviceConfig::state_bytes`], before any is built.
+    pub fn check_memory(
+        &self,
+        verify: bool,
+        runs: usize,
+        available: &crate::host::AvailableMemory,
+    ) -> Result<(), ConfigError> {
+        let estimate = self.state_bytes(verify).saturating_mul(runs.max(1) as u64);
+        if estimate > available.bytes {
+            return Err(ConfigError::TooLarge {
+                estimate,
+                runs,
+                available: available.bytes,
+                origin: available.origin.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.geometry.validate()?;

@@ -99,6 +99,9 @@ impl ConfigError {
 /// Misuse of the flash device: each of these means an FTL bug.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DeviceError {
+    /// The payload store failed (an I/O error of its file).
+    #[error("payload store: {0}")]
+    Payload(String),
     /// A page programmed out of order within its block.
     #[error(
         "program of {ppa:?} out of order: block's next free page is {expected}, got page {got}"

@@ -201,7 +201,7 @@ impl Device {
             invalidations: 0,
             payload: cfg
                 .payloads
-                .then(|| PayloadStore::new(geo.page_size as usize)),
+                .then(|| PayloadStore::new(geo.page_size as usize, geo.pages())),
             math: AddrMath::new(&geo),
             geo,
             cfg: cfg.clone(),
@@ -432,7 +432,8 @@ impl Device {
         self.valid[i >> 6] |= 1 << (i & 63);
         self.oob[i] = oob;
         if let Some(p) = self.payload.as_mut() {
-            p.on_program(ppa, oob, src);
+            p.on_program(ppa, oob, src)
+                .map_err(|e| DeviceError::Payload(format!("program of {ppa:?}: {e}")))?;
         }
         self.counters.programs[cause as usize] += 1;
         Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, Access::Program(ppa.0)))
@@ -452,6 +453,9 @@ impl Device {
         let blk = self.math.block_of(ppa);
         self.blk_valid[blk as usize] -= 1;
         self.line_valid[self.math.line_of_block(blk) as usize] -= 1;
+        if let Some(p) = self.payload.as_mut() {
+            p.on_invalidate(ppa);
+        }
         Ok(())
     }
 
@@ -469,12 +473,8 @@ impl Device {
                 valid: self.blk_valid[b],
             });
         }
+        // Every page of the block was invalidated, which dropped its payload.
         let first = Ppa(block * self.geo.pages_per_block);
-        if let Some(p) = self.payload.as_mut() {
-            for pg in 0..self.blk_next[b] {
-                p.on_erase(Ppa(first.0 + pg));
-            }
-        }
         self.blk_next[b] = 0;
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;

@@ -8,6 +8,10 @@
 use super::Oob;
 use crate::addr::{Lpn, Ppa};
 use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 /// Where the data of a programmed page comes from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -20,21 +24,69 @@ pub enum Src {
     None,
 }
 
+/// Page buffers kept for reuse at most (beyond, freed ones go back to the allocator).
+const SPARE_PAGES: usize = 4096;
+
 /// Page payloads by PPA, plus host data staged by LPN.
+///
+/// A page's data is dropped when the page is invalidated: no FTL reads a page it has
+/// invalidated (garbage collection copies a page before invalidating it), so memory follows
+/// the valid pages, not everything ever written. Freed page buffers are reused for the next
+/// staged write, so a steady stream of writes allocates nothing. With [`PayloadStore::use_file`]
+/// pages live in a sparse file instead (at `PPA × page size`), for devices larger than RAM;
+/// only staged data stays in memory.
+///
+/// A clone (a simulator snapshot) copies memory-backed pages; a file-backed store's clone
+/// shares the file, so snapshots are for memory-backed or payload-free devices.
 #[derive(Clone, Debug)]
 pub struct PayloadStore {
     page_size: usize,
-    flash: HashMap<Ppa, Box<[u8]>>,
+    pages: Pages,
     staged: HashMap<Lpn, Box<[u8]>>,
+    spare: Vec<Box<[u8]>>,
+}
+
+#[derive(Clone, Debug)]
+enum Pages {
+    /// By PPA.
+    Memory(Vec<Option<Box<[u8]>>>),
+    /// In a file at `PPA × page size`; a bit per PPA says whether the page holds data.
+    File {
+        file: std::sync::Arc<File>,
+        present: Vec<u64>,
+    },
 }
 
 impl PayloadStore {
-    pub(super) fn new(page_size: usize) -> Self {
+    pub(super) fn new(page_size: usize, physical_pages: u64) -> Self {
         PayloadStore {
             page_size,
-            flash: HashMap::new(),
+            pages: Pages::Memory((0..physical_pages).map(|_| None).collect()),
             staged: HashMap::new(),
+            spare: Vec::new(),
         }
+    }
+
+    /// Keeps pages in `path` from now on (created, or truncated: a fresh device has no data),
+    /// a sparse file as large as the physical space. Call before anything is programmed: pages
+    /// stored so far are dropped.
+    pub fn use_file(&mut self, path: &Path) -> io::Result<()> {
+        let pages = match &self.pages {
+            Pages::Memory(v) => v.len() as u64,
+            Pages::File { present, .. } => present.len() as u64 * 64,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        file.set_len(pages * self.page_size as u64)?;
+        self.pages = Pages::File {
+            file: std::sync::Arc::new(file),
+            present: vec![0; pages.div_ceil(64) as usize],
+        };
+        Ok(())
     }
 
     /// Page size in bytes.
@@ -45,15 +97,20 @@ impl PayloadStore {
     /// Stages the host's data for `lpn` before a write of it is submitted (shorter data is
     /// zero-padded to a page).
     pub fn stage(&mut self, lpn: Lpn, data: &[u8]) {
-        let mut page = vec![0u8; self.page_size].into_boxed_slice();
+        let mut page = self.take_buffer();
         let n = data.len().min(self.page_size);
         page[..n].copy_from_slice(&data[..n]);
-        self.staged.insert(lpn, page);
+        page[n..].fill(0);
+        if let Some(old) = self.staged.insert(lpn, page) {
+            self.recycle(old);
+        }
     }
 
     /// Drops staged data of a trimmed LPN.
     pub fn unstage(&mut self, lpn: Lpn) {
-        self.staged.remove(&lpn);
+        if let Some(old) = self.staged.remove(&lpn) {
+            self.recycle(old);
+        }
     }
 
     /// Host data staged for `lpn` and not yet programmed (an FTL's DRAM buffer serves these).
@@ -61,29 +118,87 @@ impl PayloadStore {
         self.staged.get(&lpn).map(|b| &b[..])
     }
 
-    /// The data stored at `ppa`.
-    pub fn page(&self, ppa: Ppa) -> Option<&[u8]> {
-        self.flash.get(&ppa).map(|b| &b[..])
-    }
-
-    pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) {
-        let data = match src {
-            Src::Host => oob.lpn().and_then(|l| self.staged.remove(&l)),
-            Src::Page(from) => self.flash.get(&from).cloned(),
-            Src::None => None,
-        };
-        match data {
-            Some(d) => {
-                self.flash.insert(ppa, d);
-            }
-            None => {
-                self.flash.remove(&ppa);
+    /// Copies the data stored at `ppa` into `dst` (a page long); false if the page holds none
+    /// (never programmed with data, or invalid), `dst` then unchanged.
+    pub fn read(&self, ppa: Ppa, dst: &mut [u8]) -> io::Result<bool> {
+        let i = ppa.idx();
+        match &self.pages {
+            Pages::Memory(v) => match v.get(i).and_then(Option::as_deref) {
+                Some(d) => {
+                    dst.copy_from_slice(d);
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+            Pages::File { file, present } => {
+                if present.get(i >> 6).is_none_or(|w| w >> (i & 63) & 1 == 0) {
+                    return Ok(false);
+                }
+                file.read_exact_at(dst, i as u64 * self.page_size as u64)?;
+                Ok(true)
             }
         }
     }
 
-    pub(super) fn on_erase(&mut self, ppa: Ppa) {
-        self.flash.remove(&ppa);
+    fn take_buffer(&mut self) -> Box<[u8]> {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
+    }
+
+    fn recycle(&mut self, page: Box<[u8]>) {
+        if self.spare.len() < SPARE_PAGES {
+            self.spare.push(page);
+        }
+    }
+
+    pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) -> io::Result<()> {
+        let data = match src {
+            Src::Host => oob.lpn().and_then(|l| self.staged.remove(&l)),
+            Src::Page(from) => {
+                let mut page = self.take_buffer();
+                if self.read(from, &mut page)? {
+                    Some(page)
+                } else {
+                    self.recycle(page);
+                    None
+                }
+            }
+            Src::None => None,
+        };
+        let i = ppa.idx();
+        match &mut self.pages {
+            Pages::Memory(v) => {
+                if let Some(old) = std::mem::replace(&mut v[i], data) {
+                    self.recycle(old);
+                }
+            }
+            Pages::File { file, present } => {
+                let bit = 1u64 << (i & 63);
+                present[i >> 6] &= !bit;
+                if let Some(d) = data {
+                    let r = file.write_all_at(&d, i as u64 * self.page_size as u64);
+                    self.recycle(d);
+                    r?;
+                    if let Pages::File { present, .. } = &mut self.pages {
+                        present[i >> 6] |= bit;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn on_invalidate(&mut self, ppa: Ppa) {
+        let i = ppa.idx();
+        match &mut self.pages {
+            Pages::Memory(v) => {
+                if let Some(old) = v[i].take() {
+                    self.recycle(old);
+                }
+            }
+            Pages::File { present, .. } => present[i >> 6] &= !(1 << (i & 63)),
+        }
     }
 }
 
@@ -93,11 +208,23 @@ mod tests {
     use crate::config::DeviceConfig;
     use crate::device::{Cause, Device, Oob, Src};
 
-    #[test]
-    fn host_data_lands_and_moves_with_gc_copies() {
+    /// The data at `ppa`, if any.
+    fn page(d: &Device, ppa: Ppa) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; d.geo().page_size as usize];
+        d.payloads()
+            .unwrap()
+            .read(ppa, &mut buf)
+            .unwrap()
+            .then_some(buf)
+    }
+
+    fn host_data_lands_and_moves_with_gc_copies(file: Option<&std::path::Path>) {
         let mut cfg = DeviceConfig::preset("tiny").unwrap();
         cfg.payloads = true;
         let mut d = Device::new(&cfg);
+        if let Some(f) = file {
+            d.payloads_mut().unwrap().use_file(f).unwrap();
+        }
         d.payloads_mut().unwrap().stage(Lpn(5), b"hello");
         d.program(
             Ppa(0),
@@ -108,7 +235,7 @@ mod tests {
         )
         .unwrap();
         assert!(d.payloads().unwrap().staged(Lpn(5)).is_none());
-        assert_eq!(&d.payloads().unwrap().page(Ppa(0)).unwrap()[..5], b"hello");
+        assert_eq!(&page(&d, Ppa(0)).unwrap()[..5], b"hello");
         let dst = Ppa(d.geo().pages_per_block);
         d.program(
             dst,
@@ -119,8 +246,35 @@ mod tests {
         )
         .unwrap();
         d.invalidate(Ppa(0)).unwrap();
+        assert!(page(&d, Ppa(0)).is_none(), "an invalid page's data is gone");
         d.erase(0, Cause::GcData, SimTime(0)).unwrap();
-        assert!(d.payloads().unwrap().page(Ppa(0)).is_none());
-        assert_eq!(&d.payloads().unwrap().page(dst).unwrap()[..5], b"hello");
+        assert!(page(&d, Ppa(0)).is_none());
+        assert_eq!(&page(&d, dst).unwrap()[..5], b"hello");
+        // A page programmed without data (a translation page) holds none.
+        d.program(
+            Ppa(dst.0 + 1),
+            Oob::data(Lpn(6), 1),
+            Src::None,
+            Cause::User,
+            SimTime(0),
+        )
+        .unwrap();
+        assert!(page(&d, Ppa(dst.0 + 1)).is_none());
+    }
+
+    #[test]
+    fn host_data_lands_and_moves_with_gc_copies_in_memory() {
+        host_data_lands_and_moves_with_gc_copies(None);
+    }
+
+    #[test]
+    fn host_data_lands_and_moves_with_gc_copies_in_a_sparse_file() {
+        let path = std::env::temp_dir().join(format!("payload-{}.img", std::process::id()));
+        host_data_lands_and_moves_with_gc_copies(Some(&path));
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), 128 << 20, "as large as the physical space");
+        use std::os::unix::fs::MetadataExt;
+        assert!(m.blocks() * 512 < 1 << 20, "sparse: {} blocks", m.blocks());
+        std::fs::remove_file(&path).unwrap();
     }
 }

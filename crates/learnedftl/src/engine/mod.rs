@@ -43,6 +43,9 @@ pub enum EngineError {
         /// What failed.
         message: String,
     },
+    /// A request that cannot move host data ([`Simulator::submit_data`]).
+    #[error("payload: {0}")]
+    Payload(String),
     /// A read returned the wrong version (fail-fast verification).
     #[error("verification failed: {0}")]
     Verify(String),
@@ -159,16 +162,32 @@ impl Progress for NoProgress {
 struct Delivery<'a> {
     oracle: Option<&'a mut Oracle>,
     unmapped: u64,
+    /// Every page served, when the request moves data.
+    served: Option<&'a mut Vec<(Lpn, Served)>>,
 }
 
 impl ReadSink for Delivery<'_> {
     #[inline]
     fn deliver(&mut self, lpn: Lpn, from: Served) {
         self.unmapped += (from == Served::Unmapped) as u64;
+        if let Some(s) = self.served.as_deref_mut() {
+            s.push((lpn, from));
+        }
         if let Some(o) = self.oracle.as_deref_mut() {
             o.deliver(lpn, from);
         }
     }
+}
+
+/// Host data moved by a request ([`Simulator::submit_data`]).
+#[derive(Debug)]
+pub enum Payload<'a> {
+    /// None (simulation only).
+    None,
+    /// A write's data, as long as the request.
+    Write(&'a [u8]),
+    /// Where a read's data goes, as long as the request.
+    Read(&'a mut [u8]),
 }
 
 /// Reports progress in batches, so a progress bar costs nothing per request.
@@ -214,6 +233,8 @@ pub struct Simulator {
     last_arrival: SimTime,
     phase: Collector,
     requests: u64,
+    /// Pages served by the current request, when it moves data (reused).
+    served: Vec<(Lpn, Served)>,
 }
 
 impl Simulator {
@@ -243,6 +264,7 @@ impl Simulator {
             last_arrival: SimTime::ZERO,
             phase: Collector::new("initial", SimTime::ZERO),
             requests: 0,
+            served: Vec::new(),
         }
     }
 
@@ -291,9 +313,14 @@ impl Simulator {
 
     /// Ends the phase and returns its metrics.
     pub fn end_phase(&mut self) -> Metrics {
-        let start = self.clock;
-        let phase = std::mem::replace(&mut self.phase, Collector::new("idle", start));
-        self.clock = self.clock.max(phase.end());
+        let m = self.live_metrics();
+        self.clock = self.clock.max(self.phase.end());
+        self.phase = Collector::new("idle", self.clock);
+        m
+    }
+
+    /// The current phase's metrics so far; the phase goes on (live statistics).
+    pub fn live_metrics(&self) -> Metrics {
         let verify = match &self.oracle {
             Some(o) => VerifySummary {
                 enabled: true,
@@ -302,9 +329,7 @@ impl Simulator {
             },
             None => VerifySummary::default(),
         };
-        let m = phase.finish(&self.dev, self.ftl.as_ref(), verify);
-        self.phase = Collector::new("idle", self.clock);
-        m
+        self.phase.metrics(&self.dev, self.ftl.as_ref(), verify)
     }
 
     fn next_stamp(&mut self) -> u32 {
@@ -317,6 +342,15 @@ impl Simulator {
     /// Serves one host I/O arriving at `io.arrival`; returns its completion time. Reads are
     /// checked against the oracle; background work runs after the request.
     pub fn submit(&mut self, io: HostIo) -> Result<SimTime, EngineError> {
+        self.submit_data(io, Payload::None)
+    }
+
+    /// [`Simulator::submit`] moving host data (emulator mode; the device must keep payloads):
+    /// a write's data is staged page by page before the FTL sees it, so it lands at whatever
+    /// PPA the FTL programs; a read's pages are copied from where the FTL served them (flash
+    /// page, write buffer, or zeroes when unmapped) before background work can move them.
+    /// The request must cover whole pages and the buffer must be as long as the request.
+    pub fn submit_data(&mut self, io: HostIo, data: Payload<'_>) -> Result<SimTime, EngineError> {
         let geo = self.dev.geo();
         let ps = geo.page_size as u64;
         let logical_bytes = geo.logical_bytes();
@@ -359,26 +393,47 @@ impl Simulator {
             arrival: io.arrival,
             stamp,
         };
+        let moves_data = !matches!(data, Payload::None);
+        if moves_data {
+            self.check_payload(&io, &data)?;
+        }
+        if let Payload::Write(bytes) = data {
+            let store = self.dev.payloads_mut().expect("checked: payloads kept");
+            for (lpn, page) in req.lpns().zip(bytes.chunks(ps as usize)) {
+                store.stage(lpn, page);
+            }
+        }
         let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
+        self.served.clear();
         let mut sink = Delivery {
             oracle: self.oracle.as_mut(),
             unmapped: 0,
+            served: moves_data.then_some(&mut self.served),
+        };
+        let ftl_error = |source| EngineError::Ftl {
+            op: io.op,
+            lpn,
+            pages,
+            at: io.arrival.0,
+            source,
         };
         let done = self
             .ftl
             .submit(&mut self.dev, &req, &mut sink)
-            .and_then(|done| {
-                self.ftl.background(&mut self.dev, io.arrival)?;
-                Ok(done)
-            })
-            .map_err(|source| EngineError::Ftl {
-                op: io.op,
-                lpn,
-                pages,
-                at: io.arrival.0,
-                source,
-            })?;
+            .map_err(ftl_error)?;
         let unmapped = sink.unmapped;
+        if let Payload::Read(buf) = data {
+            self.copy_out(req.lpn, buf)
+                .map_err(|e| EngineError::Payload(format!("reading back {lpn}+{pages}: {e}")))?;
+        }
+        if io.op == Op::Trim {
+            if let Some(store) = self.dev.payloads_mut() {
+                req.lpns().for_each(|l| store.unstage(l));
+            }
+        }
+        self.ftl
+            .background(&mut self.dev, io.arrival)
+            .map_err(ftl_error)?;
         if let Some(o) = self.oracle.as_mut() {
             if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
                 return Err(EngineError::Verify(
@@ -407,6 +462,61 @@ impl Simulator {
         self.phase.note_unmapped_reads(unmapped);
         self.phase.note_dram(self.ftl.dram_total());
         Ok(done)
+    }
+
+    /// Checks that `io` can move `data`: payloads kept, whole pages, a buffer of its length.
+    fn check_payload(&self, io: &HostIo, data: &Payload<'_>) -> Result<(), EngineError> {
+        let ps = self.dev.geo().page_size as u64;
+        let (len, op) = match data {
+            Payload::None => return Ok(()),
+            Payload::Write(b) => (b.len(), Op::Write),
+            Payload::Read(b) => (b.len(), Op::Read),
+        };
+        let problem = if io.op != op {
+            Some(format!("{op:?} data"))
+        } else if self.dev.payloads().is_none() {
+            Some("the device keeps no payloads (payloads=true)".to_string())
+        } else if io.offset % ps != 0 || io.len % ps != 0 {
+            Some(format!("not whole {ps}-byte pages"))
+        } else if len as u64 != io.len {
+            Some(format!("a buffer of {len} B"))
+        } else {
+            None
+        };
+        match problem {
+            Some(p) => Err(EngineError::Payload(format!(
+                "{:?} at byte {} (+{}): {p}",
+                io.op, io.offset, io.len
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Copies the pages a read from `first` was served (in `self.served`) into `buf`.
+    fn copy_out(&self, first: Lpn, buf: &mut [u8]) -> std::io::Result<()> {
+        let ps = self.dev.geo().page_size as usize;
+        let store = self.dev.payloads().expect("checked: payloads kept");
+        for &(lpn, from) in &self.served {
+            let at = lpn.0.wrapping_sub(first.0) as usize * ps;
+            let Some(dst) = buf.get_mut(at..at + ps) else {
+                continue;
+            };
+            let found = match from {
+                Served::Flash { ppa, .. } => store.read(ppa, dst)?,
+                Served::Buffer { .. } => match store.staged(lpn) {
+                    Some(page) => {
+                        dst.copy_from_slice(page);
+                        true
+                    }
+                    None => false,
+                },
+                Served::Unmapped => false,
+            };
+            if !found {
+                dst.fill(0);
+            }
+        }
+        Ok(())
     }
 
     /// Passes a prefetch hint for the request `op` at byte `offset` to the FTL.
@@ -659,6 +769,111 @@ mod tests {
         let m = s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap();
         // 8 LUNs on tiny: well above one LUN's 25 k IOPS.
         assert!(m.iops > 100_000.0, "{}", m.iops);
+    }
+
+    /// A page's content: its LPN and version in every 8-byte word.
+    fn pattern(lpn: u64, version: u64, page: &mut [u8]) {
+        for w in page.chunks_exact_mut(8) {
+            w.copy_from_slice(&(lpn << 32 | version).to_le_bytes());
+        }
+    }
+
+    #[test]
+    fn payloads_follow_their_pages_through_gc_on_every_ftl() {
+        let mut cfg = DeviceConfig::preset("tiny").unwrap();
+        cfg.payloads = true;
+        let lp = cfg.geometry.logical_pages;
+        let ps = cfg.geometry.page_size as usize;
+        let file = std::env::temp_dir().join(format!("engine-pages-{}.img", std::process::id()));
+        // Every FTL with pages in memory, and LearnedFTL with pages in a sparse file.
+        let runs = ftl::FTLS.iter().map(|&f| (f, false));
+        for (name, in_file) in runs.chain([("learnedftl", true)]) {
+            let mut s = Simulator::new(&cfg, name, Params::new(), SimOptions::default()).unwrap();
+            if in_file {
+                let store = s.device_mut().payloads_mut().unwrap();
+                store.use_file(&file).unwrap();
+            }
+            s.begin_phase("w");
+            let mut version = vec![0u64; lp as usize];
+            let mut rng = 0x1234_5678u64;
+            let mut buf = vec![0u8; 8 * ps];
+            let mut t = 0;
+            // Twice the logical space in 8-page writes at random 8-page slots, then a flush.
+            for _ in 0..2 * lp / 8 {
+                rng = mix(rng, 1, 2);
+                let first = rng % (lp / 8) * 8;
+                for (i, page) in buf.chunks_exact_mut(ps).enumerate() {
+                    let l = first + i as u64;
+                    version[l as usize] += 1;
+                    pattern(l, version[l as usize], page);
+                }
+                let io = HostIo {
+                    arrival: SimTime(t),
+                    op: Op::Write,
+                    offset: first * ps as u64,
+                    len: buf.len() as u64,
+                };
+                t = s.submit_data(io, Payload::Write(&buf)).unwrap().0;
+            }
+            let io = HostIo {
+                arrival: SimTime(t),
+                op: Op::Flush,
+                offset: 0,
+                len: 0,
+            };
+            t = s.submit(io).unwrap().0;
+            let m = s.end_phase();
+            assert!(m.gc.events > 0, "{name}: no GC");
+            let mut want = vec![0u8; ps];
+            for first in (0..lp).step_by(8) {
+                let io = HostIo {
+                    arrival: SimTime(t),
+                    op: Op::Read,
+                    offset: first * ps as u64,
+                    len: buf.len() as u64,
+                };
+                s.submit_data(io, Payload::Read(&mut buf)).unwrap();
+                for (i, page) in buf.chunks_exact(ps).enumerate() {
+                    let l = first + i as u64;
+                    match version[l as usize] {
+                        0 => want.fill(0),
+                        v => pattern(l, v, &mut want),
+                    }
+                    assert!(
+                        page == want,
+                        "{name}: LPN {l} version {}",
+                        version[l as usize]
+                    );
+                }
+            }
+        }
+        std::fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn payload_requests_must_be_whole_pages_on_a_payload_device() {
+        let mut s = sim("ideal");
+        let io = HostIo {
+            arrival: SimTime(0),
+            op: Op::Write,
+            offset: 0,
+            len: 4096,
+        };
+        let e = s.submit_data(io, Payload::Write(&[0; 4096])).unwrap_err();
+        assert!(e.to_string().contains("payloads=true"), "{e}");
+        let mut cfg = DeviceConfig::preset("tiny").unwrap();
+        cfg.payloads = true;
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::checked()).unwrap();
+        let e = s
+            .submit_data(HostIo { len: 512, ..io }, Payload::Write(&[0; 512]))
+            .unwrap_err();
+        assert!(e.to_string().contains("whole"), "{e}");
+        let e = s.submit_data(io, Payload::Write(&[0; 512])).unwrap_err();
+        assert!(e.to_string().contains("buffer of 512"), "{e}");
+        let e = s
+            .submit_data(io, Payload::Read(&mut [0; 4096]))
+            .unwrap_err();
+        assert!(e.to_string().contains("Read data"), "{e}");
     }
 
     #[test]

@@ -204,19 +204,8 @@ impl Experiment {
         runs: usize,
         available: &AvailableMemory,
     ) -> Result<(), ConfigError> {
-        let estimate = self
-            .device
-            .state_bytes(self.verify != Verify::Off)
-            .saturating_mul(runs.max(1) as u64);
-        if estimate > available.bytes {
-            return Err(ConfigError::TooLarge {
-                estimate,
-                runs,
-                available: available.bytes,
-                origin: available.origin.clone(),
-            });
-        }
-        Ok(())
+        self.device
+            .check_memory(self.verify != Verify::Off, runs, available)
     }
 
     /// Runs the experiment on FTL `name`.

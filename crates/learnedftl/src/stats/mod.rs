@@ -271,8 +271,9 @@ impl Collector {
         self.dram_peak = self.dram_peak.max(bytes);
     }
 
-    /// The phase's metrics, from what was collected plus the device's and FTL's counters.
-    pub fn finish(self, dev: &Device, ftl: &dyn Ftl, verify: VerifySummary) -> Metrics {
+    /// The phase's metrics so far, from what was collected plus the device's and FTL's
+    /// counters (the engine calls it when the phase ends; the NBD server for live statistics).
+    pub fn metrics(&self, dev: &Device, ftl: &dyn Ftl, verify: VerifySummary) -> Metrics {
         let wall = self.wall.elapsed().as_secs_f64();
         let secs = self.end.since(self.start) as f64 / 1e9;
         let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
@@ -308,7 +309,7 @@ impl Collector {
         let energy = dev.energy_uj();
         let requests = self.ops.read + self.ops.write + self.ops.trim + self.ops.flush;
         Metrics {
-            phase: self.name,
+            phase: self.name.clone(),
             sim_seconds: secs,
             iops: per_sec(requests as f64),
             bandwidth_mib_s: per_sec(self.bytes as f64) / (1u64 << 20) as f64,
@@ -317,7 +318,7 @@ impl Collector {
                 write: LatencySummary::of(&self.hist[1]),
                 all: LatencySummary::of(&self.hist[2]),
             },
-            requests: self.ops,
+            requests: self.ops.clone(),
             page_reads: self.page_reads,
             page_writes: self.page_writes,
             unmapped_reads: self.unmapped_reads,

@@ -69,10 +69,15 @@ impl<W: Write> TraceWriter<W> {
         write_record(self.format, rec, &mut self.out)
     }
 
-    /// Flush and return the output (the header is written even for an empty trace).
-    pub fn finish(mut self) -> Result<W, TraceError> {
+    /// Flush the output so far (the header is written even for an empty trace).
+    pub fn flush(&mut self) -> Result<(), TraceError> {
         self.header()?;
-        self.out.flush().map_err(TraceError::Write)?;
+        self.out.flush().map_err(TraceError::Write)
+    }
+
+    /// Flush and return the output.
+    pub fn finish(mut self) -> Result<W, TraceError> {
+        self.flush()?;
         Ok(self.out)
     }
 

@@ -1,0 +1,238 @@
+//! `learnedftl serve`: the simulated SSD over NBD (a thin layer over `learnedftl-nbd`).
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use learnedftl::config::DeviceConfig;
+use learnedftl::engine::{SimOptions, Simulator, Verify};
+use learnedftl::host::AvailableMemory;
+use learnedftl::params::{parse_duration_ns, Params};
+use learnedftl::report;
+use learnedftl::trace::{Format, TraceWriter};
+use learnedftl_nbd::sim::{Recorder, SimBackend, Timing};
+use learnedftl_nbd::Listener;
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Options of `serve`.
+#[derive(Args)]
+pub struct ServeOpts {
+    /// FTL managing the device.
+    #[arg(long, default_value = "ideal")]
+    ftl: String,
+    /// Device preset: paper, quick or tiny.
+    #[arg(long, default_value = "quick")]
+    preset: String,
+    /// Override a device or FTL parameter (repeatable), e.g. --set cmt_ratio=0.05.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// TCP address to listen on (port 0: any free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:10809", conflicts_with = "socket")]
+    listen: String,
+    /// Listen on this Unix socket instead of TCP.
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// realtime: hold each reply until its simulated completion; none: reply at once and
+    /// record the simulated latency only.
+    #[arg(long, default_value = "realtime", value_name = "realtime|none")]
+    timing: String,
+    /// Print the metrics so far at this wall-clock interval (e.g. 10s).
+    #[arg(long, value_name = "DURATION")]
+    stats_interval: Option<String>,
+    /// Record every request the FTL serves as a trace, for replay in pure simulation.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Format of --record: fio-iolog, disksim or msr (the last two cannot express trims
+    /// and flushes, which are then left out).
+    #[arg(long, default_value = "fio-iolog", requires = "record")]
+    record_format: String,
+    /// Write the report (the keys of `run --json`) to PATH on exit, SIGINT or SIGTERM.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Keep page data in this sparse file (created or truncated; as large as the physical
+    /// space) instead of memory, for devices larger than RAM.
+    #[arg(long, value_name = "FILE")]
+    payload_file: Option<PathBuf>,
+    /// Export name (clients may also ask for the default export, "").
+    #[arg(long, default_value = "learnedftl")]
+    name: String,
+}
+
+/// Serves until SIGINT or SIGTERM, then writes the report.
+pub fn serve(o: ServeOpts) -> Result<()> {
+    let timing: Timing = o
+        .timing
+        .parse()
+        .map_err(anyhow::Error::msg)
+        .context("--timing")?;
+    let interval = o
+        .stats_interval
+        .as_deref()
+        .map(|s| {
+            parse_duration_ns(s)
+                .filter(|&ns| ns > 0)
+                .with_context(|| format!("--stats-interval: '{s}' is not a duration (e.g. 10s)"))
+        })
+        .transpose()?
+        .map(Duration::from_nanos);
+    let mut params = Params::new();
+    for s in &o.set {
+        params.insert_assignment(s, "--set")?;
+    }
+    let mut device = DeviceConfig::from_params(&o.preset, &mut params)?;
+    // Pages in a file take no memory (issue 13: refuse what cannot fit before building it).
+    device.payloads = o.payload_file.is_none();
+    device.check_memory(true, 1, &AvailableMemory::now())?;
+    device.payloads = true;
+    let opts = SimOptions {
+        verify: Verify::Count,
+        check_invariants: false,
+    };
+    let mut sim = Simulator::new(&device, &o.ftl, params, opts)?;
+    if let Some(path) = &o.payload_file {
+        let store = sim.device_mut().payloads_mut().expect("payloads are on");
+        store
+            .use_file(path)
+            .with_context(|| format!("--payload-file: cannot use {}", path.display()))?;
+    }
+    let record = o
+        .record
+        .as_ref()
+        .map(|p| recorder(p, &o.record_format))
+        .transpose()?;
+    let backend =
+        Arc::new(SimBackend::new(sim, &o.name, timing, record).map_err(anyhow::Error::msg)?);
+
+    let (listener, at) = match &o.socket {
+        Some(path) => {
+            remove_stale_socket(path)?;
+            let l = UnixListener::bind(path)
+                .with_context(|| format!("--socket: cannot listen on {}", path.display()))?;
+            (Listener::Unix(l), format!("unix:{}", path.display()))
+        }
+        None => {
+            let l = TcpListener::bind(&o.listen)
+                .with_context(|| format!("--listen: cannot listen on {}", o.listen))?;
+            let a = l.local_addr()?;
+            if !a.ip().is_loopback() {
+                eprintln!("warning: listening on {a}, not loopback: anyone who can reach it can read and write the device");
+            }
+            (Listener::Tcp(l), a.to_string())
+        }
+    };
+    let g = &device.geometry;
+    eprintln!(
+        "serving {} on a {} device ({} logical, {} B pages), timing {timing}, export '{}'",
+        o.ftl,
+        o.preset,
+        report::human_bytes(g.logical_bytes()),
+        g.page_size,
+        o.name
+    );
+    // Scripts and tests wait for this line.
+    println!("listening on {at}");
+    std::io::stdout().flush()?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let failed = Arc::new(std::sync::Mutex::new(None::<String>));
+    {
+        let (backend, failed, stop) = (backend.clone(), failed.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let e = learnedftl_nbd::serve(listener, backend, |m| eprintln!("{m}"));
+            *failed.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(format!("accepting connections: {e:?}"));
+            stop.store(true, Ordering::SeqCst);
+        });
+    }
+    let mut next = interval.map(|i| Instant::now() + i);
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+        if let (Some(at), Some(i)) = (next, interval) {
+            if Instant::now() >= at {
+                print_stats(&backend);
+                next = Some(at + i);
+            }
+        }
+    }
+
+    let config = serde_json::json!({
+        "device": device,
+        "workload": {
+            "nbd": {
+                "listen": at,
+                "timing": timing.to_string(),
+                "export": o.name,
+                "record": o.record.as_ref().map(|p| p.display().to_string()),
+                "payload_file": o.payload_file.as_ref().map(|p| p.display().to_string()),
+            },
+        },
+        "verify": true,
+    });
+    let r = backend.report(&o.preset, 0, config);
+    // Whoever started the server may have stopped reading its output: not a failure.
+    let _ = writeln!(
+        std::io::stdout(),
+        "{}\n{}",
+        report::phases_table(&r.phases),
+        report::detail_table(&r)
+    );
+    if let (n @ 1.., last) = backend.failures() {
+        eprintln!("{n} requests failed; last: {}", last.unwrap_or_default());
+    }
+    backend.flush_record().context("--record")?;
+    if let Some(path) = &o.json {
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &r)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &o.socket {
+        std::fs::remove_file(path).ok();
+    }
+    if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        bail!("{e}");
+    }
+    Ok(())
+}
+
+fn print_stats(backend: &SimBackend) {
+    let m = backend.live_metrics();
+    let (failures, last) = backend.failures();
+    let mut out = report::phases_table(std::slice::from_ref(&m));
+    if failures > 0 {
+        out += &format!(
+            "{failures} requests failed; last: {}\n",
+            last.unwrap_or_default()
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+fn recorder(path: &PathBuf, format: &str) -> Result<Recorder> {
+    let format: Format = format.parse().context("--record-format")?;
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("--record: cannot create {}", path.display()))?;
+    let out: Box<dyn Write + Send> = Box::new(std::io::BufWriter::new(f));
+    TraceWriter::new(format, out).context("--record-format")
+}
+
+/// Removes a socket file left by an earlier server; refuses to remove anything else.
+fn remove_stale_socket(path: &PathBuf) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)
+            .with_context(|| format!("--socket: cannot remove stale {}", path.display())),
+        Ok(_) => bail!("--socket: {} exists and is not a socket", path.display()),
+        Err(_) => Ok(()),
+    }
+}

@@ -1,0 +1,263 @@
+//! End-to-end tests of `learnedftl serve` with real NBD clients from Debian packages: fio's
+//! `nbd` engine with crc32c verification, qemu-io pattern checks, an nbdcopy round trip.
+//! A test whose client is not installed is skipped with a message, except in CI (`CI` set),
+//! where the client must be there (`.ci/run` installs them).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A scratch directory removed when the test ends, pass or fail.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn join(&self, file: &str) -> PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// The client `name` if installed; `None` (after saying so) if not, outside CI.
+fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{name} is not installed, and CI must run this test (see .ci/run)");
+        }
+        eprintln!("SKIPPED: {name} is not installed (apt-get install fio qemu-utils libnbd-bin)");
+    }
+    found
+}
+
+/// A running `learnedftl serve` on the tiny preset, stopped by PID (SIGTERM) when dropped.
+struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT` or `unix:PATH`.
+    at: String,
+}
+
+impl Server {
+    fn start(ftl: &str, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+            .args([
+                "serve", "--ftl", ftl, "--preset", "tiny", "--timing", "none",
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the server");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = BufReader::new(stdout);
+            let mut line = String::new();
+            out.read_line(&mut line).ok();
+            tx.send(line).ok();
+            // Keep reading, so the server never writes into a closed pipe.
+            std::io::copy(&mut out, &mut std::io::sink()).ok();
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server says where it listens within 60 s");
+        let at = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Server { child, at }
+    }
+
+    fn uri(&self) -> String {
+        match self.at.strip_prefix("unix:") {
+            Some(path) => format!("nbd+unix:///?socket={path}"),
+            None => format!("nbd://{}/", self.at),
+        }
+    }
+
+    /// Sends SIGTERM and waits (at most 30 s) for a clean exit.
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "server exited with {status}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Only if stop() was not reached (a failed test): by PID, never by name.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a client with a time limit of 120 s.
+fn run(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the client");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("{cmd:?} took more than 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn fio_verifies(ftl: &str) {
+    let Some(fio) = tool("fio") else { return };
+    let dir = Scratch::new(&format!("nbd-fio-{ftl}"));
+    let json = dir.join("report.json");
+    let server = Server::start(
+        ftl,
+        &["--listen", "127.0.0.1:0", "--json", json.to_str().unwrap()],
+    );
+    run(Command::new(fio).args([
+        "--name=verify",
+        "--ioengine=nbd",
+        &format!("--uri={}", server.uri()),
+        "--rw=randwrite",
+        "--bsrange=4k-64k",
+        "--size=24m",
+        "--iodepth=16",
+        "--verify=crc32c",
+        "--do_verify=1",
+        "--verify_fatal=1",
+        // No verify state file in the working directory.
+        "--verify_state_save=0",
+        "--randseed=7",
+    ]));
+    server.stop();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for key in ["ftl", "preset", "seed", "config", "phases", "result"] {
+        assert!(r.get(key).is_some(), "report has no {key}");
+    }
+    assert_eq!(r["ftl"], ftl);
+    let m = &r["result"];
+    assert_eq!(m["phase"], "serve");
+    assert!(m["page_writes"].as_u64().unwrap() >= 6144, "{m}");
+    assert!(m["requests"]["read"].as_u64().unwrap() > 0, "{m}");
+    assert_eq!(m["verify"]["failures"], 0);
+}
+
+#[test]
+fn fio_verifies_crc32c_on_ideal() {
+    fio_verifies("ideal");
+}
+
+#[test]
+fn fio_verifies_crc32c_on_tpftl() {
+    fio_verifies("tpftl");
+}
+
+#[test]
+fn fio_verifies_crc32c_on_learnedftl() {
+    fio_verifies("learnedftl");
+}
+
+#[test]
+fn qemu_io_patterns_over_a_unix_socket() {
+    let Some(qemu_io) = tool("qemu-io") else {
+        return;
+    };
+    let dir = Scratch::new("nbd-qemu-io");
+    let sock = dir.join("nbd.sock");
+    let server = Server::start("leaftl", &["--socket", sock.to_str().unwrap()]);
+    let mut cmd = Command::new(qemu_io);
+    cmd.args(["-f", "raw", &server.uri()]);
+    for c in [
+        "write -P 0xab 0 256k",
+        "write -P 0xcd 4608 1k",
+        "flush",
+        "read -P 0xab 0 4608",
+        "read -P 0xcd 4608 1k",
+        "read -P 0xab 5632 256512",
+        "write -z 65536 8k",
+        "read -P 0 65536 8k",
+        "discard 131072 64k",
+        "read -P 0xab 196608 65536",
+    ] {
+        cmd.args(["-c", c]);
+    }
+    let out = run(&mut cmd);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("Pattern verification failed"), "{text}");
+    assert_eq!(text.matches("read ").count(), 5, "{text}");
+    server.stop();
+    assert!(!sock.exists(), "the socket is removed on exit");
+}
+
+#[test]
+fn nbdcopy_round_trip_of_a_random_file() {
+    let Some(nbdcopy) = tool("nbdcopy") else {
+        return;
+    };
+    let dir = Scratch::new("nbd-nbdcopy");
+    let (src, back) = (dir.join("src"), dir.join("back"));
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let data: Vec<u8> = (0..(5 << 20) + 4096)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    // Pages in a sparse file rather than memory.
+    let pages = dir.join("pages.img");
+    let server = Server::start(
+        "dftl",
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--payload-file",
+            pages.to_str().unwrap(),
+        ],
+    );
+    run(Command::new(&nbdcopy).args([Path::new(&src).as_os_str(), server.uri().as_ref()]));
+    run(Command::new(&nbdcopy).args([server.uri().as_ref(), Path::new(&back).as_os_str()]));
+    server.stop();
+    let got = std::fs::read(&back).unwrap();
+    assert_eq!(got.len(), 120 << 20, "the whole export comes back");
+    assert!(got[..data.len()] == data[..], "the file comes back intact");
+    assert!(got[data.len()..].iter().all(|&b| b == 0));
+    assert_eq!(std::fs::metadata(&pages).unwrap().len(), 128 << 20);
+}

@@ -1,0 +1,482 @@
+//! The transmission phase and the accept loops.
+//!
+//! Each connection's reader parses requests in order, checks them and has the [`Backend`]
+//! execute them. If the backend may hold replies (until a simulated completion), a second
+//! thread, the connection's writer, sends each reply once it is due and flushes when none is;
+//! otherwise the reader writes each reply itself and flushes whenever no request is waiting. Replies may thus leave out of order, as the protocol allows; cookies tell
+//! them apart. A request the protocol lets us refuse gets an error reply and the connection
+//! goes on; only a broken stream (bad magic, I/O error) ends it, and never another one.
+
+use crate::handshake::{negotiate, Export, Outcome};
+use crate::proto::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A command the server checked (in range, aligned, within the payload limit) for the
+/// backend to execute.
+#[derive(Debug)]
+pub enum Cmd<'a> {
+    /// Fill `buf` from `offset`.
+    Read {
+        /// First byte.
+        offset: u64,
+        /// Where the data goes (its length is the request's).
+        buf: &'a mut [u8],
+    },
+    /// Write `data` at `offset`.
+    Write {
+        /// First byte.
+        offset: u64,
+        /// The data.
+        data: &'a [u8],
+        /// Reply only once durable.
+        fua: bool,
+    },
+    /// Make every write completed so far durable.
+    Flush,
+    /// Discard a range (reads of it may return zeroes).
+    Trim {
+        /// First byte.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+        /// Reply only once durable.
+        fua: bool,
+    },
+    /// Make a range read as zeroes.
+    WriteZeroes {
+        /// First byte.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+        /// Reply only once durable.
+        fua: bool,
+        /// Write zeroes rather than discard.
+        no_hole: bool,
+    },
+}
+
+/// What a server exports: the device behind every connection. Called from every
+/// connection's thread; commands of one connection arrive in order.
+pub trait Backend: Send + Sync + 'static {
+    /// The export.
+    fn export(&self) -> Export;
+    /// Executes a command; returns when its reply may be sent (`None`: at once).
+    fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError>;
+    /// Whether [`Backend::execute`] may hold replies (return a time). If not, each
+    /// connection's reader writes its replies itself, with no writer thread (faster).
+    fn holds_replies(&self) -> bool {
+        true
+    }
+}
+
+/// A stream a connection runs on.
+pub trait Stream: Read + Write + Send + Sized + 'static {
+    /// A second handle to the same connection (for the writer thread).
+    fn try_clone(&self) -> io::Result<Self>;
+    /// Closes both directions (wakes a reader blocked on the other handle).
+    fn shutdown(&self);
+}
+
+impl Stream for TcpStream {
+    fn try_clone(&self) -> io::Result<Self> {
+        TcpStream::try_clone(self)
+    }
+    fn shutdown(&self) {
+        let _ = TcpStream::shutdown(self, std::net::Shutdown::Both);
+    }
+}
+
+impl Stream for UnixStream {
+    fn try_clone(&self) -> io::Result<Self> {
+        UnixStream::try_clone(self)
+    }
+    fn shutdown(&self) {
+        let _ = UnixStream::shutdown(self, std::net::Shutdown::Both);
+    }
+}
+
+/// Connections served at once; further ones are closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// A reply waiting for its time.
+struct Reply {
+    due: Option<Instant>,
+    cookie: u64,
+    error: NbdError,
+    /// A successful read's data (an empty buffer otherwise).
+    data: Vec<u8>,
+}
+
+impl Reply {
+    fn key(&self) -> (Reverse<Option<Instant>>, u64) {
+        (Reverse(self.due), self.cookie)
+    }
+}
+impl PartialEq for Reply {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl Eq for Reply {}
+impl PartialOrd for Reply {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Reply {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&o.key())
+    }
+}
+
+/// Serves one connection to the end: handshake, then requests until the client disconnects
+/// or the stream breaks. Returns why it ended (`Ok` for a clean end).
+pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) -> io::Result<()> {
+    let export = backend.export();
+    let out = stream.try_clone()?;
+    let mut rw = BufStream {
+        r: BufReader::with_capacity(256 << 10, stream),
+        w: BufWriter::with_capacity(256 << 10, out),
+    };
+    if negotiate(&mut rw, &export)? == Outcome::Closed {
+        return Ok(());
+    }
+    let BufStream {
+        r: mut reader,
+        w: mut writer,
+    } = rw;
+    if !backend.holds_replies() {
+        // Every reply leaves at once: the reader writes it, no thread hand-off per request.
+        let mut sink = Inline {
+            w: &mut writer,
+            spare: Vec::new(),
+        };
+        let r = read_requests(&mut reader, backend, &export, &mut sink);
+        return r.and_then(|()| writer.flush());
+    }
+    let (tx, rx) = mpsc::channel::<Reply>();
+    let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|s| {
+        let w = s.spawn(move || {
+            let r = write_replies(&mut writer, rx, free_tx);
+            if r.is_err() {
+                // Wake the reader: the connection is over.
+                writer.get_ref().shutdown();
+            }
+            r
+        });
+        let mut sink = Queued { tx, free: free_rx };
+        let r = read_requests(&mut reader, backend, &export, &mut sink);
+        drop(sink);
+        let w = w
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("reply writer panicked")));
+        r.and(w)
+    })
+}
+
+/// Where the reader puts replies.
+trait Replies {
+    /// A buffer for the next request's data (recycled from earlier replies).
+    fn buffer(&mut self) -> Vec<u8>;
+    /// Sends or queues a reply; false if the connection's writer is gone.
+    fn reply(&mut self, r: Reply) -> io::Result<bool>;
+    /// No request is waiting to be read: make sure the client has every reply written so far.
+    fn idle(&mut self) -> io::Result<()>;
+}
+
+/// Replies written by the reader itself, at once; flushed whenever no request is waiting.
+struct Inline<'a, W: Write> {
+    w: &'a mut BufWriter<W>,
+    spare: Vec<u8>,
+}
+
+impl<W: Write> Replies for Inline<'_, W> {
+    fn buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.spare)
+    }
+    fn reply(&mut self, r: Reply) -> io::Result<bool> {
+        self.w.write_all(&simple_reply(r.error, r.cookie))?;
+        self.w.write_all(&r.data)?;
+        self.spare = r.data;
+        Ok(true)
+    }
+    fn idle(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Replies queued for the writer thread, which sends each when due.
+struct Queued {
+    tx: Sender<Reply>,
+    free: Receiver<Vec<u8>>,
+}
+
+impl Replies for Queued {
+    fn buffer(&mut self) -> Vec<u8> {
+        self.free.try_recv().unwrap_or_default()
+    }
+    fn reply(&mut self, r: Reply) -> io::Result<bool> {
+        Ok(self.tx.send(r).is_ok())
+    }
+    fn idle(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads, checks and executes requests until `NBD_CMD_DISC`, EOF or a broken stream.
+fn read_requests<R: Read, B: Backend + ?Sized>(
+    r: &mut BufReader<R>,
+    backend: &B,
+    export: &Export,
+    replies: &mut impl Replies,
+) -> io::Result<()> {
+    let mut header = [0u8; REQUEST_LEN];
+    loop {
+        if r.buffer().is_empty() {
+            replies.idle()?;
+        }
+        if !read_header(r, &mut header)? {
+            return Ok(());
+        }
+        let Some(req) = Request::parse(&header) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "bad request magic",
+            ));
+        };
+        if req.cmd == Command::Disc {
+            return Ok(());
+        }
+        let mut data = replies.buffer();
+        data.clear();
+        let checked = req.check(export.size, export.block);
+        // A write's payload follows its header even when the write is refused.
+        let payload = req.payload_len();
+        if checked.is_err() || payload > export.block.max_payload as u64 {
+            io::copy(&mut r.take(payload), &mut io::sink())?;
+        } else {
+            data.resize(payload as usize, 0);
+            r.read_exact(&mut data)?;
+        }
+        let result = checked.and_then(|()| execute(backend, &req, &mut data));
+        let (due, error) = match result {
+            Ok(due) => (due, NbdError(0)),
+            Err(e) => (None, e),
+        };
+        if error != NbdError(0) || req.cmd != Command::Read {
+            data.clear();
+        }
+        let reply = Reply {
+            due,
+            cookie: req.cookie,
+            error,
+            data,
+        };
+        if !replies.reply(reply)? {
+            // The writer stopped: the stream is broken.
+            return Ok(());
+        }
+    }
+}
+
+/// Reads a request header; false on a clean EOF before its first byte.
+fn read_header<R: Read>(r: &mut R, b: &mut [u8; REQUEST_LEN]) -> io::Result<bool> {
+    let mut got = 0;
+    while got < REQUEST_LEN {
+        match r.read(&mut b[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Hands a checked request to the backend; a read's data lands in `data`.
+fn execute<B: Backend + ?Sized>(
+    backend: &B,
+    req: &Request,
+    data: &mut Vec<u8>,
+) -> Result<Option<Instant>, NbdError> {
+    let fua = req.flags & CMD_FLAG_FUA != 0;
+    let (offset, len) = (req.offset, req.len as u64);
+    if len == 0 && req.cmd != Command::Flush {
+        // Allowed but meaningless: nothing to do.
+        return Ok(None);
+    }
+    let cmd = match req.cmd {
+        Command::Read => {
+            data.resize(len as usize, 0);
+            Cmd::Read { offset, buf: data }
+        }
+        Command::Write => Cmd::Write { offset, data, fua },
+        Command::Flush => Cmd::Flush,
+        Command::Trim => Cmd::Trim { offset, len, fua },
+        Command::WriteZeroes => Cmd::WriteZeroes {
+            offset,
+            len,
+            fua,
+            no_hole: req.flags & CMD_FLAG_NO_HOLE != 0,
+        },
+        Command::Disc | Command::Unknown(_) => return Err(NbdError::EINVAL),
+    };
+    backend.execute(cmd)
+}
+
+/// Sends replies when due, oldest deadline first; flushes whenever none is due.
+fn write_replies<W: Write>(
+    w: &mut BufWriter<W>,
+    rx: Receiver<Reply>,
+    free: Sender<Vec<u8>>,
+) -> io::Result<()> {
+    let mut pending: BinaryHeap<Reply> = BinaryHeap::new();
+    let mut open = true;
+    loop {
+        while let Ok(r) = rx.try_recv() {
+            pending.push(r);
+        }
+        let now = Instant::now();
+        while pending
+            .peek()
+            .is_some_and(|r| r.due.is_none_or(|d| d <= now))
+        {
+            let r = pending.pop().expect("peeked");
+            w.write_all(&simple_reply(r.error, r.cookie))?;
+            w.write_all(&r.data)?;
+            // Recycled by the reader: no allocation per read.
+            let _ = free.send(r.data);
+        }
+        if !open && pending.is_empty() {
+            return w.flush();
+        }
+        if open {
+            // Replies queued meanwhile go out in the same batch.
+            match rx.try_recv() {
+                Ok(r) => {
+                    pending.push(r);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => open = false,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
+        w.flush()?;
+        // Wait for the next reply, or until the earliest pending one is due.
+        match (pending.peek().and_then(|r| r.due), open) {
+            (Some(due), true) => {
+                match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(r) => pending.push(r),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => open = false,
+                }
+            }
+            (Some(due), false) => std::thread::sleep(due.saturating_duration_since(Instant::now())),
+            (None, true) => match rx.recv() {
+                Ok(r) => pending.push(r),
+                Err(_) => open = false,
+            },
+            // Nothing pending and the reader is done: the next round returns.
+            (None, false) => {}
+        }
+    }
+}
+
+/// A buffered reader and writer over the two handles of one connection.
+struct BufStream<S: Stream> {
+    r: BufReader<S>,
+    w: BufWriter<S>,
+}
+
+impl<S: Stream> Read for BufStream<S> {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        self.r.read(b)
+    }
+}
+
+impl<S: Stream> Write for BufStream<S> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.w.write(b)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// A listening socket: TCP or Unix.
+pub enum Listener {
+    /// TCP.
+    Tcp(TcpListener),
+    /// A Unix socket.
+    Unix(UnixListener),
+}
+
+/// An accepted connection.
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Listener {
+    /// The next connection, and who it is from.
+    fn accept(&self) -> io::Result<(Conn, String)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, a) = l.accept()?;
+                // Replies are flushed when none is due; Nagle would only delay them.
+                s.set_nodelay(true)?;
+                Ok((Conn::Tcp(s), a.to_string()))
+            }
+            Listener::Unix(l) => Ok((Conn::Unix(l.accept()?.0), "unix socket".into())),
+        }
+    }
+}
+
+/// Accepts connections forever, each served on a thread of its own (at most
+/// [`MAX_CONNECTIONS`] at once). A connection's failure is reported to `log` and ends only it.
+pub fn serve<B: Backend>(
+    listener: Listener,
+    backend: Arc<B>,
+    log: impl Fn(String) + Send + Sync + 'static,
+) -> io::Result<()> {
+    let log = Arc::new(log);
+    let live = Arc::new(AtomicUsize::new(0));
+    let mut id = 0u64;
+    loop {
+        id += 1;
+        let (conn, peer) = match listener.accept() {
+            Ok(c) => c,
+            // The client gave up before we accepted it: not the listener's failure.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
+            Err(e) => return Err(e),
+        };
+        if live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            live.fetch_sub(1, Ordering::SeqCst);
+            log(format!(
+                "connection {id} ({peer}) refused: {MAX_CONNECTIONS} connections already"
+            ));
+            continue;
+        }
+        let (backend, live, log) = (backend.clone(), live.clone(), log.clone());
+        std::thread::spawn(move || {
+            let r = match conn {
+                Conn::Tcp(s) => serve_connection(s, &*backend),
+                Conn::Unix(s) => serve_connection(s, &*backend),
+            };
+            if let Err(e) = r {
+                log(format!("connection {id} ({peer}): {e}"));
+            }
+            live.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+}

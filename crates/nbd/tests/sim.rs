@@ -1,0 +1,246 @@
+//! The simulated-SSD backend over the protocol: data through the FTL, sub-page requests,
+//! zeroing, flush and FUA on a buffering FTL, realtime replies, recording.
+
+mod common;
+
+use common::*;
+use learnedftl::config::DeviceConfig;
+use learnedftl::engine::{SimOptions, Simulator, Verify};
+use learnedftl::params::Params;
+use learnedftl::trace::{Format, TraceWriter};
+use learnedftl_nbd::proto::*;
+use learnedftl_nbd::sim::{SimBackend, Timing};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn backend(ftl: &str, timing: Timing) -> Arc<SimBackend> {
+    backend_recording(ftl, timing, None)
+}
+
+fn backend_recording(
+    ftl: &str,
+    timing: Timing,
+    record: Option<learnedftl_nbd::sim::Recorder>,
+) -> Arc<SimBackend> {
+    let mut cfg = DeviceConfig::preset("tiny").unwrap();
+    cfg.payloads = true;
+    let opts = SimOptions {
+        verify: Verify::Count,
+        check_invariants: false,
+    };
+    let sim = Simulator::new(&cfg, ftl, Params::new(), opts).unwrap();
+    Arc::new(SimBackend::new(sim, "t", timing, record).unwrap())
+}
+
+#[test]
+fn a_device_without_payloads_is_refused() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let sim = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::default()).unwrap();
+    let e = SimBackend::new(sim, "t", Timing::None, None).err().unwrap();
+    assert!(e.contains("payloads"), "{e}");
+}
+
+#[test]
+fn sub_page_requests_read_modify_write_whole_pages() {
+    let b = backend("dftl", Timing::None);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    let page = bytes(3, 8192);
+    write(&mut c, 4096, &page, 0);
+    // 512 B into the middle of the first page, and 1 KiB across the page boundary.
+    write(&mut c, 4096 + 1024, &[0xaa; 512], 0);
+    write(&mut c, 8192 - 512, &[0xbb; 1024], 0);
+    let mut want = page.clone();
+    want[1024..1536].fill(0xaa);
+    want[4096 - 512..4096 + 512].fill(0xbb);
+    assert_eq!(read(&mut c, 4096, 8192), want);
+    // An unaligned read across the boundary.
+    assert_eq!(read(&mut c, 8192 - 1024, 2048), &want[3072..5120]);
+    let m = b.live_metrics();
+    // Each sub-page write read its covering pages first.
+    assert_eq!(m.requests.write, 3);
+    assert_eq!(m.requests.read, 4);
+    assert_eq!(m.verify.failures, 0);
+    disconnect(c, h);
+}
+
+#[test]
+fn trim_and_write_zeroes_zero_what_they_cover() {
+    let b = backend("tpftl", Timing::None);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    let data = bytes(9, 6 * 4096);
+    write(&mut c, 0, &data, 0);
+    // A trim discards only whole pages: the partial first and last pages keep their data.
+    assert_eq!(call(&mut c, Command::Trim, 0, 2048, Err(3 * 4096)).0, 0);
+    let mut want = data.clone();
+    want[4096..3 * 4096].fill(0);
+    assert_eq!(read(&mut c, 0, 6 * 4096), want);
+    // Write-zeroes zeroes exactly its range, with and without punching holes.
+    for (flags, at) in [(0, 3 * 4096 + 512), (CMD_FLAG_NO_HOLE, 512)] {
+        let len = 2 * 4096 + 1024;
+        assert_eq!(call(&mut c, Command::WriteZeroes, flags, at, Err(len)).0, 0);
+        want[at as usize..(at + len as u64) as usize].fill(0);
+    }
+    assert_eq!(read(&mut c, 0, 6 * 4096), want);
+    // The first trim, and the write-zeroes that may punch a hole.
+    assert_eq!(b.live_metrics().requests.trim, 2);
+    disconnect(c, h);
+}
+
+#[test]
+fn flush_and_fua_drain_leaftls_write_buffer() {
+    let b = backend("leaftl", Timing::None);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    write(&mut c, 0, &bytes(1, 4096), 0);
+    let m = b.live_metrics();
+    assert_eq!(m.flash.programs["user"], 0, "LeaFTL buffers a lone page");
+    // Served from the buffer.
+    assert_eq!(read(&mut c, 0, 4096), bytes(1, 4096));
+    assert_eq!(call(&mut c, Command::Flush, 0, 0, Err(0)).0, 0);
+    let m = b.live_metrics();
+    assert_eq!(m.flash.programs["user"], 1);
+    assert_eq!(m.requests.flush, 1);
+    write(&mut c, 4096, &bytes(2, 4096), CMD_FLAG_FUA);
+    let m = b.live_metrics();
+    assert_eq!(
+        m.flash.programs["user"], 2,
+        "a FUA write is durable when answered"
+    );
+    assert_eq!(m.requests.flush, 2);
+    assert_eq!(read(&mut c, 0, 8192)[4096..], bytes(2, 4096));
+    disconnect(c, h);
+}
+
+#[test]
+fn realtime_replies_wait_for_the_simulated_completion() {
+    let b = backend("ideal", Timing::Realtime);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    // 64 pages on 8 LUNs: at least 8 programs of 200 µs in a row on one LUN.
+    let t = Instant::now();
+    write(&mut c, 0, &bytes(5, 64 * 4096), 0);
+    assert!(
+        t.elapsed() >= Duration::from_micros(1600),
+        "{:?}",
+        t.elapsed()
+    );
+    let m = b.live_metrics();
+    assert!(m.latency_us.write.max >= 1600.0, "{:?}", m.latency_us.write);
+    disconnect(c, h);
+}
+
+#[test]
+fn disconnect_sends_the_replies_still_held_first() {
+    let b = backend("ideal", Timing::Realtime);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    // Two held writes, then NBD_CMD_DISC before reading their replies.
+    request(&mut c, Command::Write, 0, 1, 0, Ok(&bytes(1, 64 * 4096)));
+    request(
+        &mut c,
+        Command::Write,
+        0,
+        2,
+        1 << 20,
+        Ok(&bytes(2, 64 * 4096)),
+    );
+    request(&mut c, Command::Disc, 0, 3, 0, Err(0));
+    let t = Instant::now();
+    let mut cookies = [reply(&mut c), reply(&mut c)].map(|(e, k)| {
+        assert_eq!(e, 0);
+        k
+    });
+    cookies.sort();
+    assert_eq!(cookies, [1, 2]);
+    h.join().unwrap().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+/// A writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn every_request_is_recorded_as_a_trace() {
+    let out = Shared::default();
+    let w = TraceWriter::new(
+        Format::FioIolog,
+        Box::new(out.clone()) as Box<dyn Write + Send>,
+    )
+    .unwrap();
+    let b = backend_recording("ideal", Timing::None, Some(w));
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    write(&mut c, 8192, &[1; 4096], 0);
+    read(&mut c, 8192, 4096);
+    call(&mut c, Command::Trim, 0, 8192, Err(4096));
+    call(&mut c, Command::Flush, 0, 0, Err(0));
+    disconnect(c, h);
+    b.flush_record().unwrap();
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let ops: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3 && f[1] == "dev0").then(|| f[2..].join(" "))
+        })
+        .collect();
+    assert!(text.starts_with("fio version 3 iolog"), "{text}");
+    assert_eq!(
+        ops,
+        [
+            "add",
+            "open",
+            "write 8192 4096",
+            "read 8192 4096",
+            "trim 8192 4096",
+            "sync 0 0"
+        ],
+        "{text}"
+    );
+}
+
+#[test]
+fn connections_share_one_device() {
+    let b = backend("learnedftl", Timing::None);
+    let (mut c1, h1) = connect(b.clone());
+    let (mut c2, h2) = connect(b.clone());
+    go(&mut c1);
+    go(&mut c2);
+    let threads: Vec<_> = [(c1, 0u64), (c2, 1u64)]
+        .into_iter()
+        .map(|(mut c, k)| {
+            std::thread::spawn(move || {
+                for i in 0..200u64 {
+                    let at = (i * 2 + k) * 4096;
+                    write(&mut c, at, &bytes(at, 4096), 0);
+                }
+                c
+            })
+        })
+        .collect();
+    let mut conns: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    // Each connection reads what the other wrote.
+    for (i, c) in conns.iter_mut().enumerate() {
+        for p in (0..400u64).filter(|p| p % 2 != i as u64) {
+            assert_eq!(read(c, p * 4096, 4096), bytes(p * 4096, 4096));
+        }
+    }
+    let mut it = conns.into_iter();
+    disconnect(it.next().unwrap(), h1);
+    disconnect(it.next().unwrap(), h2);
+    assert_eq!(b.live_metrics().requests.write, 400);
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The LearnedFTL paper's RocksDB experiment (§IV-D) on the emulated device, for chosen FTLs:
+# `learnedftl serve` on a Unix socket -> nbdfuse (the export as a file) -> a loop device with
+# direct I/O -> ext4 -> db_bench: fillseq, then overwrite, of keys whose values fill FILL of
+# the file system (the LSM tree holds up to twice that while overwrite's compactions run, so
+# the default 0.4 takes the file system to ~80 % full), then readrandom and readseq. Reads use direct I/O so they reach the device.
+# Prints each benchmark's ops/s beside the FTL's own metrics from `serve --json`.
+# Everything (mount, loop device, FUSE mount, server) is torn down on exit, even on failure.
+#
+#   scripts/rocksdb-nbd.sh [FTL ...]          (default: ideal tpftl learnedftl)
+#   PRESET=quick   device preset (tiny = 120 MiB, quick = 3.75 GiB, paper = 30 GiB)
+#   TIMING=realtime  realtime (FEMU-like: replies at simulated completion) or none
+#   FILL=0.4       share of the file system filled with keys (16 B) and values
+#   VALUE=1000     value size in bytes
+#   READS=20000    reads of readrandom
+#   OUT=DIR        keep each FTL's report, db_bench output and table there (default: temporary)
+# Needs root (mount, losetup), /dev/fuse, and the Debian packages libnbd-bin fuse3
+# e2fsprogs rocksdb-tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ftls=("${@:-ideal tpftl learnedftl}")
+read -r -a ftls <<<"${ftls[*]}"
+preset=${PRESET:-quick}
+timing=${TIMING:-realtime}
+fill=${FILL:-0.4}
+value=${VALUE:-1000}
+reads=${READS:-20000}
+for t in nbdfuse fusermount3 losetup mkfs.ext4 db_bench python3; do
+    command -v "$t" >/dev/null || { echo "rocksdb-nbd: $t is not installed" >&2; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "rocksdb-nbd: needs root (mount, losetup)" >&2; exit 1; }
+cargo build --release -q -p learnedftl-cli
+bin=$PWD/target/release/learnedftl
+work=$(mktemp -d)
+out=${OUT:-$work/out}
+mkdir -p "$out"
+
+server= fuse= loopdev= mounted=
+teardown() {
+    set +e
+    [ -n "$mounted" ] && { umount "$work/fs" || umount -l "$work/fs"; }
+    [ -n "$loopdev" ] && losetup -d "$loopdev"
+    [ -n "$fuse" ] && { fusermount3 -u "$work/nbd" 2>/dev/null; wait "$fuse" 2>/dev/null; }
+    if [ -n "$server" ]; then
+        kill -TERM "$server" 2>/dev/null
+        wait "$server" 2>/dev/null
+    fi
+    server= fuse= loopdev= mounted=
+}
+trap 'teardown; [ -z "${OUT:-}" ] && rm -rf "$work"' EXIT
+
+# Waits (at most 60 s) for the file $1 to appear.
+wait_for() {
+    for _ in $(seq 600); do
+        [ -e "$1" ] && return 0
+        sleep 0.1
+    done
+    echo "rocksdb-nbd: $1 did not appear" >&2
+    exit 1
+}
+
+# ops/s of benchmark $1 in db_bench output file $2.
+ops() {
+    awk -v b="$1" '$1 == b && $2 == ":" { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^ops\/sec;?$/) print $i }' "$2"
+}
+
+run_ftl() {
+    local ftl=$1 sock=$work/nbd.sock
+    "$bin" serve --ftl "$ftl" --preset "$preset" --timing "$timing" --socket "$sock" \
+        --json "$out/$ftl.json" >"$out/$ftl.serve.log" 2>&1 &
+    server=$!
+    wait_for "$sock"
+    mkdir -p "$work/nbd" "$work/fs"
+    # Background processes write to files, never to our stdout (a reader of it would wait for
+    # them).
+    nbdfuse "$work/nbd" --unix "$sock" >"$out/$ftl.nbdfuse.log" 2>&1 &
+    fuse=$!
+    wait_for "$work/nbd/nbd"
+    loopdev=$(losetup --direct-io=on --sector-size 4096 -f --show "$work/nbd/nbd")
+    mkfs.ext4 -q -F -b 4096 "$loopdev"
+    mount "$loopdev" "$work/fs"
+    mounted=1
+    local fs_bytes num
+    fs_bytes=$(df -B1 --output=avail "$work/fs" | tail -1)
+    num=$(python3 -c "print(int($fs_bytes * $fill / ($value + 16)))")
+    # Memtables (and so the WAL) and SST files scaled to the file system: RocksDB's 64 MiB
+    # defaults would hold half of a small device in the WAL.
+    local wb=$((fs_bytes / 32 < 64 << 20 ? fs_bytes / 32 : 64 << 20))
+    local db=(db_bench --db="$work/fs/db" --num="$num" --value_size="$value" --key_size=16
+        --write_buffer_size="$wb" --target_file_size_base="$wb"
+        --max_bytes_for_level_base=$((4 * wb))
+        --compression_type=none --use_direct_reads=true
+        --use_direct_io_for_flush_and_compaction=true --threads=1 --seed=1)
+    "${db[@]}" --benchmarks=fillseq,overwrite >"$out/$ftl.write.txt" 2>&1
+    "${db[@]}" --benchmarks=readrandom,readseq --use_existing_db=1 --reads="$reads" \
+        >"$out/$ftl.read.txt" 2>&1
+    sync
+    teardown
+    local f row
+    row=$(printf '%-11s' "$ftl")
+    for f in fillseq overwrite; do row+=$(printf ' %12s' "$(ops "$f" "$out/$ftl.write.txt")"); done
+    for f in readrandom readseq; do row+=$(printf ' %12s' "$(ops "$f" "$out/$ftl.read.txt")"); done
+    row+=$(python3 - "$out/$ftl.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["result"]
+print(f' {m["waf"]:6.2f} {m["gc"]["events"]:6d} {m["cmt_hit_ratio"]:6.3f} {m["model_hit_ratio"]:6.3f}'
+      f' {m["latency_us"]["read"]["mean"]:8.1f} {m["latency_us"]["write"]["mean"]:8.1f}')
+PY
+)
+    echo "$row" >>"$out/table.txt"
+    echo "$row"
+}
+
+{
+    echo "db_bench on ext4 over nbdfuse + loop (direct I/O); preset $preset, timing $timing," \
+        "values $value B, keys and values = $fill of the file system; ops/s, then the FTL's metrics"
+    printf '%-11s %12s %12s %12s %12s %6s %6s %6s %6s %8s %8s\n' ftl fillseq overwrite \
+        readrandom readseq WAF GC cmt model "rd µs" "wr µs"
+} | tee "$out/table.txt"
+# In this shell, not a pipeline's subshell: the EXIT trap tears down what run_ftl started.
+for ftl in "${ftls[@]}"; do
+    run_ftl "$ftl"
+done
