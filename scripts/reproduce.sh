@@ -311,21 +311,21 @@ hp_fig2_points() { # Fig. 2: DFTL and HP-FTL against the DRAM ratio
   for r in "${hp_ratios[@]}"; do
     run "$w dftl ratio=$r" --ftl dftl --set "cmt_ratio=$r" "${wl[@]}"
     # Below the primary table's share of the budget HP-FTL refuses the configuration.
-    run --may-refuse "$w hpftl ratio=$r" --ftl hpftl --set "dram_ratio=$r" "${wl[@]}"
+    run --may-refuse "$w hpftl ratio=$r" --ftl hpftl "${hp_paper[@]}" --set "dram_ratio=$r" "${wl[@]}"
   done
   # Four requests in flight per job, at 40 %: how much of each gap is LUN collisions.
   run "$w ideal iodepth=4" --ftl ideal "${wl[@]}" --iodepth 4
   run "$w dftl iodepth=4" --ftl dftl --set cmt_ratio=0.4 "${wl[@]}" --iodepth 4
-  run "$w hpftl iodepth=4" --ftl hpftl --set dram_ratio=0.4 "${wl[@]}" --iodepth 4
+  run "$w hpftl iodepth=4" --ftl hpftl "${hp_paper[@]}" --set dram_ratio=0.4 "${wl[@]}" --iodepth 4
 }
 hp_secondary_points() { # Figs. 4-7: the secondary table for h and m
   local w=$1 h m
   # The paper's table is "large enough to avoid overflowing": one slot per logical page.
   for h in 2 3 4 5; do # at the default m = p
-    run "$w hpftl h=$h" --ftl hpftl --set secondary_ratio=1 --set "h=$h" "${wl[@]}"
+    run "$w hpftl h=$h" --ftl hpftl "${hp_paper[@]}" --set secondary_ratio=1 --set "h=$h" "${wl[@]}"
   done
   for m in $hp_ms; do
-    run "$w hpftl h=3 m=$m" --ftl hpftl --set secondary_ratio=1 --set h=3 --set "m=$m" "${wl[@]}"
+    run "$w hpftl h=3 m=$m" --ftl hpftl "${hp_paper[@]}" --set secondary_ratio=1 --set h=3 --set "m=$m" "${wl[@]}"
   done
 }
 
@@ -335,8 +335,9 @@ seq_pre=(--precondition write:512k:1)
 # physical pages of the logical space, 64 jobs x 4 KiB writes of 1.4x the logical space in all
 # (0.7 of the physical pages: no FTL reaches its GC threshold; the writes touch 75 % of the LPNs,
 # more than DFTL caches at 70 % of the table).
-# The paper's design (design=paper): these experiments measure its secondary table.
-hp_fresh=(--set design=paper --set logical_ratio=0.5 --rw randwrite --bs 4k --numjobs 64 --number-ios "$hp_ios")
+hp_fresh=(--set logical_ratio=0.5 --rw randwrite --bs 4k --numjobs 64 --number-ios "$hp_ios")
+# HP-FTL's own experiments measure the paper's design (its secondary table under §II-D's GC).
+hp_paper=(--set design=paper)
 hp_workloads=(uniform:random zipf0.99:zipf:0.99)
 hp_ratios=(0.1 0.2 0.3 0.4 0.5 0.7 1.0)
 t_start=$(date +%s)
