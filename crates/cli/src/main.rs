@@ -48,6 +48,9 @@ enum Cmd {
         /// 1 runs them one after another. Results do not depend on it.
         #[arg(long)]
         jobs: Option<usize>,
+        /// Also draw the measured phase as an SVG of bar charts (IOPS, p99 latency, WAF per FTL).
+        #[arg(long, value_name = "PATH")]
+        svg: Option<PathBuf>,
         #[command(flatten)]
         opts: Opts,
     },
@@ -470,7 +473,12 @@ fn main_inner() -> Result<()> {
             );
             opts.output(&tables, serde_json::to_value(&r)?)?;
         }
-        Cmd::Compare { ftl, jobs, opts } => {
+        Cmd::Compare {
+            ftl,
+            jobs,
+            svg,
+            opts,
+        } => {
             let ftls: Vec<&str> = if ftl.is_empty() {
                 FTLS.to_vec()
             } else {
@@ -480,6 +488,9 @@ fn main_inner() -> Result<()> {
                 bail!("--ftl: no FTL given");
             }
             opts.check_outputs()?;
+            if let Some(path) = &svg {
+                Target::File(path).refuse_over(&opts.inputs())?;
+            }
             let e = opts.experiment()?;
             let jobs = parallel_jobs(jobs).map_err(flag_error)?;
             // Memory first: checking the parameters builds every FTL.
@@ -492,6 +503,9 @@ fn main_inner() -> Result<()> {
                 report::compare_table(&runs),
                 report::notes(&runs)
             );
+            if let Some(path) = &svg {
+                output::write_all(Target::File(path), &report::plot::compare_svg(&runs)?)?;
+            }
             opts.output(&tables, serde_json::to_value(&runs)?)?;
         }
     }

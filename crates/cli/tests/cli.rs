@@ -734,3 +734,47 @@ fn configurations_beyond_reason_or_memory_are_refused() {
         assert!(!ok && stderr.contains(needle), "{set:?}: {stderr}");
     }
 }
+
+#[test]
+fn compare_draws_its_measured_phase_as_an_svg() {
+    let dir = Scratch::new("learnedftl-svg");
+    let svg = dir.join("compare.svg");
+    let (ok, _, stderr) = learnedftl(&[
+        "compare",
+        "--preset",
+        "tiny",
+        "--ftl",
+        "ideal,dftl",
+        "--rw",
+        "randrw",
+        "--number-ios",
+        "50",
+        "--quiet",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    for label in ["IOPS", "p99 latency", "WAF", "ideal", "dftl"] {
+        assert!(text.contains(label), "no {label} in the plot");
+    }
+    // Two bars per panel, three panels (plotters draws each bar as a filled rect).
+    assert!(text.matches("<rect").count() >= 6);
+    // The plot may not overwrite an input.
+    let job = dir.join("j.fio");
+    std::fs::write(&job, "[j]\nrw=randread\nnumber_ios=10\n").unwrap();
+    let (ok, _, stderr) = learnedftl(&[
+        "compare",
+        "--preset",
+        "tiny",
+        "--ftl",
+        "ideal",
+        "--job",
+        job.to_str().unwrap(),
+        "--svg",
+        job.to_str().unwrap(),
+    ]);
+    assert!(!ok && stderr.contains("j.fio"), "{stderr}");
+    assert!(std::fs::read_to_string(&job).unwrap().starts_with("[j]"));
+}

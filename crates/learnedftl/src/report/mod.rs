@@ -1,6 +1,7 @@
 //! Reports for people: aligned tables of runs (JSON comes straight from the serialisable
 //! [`RunReport`] and [`Metrics`]).
 
+pub mod plot;
 mod table;
 
 pub use table::Table;
