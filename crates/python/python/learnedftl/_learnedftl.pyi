@@ -3,6 +3,8 @@
 from os import PathLike
 from typing import Any, Mapping, Optional, Sequence, Union
 
+from typing_extensions import TypedDict, Unpack
+
 FTLS: tuple[str, ...]
 """The implemented FTLs (``learnedftl list``)."""
 PRESETS: tuple[str, ...]
@@ -16,38 +18,42 @@ class LearnedFtlError(ValueError):
 Size = Union[str, int]
 """A size in fio syntax (``"4k"``, ``"1g"``) or bytes."""
 
-def run(
-    ftl: str = "ideal",
-    *,
-    preset: str = "quick",
-    set: Optional[Mapping[str, Any]] = None,
-    precondition: Optional[str] = None,
-    job: Union[str, PathLike[str], None] = None,
-    trace: Union[str, PathLike[str], None] = None,
-    format: Optional[str] = None,
-    skip_bad_lines: bool = False,
-    blkparse_action: str = "Q",
-    speed: float = 1.0,
-    address_policy: str = "refuse",
-    max_requests: Optional[int] = None,
-    device_filter: Optional[int] = None,
-    fill_unwritten: bool = False,
-    rw: Optional[str] = None,
-    bs: Optional[Size] = None,
-    numjobs: Optional[int] = None,
-    iodepth: Optional[int] = None,
-    io_size: Optional[Size] = None,
-    number_ios: Optional[int] = None,
-    runtime: Optional[str] = None,
-    offset: Optional[Size] = None,
-    size: Optional[Size] = None,
-    rwmixread: Optional[int] = None,
-    random_distribution: Optional[str] = None,
-    norandommap: bool = False,
-    settle: str = "auto",
-    seed: int = 1,
-    verify: bool = False,
-) -> dict[str, Any]:
+class Options(TypedDict, total=False):
+    """The keyword options of ``run`` and ``compare``: the CLI's flags (``--number-ios`` is
+    ``number_ios``; ``set`` is ``--set`` as a dict, e.g. ``{"cmt_ratio": 0.05}``). A missing
+    option, or ``None``, takes the CLI's default (``preset="quick"``, ``seed=1``,
+    ``settle="auto"``, ``speed=1.0``, ``address_policy="refuse"``, ``blkparse_action="Q"``)."""
+
+    preset: str
+    set: Optional[Mapping[str, Any]]
+    precondition: Optional[str]
+    job: Union[str, PathLike[str], None]
+    trace: Union[str, PathLike[str], None]
+    format: Optional[str]
+    skip_bad_lines: bool
+    blkparse_action: str
+    speed: float
+    address_policy: str
+    max_requests: Optional[int]
+    device_filter: Optional[int]
+    fill_unwritten: bool
+    rw: Optional[str]
+    bs: Optional[Size]
+    numjobs: Optional[int]
+    iodepth: Optional[int]
+    io_size: Optional[Size]
+    number_ios: Optional[int]
+    runtime: Optional[str]
+    offset: Optional[Size]
+    size: Optional[Size]
+    rwmixread: Optional[int]
+    random_distribution: Optional[str]
+    norandommap: bool
+    settle: str
+    seed: int
+    verify: bool
+
+def run(ftl: str = "ideal", **options: Unpack[Options]) -> dict[str, Any]:
     """Runs a workload on one FTL and returns the report of ``learnedftl run --json``.
 
     The options are the CLI's flags (``--number-ios`` is ``number_ios``; ``set`` is ``--set``
@@ -60,35 +66,7 @@ def run(
 def compare(
     ftls: Optional[Sequence[str]] = None,
     jobs: Optional[int] = None,
-    *,
-    preset: str = "quick",
-    set: Optional[Mapping[str, Any]] = None,
-    precondition: Optional[str] = None,
-    job: Union[str, PathLike[str], None] = None,
-    trace: Union[str, PathLike[str], None] = None,
-    format: Optional[str] = None,
-    skip_bad_lines: bool = False,
-    blkparse_action: str = "Q",
-    speed: float = 1.0,
-    address_policy: str = "refuse",
-    max_requests: Optional[int] = None,
-    device_filter: Optional[int] = None,
-    fill_unwritten: bool = False,
-    rw: Optional[str] = None,
-    bs: Optional[Size] = None,
-    numjobs: Optional[int] = None,
-    iodepth: Optional[int] = None,
-    io_size: Optional[Size] = None,
-    number_ios: Optional[int] = None,
-    runtime: Optional[str] = None,
-    offset: Optional[Size] = None,
-    size: Optional[Size] = None,
-    rwmixread: Optional[int] = None,
-    random_distribution: Optional[str] = None,
-    norandommap: bool = False,
-    settle: str = "auto",
-    seed: int = 1,
-    verify: bool = False,
+    **options: Unpack[Options],
 ) -> list[dict[str, Any]]:
     """Runs the same workload on each of ``ftls`` (default: every implemented FTL), ``jobs``
     at a time on threads (default: the machine's cores), and returns the reports of
