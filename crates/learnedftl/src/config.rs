@@ -380,6 +380,9 @@ pub struct DeviceConfig {
     pub energy: Energy,
     /// Keep page payloads (emulator mode).
     pub payloads: bool,
+    /// Power-loss protection (`power_loss_protection=on`): at a power cut the capacitors let
+    /// the FTL program its volatile buffers, so no acknowledged write is lost (docs/power.md).
+    pub power_loss_protection: bool,
 }
 
 /// Names of the built-in presets.
@@ -423,13 +426,15 @@ impl DeviceConfig {
                 erase_uj: 132.0,
             },
             payloads: false,
+            power_loss_protection: false,
         })
     }
 
     /// A preset with the device keys of `params` applied (and removed from it), validated.
     ///
     /// Keys: the geometry fields, `logical_ratio` (logical / physical, replaces `logical_pages`),
-    /// the timing fields (`timing=femu|backfill` sets `mode`), the energy fields and `payloads`.
+    /// the timing fields (`timing=femu|backfill` sets `mode`), the energy fields, `payloads`
+    /// and `power_loss_protection`.
     pub fn from_params(preset: &str, params: &mut Params) -> Result<Self, ConfigError> {
         let mut c = Self::preset(preset)?;
         let g = &mut c.geometry;
@@ -518,6 +523,9 @@ impl DeviceConfig {
         }
         if let Some(v) = params.take_bool("payloads")? {
             c.payloads = v;
+        }
+        if let Some(v) = params.take_bool("power_loss_protection")? {
+            c.power_loss_protection = v;
         }
         c.validate()?;
         Ok(c)

@@ -131,6 +131,12 @@ pub enum DeviceError {
     /// An address beyond the device.
     #[error("address {0:?} beyond the device")]
     OutOfRange(Ppa),
+    /// The power was cut (docs/power.md): not a bug, the engine recovers.
+    #[error("power lost")]
+    PowerLost,
+    /// Recovery re-validated a page that is torn or already valid.
+    #[error("revalidate of page {0:?} that is torn or already valid")]
+    Revalidate(Ppa),
 }
 
 /// An FTL's failure to serve a request.
@@ -158,4 +164,36 @@ pub enum FtlError {
     /// An internal invariant was broken.
     #[error("FTL invariant broken: {0}")]
     Invariant(String),
+}
+
+impl FtlError {
+    /// Whether this is the device's power loss (a power cut struck), not a failure.
+    pub fn is_power_lost(&self) -> bool {
+        matches!(self, FtlError::Device(DeviceError::PowerLost))
+    }
+}
+
+/// A failed recovery after a power cut.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum RecoverError {
+    /// The FTL has no recovery yet.
+    #[error("{name} cannot recover from a power cut yet (recoverable: {known})")]
+    Unsupported {
+        /// The FTL.
+        name: String,
+        /// The FTLs that can.
+        known: String,
+    },
+    /// Its parameters are wrong (they were accepted when it was built, so this is a bug).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Recovery failed: a recovery bug.
+    #[error("recovery: {0}")]
+    Ftl(#[from] FtlError),
+}
+
+impl From<DeviceError> for RecoverError {
+    fn from(e: DeviceError) -> Self {
+        RecoverError::Ftl(e.into())
+    }
 }

@@ -16,6 +16,7 @@ use crate::config::{AddrMath, DeviceConfig, Geometry, TimingMode};
 use crate::error::DeviceError;
 use backfill::{Access, Backfill};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Why a flash operation happened (SPEC §6).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -35,11 +36,15 @@ pub enum Cause {
     GcTrans = 5,
     /// A read of a wrongly predicted page (learned FTLs).
     Mispredict = 6,
+    /// A trim record's program (docs/power.md: what makes an acknowledged trim durable).
+    TrimRecord = 7,
+    /// Reads and programs of a recovery after a power cut (docs/power.md).
+    Recovery = 8,
 }
 
 impl Cause {
     /// Number of causes.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 9;
     /// Every cause, in report order.
     pub const ALL: [Cause; Cause::COUNT] = [
         Cause::User,
@@ -49,6 +54,8 @@ impl Cause {
         Cause::GcData,
         Cause::GcTrans,
         Cause::Mispredict,
+        Cause::TrimRecord,
+        Cause::Recovery,
     ];
     /// The key used in reports.
     pub fn key(self) -> &'static str {
@@ -60,37 +67,59 @@ impl Cause {
             Cause::GcData => "gc_data",
             Cause::GcTrans => "gc_translation",
             Cause::Mispredict => "misprediction",
+            Cause::TrimRecord => "trim_record",
+            Cause::Recovery => "recovery",
         }
     }
 }
 
 /// Out-of-band area of a page: what it holds and the write stamp of that version.
 ///
-/// `tag` is an LPN, or a translation-page number with [`Oob::TP_FLAG`] set.
+/// `tag` is an LPN, a translation-page number with [`Oob::TP_FLAG`] set, or one of the two
+/// special tags [`Oob::RECORD`] (a trim record) and [`Oob::TORN`] (a program cut by power loss).
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 #[repr(C)]
 pub struct Oob {
-    /// LPN, or `TP_FLAG | tpn`.
+    /// LPN, `TP_FLAG | tpn`, [`Oob::RECORD`] or [`Oob::TORN`].
     pub tag: u32,
-    /// Write stamp of this version (data pages); translation pages carry 0.
+    /// Write stamp of this version (data pages, trim records); translation pages carry the
+    /// newest stamp their FTL had seen when writing them (0 if it does not say).
     pub stamp: u32,
 }
 
 impl Oob {
     /// Marks a translation page.
     pub const TP_FLAG: u32 = 1 << 31;
+    /// The tag of a page whose program a power cut interrupted: never valid, unreadable data.
+    pub const TORN: u32 = u32::MAX;
+    /// The tag of a trim record page (its contents: [`Device::record`]).
+    pub const RECORD: u32 = u32::MAX - 1;
 
     /// OOB of a data page.
     #[inline]
     pub fn data(lpn: Lpn, stamp: u32) -> Oob {
         Oob { tag: lpn.0, stamp }
     }
-    /// OOB of a translation page.
+    /// OOB of a translation page that records no stamp.
     #[inline]
     pub fn tp(tpn: Tpn) -> Oob {
+        Oob::tp_at(tpn, 0)
+    }
+    /// OOB of a translation page written when `stamp` was the newest write stamp its FTL had
+    /// seen (what lets recovery tell a stale TP, docs/power.md).
+    #[inline]
+    pub fn tp_at(tpn: Tpn, stamp: u32) -> Oob {
         Oob {
             tag: Self::TP_FLAG | tpn.0,
-            stamp: 0,
+            stamp,
+        }
+    }
+    /// OOB of a trim record acknowledged with `stamp`.
+    #[inline]
+    pub fn record(stamp: u32) -> Oob {
+        Oob {
+            tag: Self::RECORD,
+            stamp,
         }
     }
     /// The LPN, if this is a data page.
@@ -101,8 +130,59 @@ impl Oob {
     /// The TP number, if this is a translation page.
     #[inline]
     pub fn tpn(self) -> Option<Tpn> {
-        (self.tag & Self::TP_FLAG != 0).then_some(Tpn(self.tag & !Self::TP_FLAG))
+        (self.tag & Self::TP_FLAG != 0 && self.tag < Self::RECORD)
+            .then_some(Tpn(self.tag & !Self::TP_FLAG))
     }
+    /// Whether this is a trim record.
+    #[inline]
+    pub fn is_record(self) -> bool {
+        self.tag == Self::RECORD
+    }
+    /// Whether a power cut interrupted this page's program.
+    #[inline]
+    pub fn is_torn(self) -> bool {
+        self.tag == Self::TORN
+    }
+}
+
+/// The contents of a trim record page: the LPNs one acknowledged trim request unmapped (its
+/// stamp is in the page's OOB).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TrimRecord {
+    /// First LPN.
+    pub first: Lpn,
+    /// LPNs trimmed.
+    pub pages: u32,
+}
+
+impl TrimRecord {
+    /// The LPNs as indices.
+    pub fn range(&self) -> std::ops::Range<u32> {
+        self.first.0..self.first.0 + self.pages
+    }
+}
+
+/// When an armed power cut strikes ([`Device::arm_power_cut`]): the operation named is the one
+/// in flight; every state-changing operation before it completed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PowerCut {
+    /// After this many more programs and erases (0: the next one is in flight).
+    AfterOps(u64),
+    /// At the `nth` (1-based) program or erase of `cause` from now.
+    AtCause {
+        /// The cause to count.
+        cause: Cause,
+        /// Which of its operations is in flight.
+        nth: u64,
+    },
+}
+
+/// The device's power: normal, a cut armed, or lost until [`Device::power_on`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Power {
+    On,
+    Armed(PowerCut),
+    Lost,
 }
 
 /// Flash operation counts by cause.
@@ -166,6 +246,10 @@ pub struct Device {
     counters: FlashCounters,
     invalidations: u64,
     payload: Option<PayloadStore>,
+    /// Contents of the trim record pages programmed and not yet erased, by PPA (few: a sparse
+    /// side table keeps [`Oob`] at 8 bytes a page).
+    records: BTreeMap<u32, TrimRecord>,
+    power: Power,
 }
 
 impl Device {
@@ -202,6 +286,8 @@ impl Device {
             payload: cfg
                 .payloads
                 .then(|| PayloadStore::new(geo.page_size as usize, geo.pages())),
+            records: BTreeMap::new(),
+            power: Power::On,
             math: AddrMath::new(&geo),
             geo,
             cfg: cfg.clone(),
@@ -395,6 +481,9 @@ impl Device {
         t: SimTime,
     ) -> Result<(Oob, SimTime), DeviceError> {
         self.check(ppa)?;
+        if self.power == Power::Lost {
+            return Err(DeviceError::PowerLost);
+        }
         if !self.is_programmed(ppa) {
             return Err(DeviceError::ReadErased(ppa));
         }
@@ -425,12 +514,25 @@ impl Device {
                 got: pg,
             });
         }
+        if self.power != Power::On && self.power_check(cause)? {
+            // In flight at the cut: the page is consumed but holds nothing readable.
+            self.blk_next[blk] = pg + 1;
+            self.oob[ppa.idx()] = Oob {
+                tag: Oob::TORN,
+                stamp: 0,
+            };
+            self.counters.programs[cause as usize] += 1;
+            return Err(DeviceError::PowerLost);
+        }
         self.blk_next[blk] = pg + 1;
         self.blk_valid[blk] += 1;
         self.line_valid[self.math.line_of_block(blk as u32) as usize] += 1;
         let i = ppa.idx();
         self.valid[i >> 6] |= 1 << (i & 63);
         self.oob[i] = oob;
+        if oob.is_record() {
+            self.copy_record(ppa, src)?;
+        }
         if let Some(p) = self.payload.as_mut() {
             p.on_program(ppa, oob, src)
                 .map_err(|e| DeviceError::Payload(format!("program of {ppa:?}: {e}")))?;
@@ -443,6 +545,9 @@ impl Device {
     #[inline]
     pub fn invalidate(&mut self, ppa: Ppa) -> Result<(), DeviceError> {
         self.check(ppa)?;
+        if self.power == Power::Lost {
+            return Err(DeviceError::PowerLost);
+        }
         let i = ppa.idx();
         let bit = 1u64 << (i & 63);
         if self.valid[i >> 6] & bit == 0 {
@@ -473,12 +578,191 @@ impl Device {
                 valid: self.blk_valid[b],
             });
         }
+        if self.power != Power::On && self.power_check(cause)? {
+            // In flight at the cut: every page of the block is left torn, and the block
+            // unusable until it is erased again.
+            self.drop_records(block);
+            let ppb = self.geo.pages_per_block;
+            let torn = Oob {
+                tag: Oob::TORN,
+                stamp: 0,
+            };
+            self.oob[(block * ppb) as usize..((block + 1) * ppb) as usize].fill(torn);
+            self.blk_next[b] = ppb;
+            self.blk_erases[b] += 1;
+            self.counters.erases[cause as usize] += 1;
+            return Err(DeviceError::PowerLost);
+        }
         // Every page of the block was invalidated, which dropped its payload.
         let first = Ppa(block * self.geo.pages_per_block);
+        self.drop_records(block);
         self.blk_next[b] = 0;
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;
         Ok(self.occupy(first, t, self.cfg.timing.erase_ns, Access::Erase))
+    }
+
+    /// Programs a trim record page at `ppa` (the next free page of its block) holding `rec`,
+    /// acknowledged with `stamp`: a page like any other, whose contents the device keeps in a
+    /// side table until its block is erased. Returns completion.
+    pub fn program_record(
+        &mut self,
+        ppa: Ppa,
+        stamp: u32,
+        rec: TrimRecord,
+        cause: Cause,
+        t: SimTime,
+    ) -> Result<SimTime, DeviceError> {
+        self.check(ppa)?;
+        // Inserted first so that program finds it; removed again if the program fails.
+        let before = self.records.insert(ppa.0, rec);
+        let done = self.program(ppa, Oob::record(stamp), Src::None, cause, t);
+        if done.is_err() {
+            match before {
+                Some(r) => self.records.insert(ppa.0, r),
+                None => self.records.remove(&ppa.0),
+            };
+        }
+        done
+    }
+
+    /// Valid trim record pages (the valid pages that are neither data nor translation).
+    pub fn valid_records(&self) -> u64 {
+        self.records
+            .keys()
+            .filter(|&&p| self.is_valid(Ppa(p)))
+            .count() as u64
+    }
+
+    /// The contents of the trim record at `ppa`, if a record page is programmed there.
+    pub fn record(&self, ppa: Ppa) -> Option<TrimRecord> {
+        self.records.get(&ppa.0).copied()
+    }
+
+    /// Programmed record pages must have contents: a new one's were inserted by
+    /// [`Device::program_record`], a copy's come from its source page.
+    fn copy_record(&mut self, ppa: Ppa, src: Src) -> Result<(), DeviceError> {
+        let rec = match src {
+            Src::Page(from) => self.records.get(&from.0).copied(),
+            _ => self.records.get(&ppa.0).copied(),
+        };
+        match rec {
+            Some(r) => {
+                self.records.insert(ppa.0, r);
+                Ok(())
+            }
+            None => Err(DeviceError::Payload(format!(
+                "trim record programmed at {ppa:?} without contents (use program_record, or copy a record page)"
+            ))),
+        }
+    }
+
+    /// Forgets the record contents of a block being erased.
+    fn drop_records(&mut self, block: u32) {
+        if self.records.is_empty() {
+            return;
+        }
+        let ppb = self.geo.pages_per_block;
+        let first = block * ppb;
+        let gone: Vec<u32> = self
+            .records
+            .range(first..first + ppb)
+            .map(|(&p, _)| p)
+            .collect();
+        for p in gone {
+            self.records.remove(&p);
+        }
+    }
+
+    /// Arms a power cut ([`PowerCut`]): when it strikes, the operation in flight is torn (a
+    /// program consumes its page but leaves it unreadable and never valid; an erase leaves
+    /// every page of its block torn and the block unusable until erased again), and from then
+    /// on every operation fails with [`DeviceError::PowerLost`] until [`Device::power_on`].
+    /// Replaces a cut armed before.
+    pub fn arm_power_cut(&mut self, cut: PowerCut) {
+        if self.power != Power::Lost {
+            self.power = Power::Armed(cut);
+        }
+    }
+
+    /// Whether a cut is armed and has not struck yet.
+    pub fn power_cut_armed(&self) -> bool {
+        matches!(self.power, Power::Armed(_))
+    }
+
+    /// Cuts the power now, with no operation in flight (an armed cut that did not strike
+    /// during the request it was meant for strikes between requests).
+    pub fn cut_power(&mut self) {
+        self.power = Power::Lost;
+    }
+
+    /// Power-loss protection: the capacitors power the device for the FTL to program its
+    /// volatile buffers after a cut; call [`Device::cut_power`] when done.
+    pub fn run_on_capacitors(&mut self) {
+        self.power = Power::On;
+    }
+
+    /// Whether the power is lost (a cut struck, [`Device::power_on`] not called yet).
+    pub fn power_lost(&self) -> bool {
+        self.power == Power::Lost
+    }
+
+    /// The power check of a program or erase of `cause` while the power is not plainly on:
+    /// `Ok(true)` if the cut strikes with this operation in flight, `Ok(false)` if it goes
+    /// ahead, the error if the power is already lost.
+    #[cold]
+    fn power_check(&mut self, cause: Cause) -> Result<bool, DeviceError> {
+        match &mut self.power {
+            Power::On => Ok(false),
+            Power::Lost => Err(DeviceError::PowerLost),
+            Power::Armed(PowerCut::AfterOps(0)) => {
+                self.power = Power::Lost;
+                Ok(true)
+            }
+            Power::Armed(PowerCut::AfterOps(n)) => {
+                *n -= 1;
+                Ok(false)
+            }
+            Power::Armed(PowerCut::AtCause { cause: c, nth }) => {
+                if *c == cause {
+                    *nth = nth.saturating_sub(1);
+                    if *nth == 0 {
+                        self.power = Power::Lost;
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Powers the device on after a cut, forgetting what a real SSD keeps in DRAM: the valid
+    /// bitmap and the block and line valid counts (validity is FTL metadata, which recovery
+    /// rebuilds with [`Device::revalidate`]). Flash contents (OOB, record contents, write
+    /// pointers, torn pages), erase counts, counters and LUN timelines stay.
+    pub fn power_on(&mut self) {
+        self.valid.fill(0);
+        self.blk_valid.fill(0);
+        self.line_valid.fill(0);
+        self.power = Power::On;
+    }
+
+    /// Marks a programmed page valid again (recovery found it live). Fails on an unprogrammed,
+    /// torn or already valid page: each means a recovery bug. Costs no time.
+    pub fn revalidate(&mut self, ppa: Ppa) -> Result<(), DeviceError> {
+        self.check(ppa)?;
+        if !self.is_programmed(ppa) {
+            return Err(DeviceError::ReadErased(ppa));
+        }
+        let i = ppa.idx();
+        if self.oob[i].is_torn() || self.is_valid(ppa) {
+            return Err(DeviceError::Revalidate(ppa));
+        }
+        self.valid[i >> 6] |= 1 << (i & 63);
+        let blk = self.math.block_of(ppa);
+        self.blk_valid[blk as usize] += 1;
+        self.line_valid[self.math.line_of_block(blk) as usize] += 1;
+        Ok(())
     }
 
     /// Erase counts over all blocks.

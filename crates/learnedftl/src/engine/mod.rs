@@ -3,12 +3,14 @@
 //! phase (SPEC §2, §4).
 
 mod oracle;
+mod power;
 
 pub use oracle::Oracle;
+pub use power::PowerCutPlan;
 
 use crate::addr::{Lpn, SimTime};
 use crate::config::DeviceConfig;
-use crate::device::Device;
+use crate::device::{Device, PowerCut};
 use crate::error::{ConfigError, FtlError};
 use crate::ftl::{self, Ftl, Op, ReadSink, Request, Served, Upcoming};
 use crate::params::Params;
@@ -63,6 +65,17 @@ pub enum EngineError {
         /// What broke.
         message: String,
     },
+    /// Recovery after a power cut failed, or its check found lost data.
+    #[error("recovery after the power cut at simulated time {at} ns: {message}")]
+    Recover {
+        /// When the cut struck.
+        at: u64,
+        /// What failed.
+        message: String,
+    },
+    /// Power cuts cannot be injected into this run.
+    #[error("power cuts: {0}")]
+    PowerCuts(String),
     /// A request outside the logical space.
     #[error(
         "request at byte {offset} (+{len}) lies beyond the logical space of {logical_bytes} B"
@@ -235,6 +248,10 @@ pub struct Simulator {
     requests: u64,
     /// Pages served by the current request, when it moves data (reused).
     served: Vec<(Lpn, Served)>,
+    /// The FTL's name and parameters, to rebuild it after a power cut.
+    recipe: Option<(String, Params)>,
+    /// Planned power cuts, and host requests served since they were planned.
+    cuts: Option<(PowerCutPlan, u64)>,
 }
 
 impl Simulator {
@@ -246,9 +263,12 @@ impl Simulator {
         mut params: Params,
         opts: SimOptions,
     ) -> Result<Simulator, ConfigError> {
+        let recipe = (ftl_name.to_string(), params.clone());
         let ftl = ftl::build(ftl_name, dev_cfg, &mut params)?;
         params.finish()?;
-        Ok(Self::with_ftl(dev_cfg, ftl, opts))
+        let mut s = Self::with_ftl(dev_cfg, ftl, opts);
+        s.recipe = Some(recipe);
+        Ok(s)
     }
 
     /// Runs a given FTL on a fresh device.
@@ -265,7 +285,55 @@ impl Simulator {
             phase: Collector::new("initial", SimTime::ZERO),
             requests: 0,
             served: Vec::new(),
+            recipe: None,
+            cuts: None,
         }
+    }
+
+    /// Why power cuts cannot strike this simulator, if they cannot.
+    fn power_cut_refusal(&self) -> Option<String> {
+        let name = self.ftl.name();
+        if !ftl::RECOVERABLE.contains(&name) {
+            Some(format!(
+                "{name} cannot recover from a power cut yet (recoverable: {})",
+                ftl::RECOVERABLE.join(", ")
+            ))
+        } else if self.recipe.is_none() {
+            Some("the simulator was not built by FTL name (Simulator::new)".into())
+        } else if self.dev.payloads().is_some() {
+            Some("not with payloads=true (payloads do not survive recovery yet)".into())
+        } else {
+            None
+        }
+    }
+
+    /// Injects power cuts from now on (docs/power.md): one in every window of `plan.every`
+    /// host requests, each followed by a recovery of the FTL from flash and, when reads are
+    /// verified, a check of every LPN. Refused for FTLs that cannot recover yet.
+    pub fn plan_power_cuts(&mut self, plan: PowerCutPlan) -> Result<(), EngineError> {
+        if plan.every == 0 {
+            return Err(EngineError::PowerCuts(
+                "a power cut every 0 requests (need at least 1)".into(),
+            ));
+        }
+        if let Some(why) = self.power_cut_refusal() {
+            return Err(EngineError::PowerCuts(why));
+        }
+        self.cuts = Some((plan, 0));
+        self.phase.track_power_cuts();
+        Ok(())
+    }
+
+    /// Arms one power cut (deterministic tests): it strikes inside whichever request reaches it
+    /// ([`PowerCut`]), and the engine recovers as for a planned cut. Cuts are injected into
+    /// requests only: one still armed when the device settles makes the settle phase fail.
+    pub fn arm_power_cut(&mut self, cut: PowerCut) -> Result<(), EngineError> {
+        if let Some(why) = self.power_cut_refusal() {
+            return Err(EngineError::PowerCuts(why));
+        }
+        self.phase.track_power_cuts();
+        self.dev.arm_power_cut(cut);
+        Ok(())
     }
 
     /// Changes verification and invariant checking from now on (the oracle keeps tracking
@@ -308,6 +376,9 @@ impl Simulator {
             o.reset_counts();
         }
         self.phase = Collector::new(name, self.clock);
+        if self.cuts.is_some() {
+            self.phase.track_power_cuts();
+        }
         self.requests = 0;
     }
 
@@ -381,7 +452,8 @@ impl Simulator {
             let first = io.offset / ps;
             (first as u32, (end.div_ceil(ps) - first) as u32)
         };
-        let stamp = if io.op == Op::Write {
+        // Trims are stamped too: a recovery orders them against writes (docs/power.md).
+        let stamp = if matches!(io.op, Op::Write | Op::Trim) {
             self.next_stamp()
         } else {
             0
@@ -417,11 +489,33 @@ impl Simulator {
             at: io.arrival.0,
             source,
         };
-        let done = self
-            .ftl
-            .submit(&mut self.dev, &req, &mut sink)
-            .map_err(ftl_error)?;
+        let planned = self.cuts.as_mut().and_then(|(plan, served)| {
+            *served += 1;
+            plan.cut_for(*served - 1, pages)
+        });
+        if let Some(cut) = planned {
+            self.dev.arm_power_cut(cut);
+        }
+        let result = self.ftl.submit(&mut self.dev, &req, &mut sink);
         let unmapped = sink.unmapped;
+        if let Some(o) = self.oracle.as_mut() {
+            if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
+                return Err(EngineError::Verify(
+                    o.messages().last().cloned().unwrap_or_default(),
+                ));
+            }
+        }
+        let done = match result {
+            Ok(done) => done,
+            Err(e) if e.is_power_lost() => {
+                // Not acknowledged: each of its pages may hold the old or the new version.
+                let done = self.recover(Some(&req), io.arrival)?;
+                self.requests += 1;
+                self.phase.record(io.op, pages, io.len, io.arrival, done);
+                return Ok(done);
+            }
+            Err(e) => return Err(ftl_error(e)),
+        };
         if let Payload::Read(buf) = data {
             self.copy_out(req.lpn, buf)
                 .map_err(|e| EngineError::Payload(format!("reading back {lpn}+{pages}: {e}")))?;
@@ -431,20 +525,24 @@ impl Simulator {
                 req.lpns().for_each(|l| store.unstage(l));
             }
         }
-        self.ftl
-            .background(&mut self.dev, io.arrival)
-            .map_err(ftl_error)?;
+        // Acknowledged: a cut in the background work after it leaves it durable.
         if let Some(o) = self.oracle.as_mut() {
-            if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
-                return Err(EngineError::Verify(
-                    o.messages().last().cloned().unwrap_or_default(),
-                ));
-            }
             match io.op {
                 Op::Write => req.lpns().for_each(|l| o.set(l, stamp)),
                 Op::Trim => req.lpns().for_each(|l| o.set(l, 0)),
                 _ => {}
             }
+        }
+        match self.ftl.background(&mut self.dev, io.arrival) {
+            Err(e) if !e.is_power_lost() => return Err(ftl_error(e)),
+            _ => {}
+        }
+        if planned.is_some() && self.dev.power_cut_armed() {
+            // The cut's offset lay beyond this request's work: it strikes after it.
+            self.dev.cut_power();
+        }
+        if self.dev.power_lost() {
+            self.recover(None, io.arrival)?;
         }
         self.requests += 1;
         if self.opts.check_invariants {

@@ -51,6 +51,18 @@ impl Oracle {
     pub fn messages(&self) -> &[String] {
         &self.messages
     }
+    /// Counts a check made outside a read (after a recovery), and its failure with the message
+    /// `msg` makes.
+    pub fn note_check(&mut self, ok: bool, msg: impl FnOnce() -> String) {
+        self.checked += 1;
+        if !ok {
+            self.failures += 1;
+            if self.messages.len() < KEEP {
+                self.messages.push(msg());
+            }
+        }
+    }
+
     /// Zeroes the check counters (stamps stay).
     pub fn reset_counts(&mut self) {
         self.checked = 0;

@@ -1,6 +1,10 @@
 //! The ideal page-level FTL (SPEC §5.1): the whole LPN → PPA table in DRAM (8 B per logical
 //! page, as a real FTL would store it), baseline allocation and greedy GC. The upper bound every
 //! other scheme is measured against: every read is a single read.
+//!
+//! Persistence (docs/power.md): nothing but the pages themselves — each data page's OOB names
+//! its LPN and write stamp, and each trim is a trim record. After a power cut the whole table is
+//! rebuilt from a scan of every page's OOB (newest stamp wins).
 
 use super::{
     check_page_map, prefetch_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink,
@@ -8,9 +12,9 @@ use super::{
 };
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
-use crate::device::{Cause, Device, Oob, Src};
-use crate::error::{ConfigError, FtlError};
-use crate::mapping::{gc, Allocator, GcHooks, GcPolicy, Stream};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::error::{ConfigError, FtlError, RecoverError};
+use crate::mapping::{gc, persist_trim, recovery, Allocator, GcHooks, GcPolicy, Stream};
 use crate::params::Params;
 
 const UNMAPPED: u32 = u32::MAX;
@@ -38,6 +42,10 @@ impl GcHooks for Table {
         self.l2p[lpn.idx()] = new.0;
         Ok(())
     }
+
+    fn keeps_record(&self, rec: TrimRecord) -> bool {
+        rec.range().any(|l| self.l2p[l as usize] == UNMAPPED)
+    }
 }
 
 /// Ideal page-map FTL.
@@ -60,6 +68,24 @@ impl Ideal {
             alloc: Allocator::new(geo, 1, policy),
             stats: FtlStats::default(),
         })
+    }
+
+    /// Rebuilds the FTL from flash after a power cut (docs/power.md), recovery issued at `t`:
+    /// the scan's newest page of every LPN is its mapping and valid again, the allocator comes
+    /// from the write pointers. Returns the FTL and when its last operation completes.
+    pub fn recover(
+        cfg: &DeviceConfig,
+        params: &mut Params,
+        dev: &mut Device,
+        t: SimTime,
+    ) -> Result<(Self, SimTime), RecoverError> {
+        let mut ftl = Ideal::new(cfg, params)?;
+        let scan = recovery::scan(dev, t)?;
+        scan.revalidate(dev)?;
+        ftl.table.l2p.copy_from_slice(scan.page_map());
+        let policy = ftl.alloc.policy.clone();
+        ftl.alloc = Allocator::recovered(&cfg.geometry, 1, policy, dev, |_| Stream::DATA);
+        Ok((ftl, scan.done))
     }
 
     fn unmap(&mut self, dev: &mut Device, lpn: Lpn) -> Result<(), FtlError> {
@@ -115,6 +141,14 @@ impl Ftl for Ideal {
                 }
             }
             Op::Trim => {
+                done = persist_trim(
+                    dev,
+                    &mut self.alloc,
+                    Stream::DATA,
+                    &mut self.table,
+                    &mut self.stats,
+                    req,
+                )?;
                 for lpn in req.lpns() {
                     self.unmap(dev, lpn)?;
                 }
@@ -164,6 +198,6 @@ impl Ftl for Ideal {
             .iter()
             .enumerate()
             .map(|(i, &p)| (Lpn(i as u32), (p != UNMAPPED).then_some(Ppa(p))));
-        check_page_map(dev, map, 0)
+        check_page_map(dev, map, dev.valid_records())
     }
 }

@@ -18,7 +18,8 @@ pub mod tpftl;
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob};
-use crate::error::{ConfigError, FtlError};
+use crate::error::{ConfigError, FtlError, RecoverError};
+use crate::mapping::recovery::RecoveryCost;
 use crate::params::Params;
 use serde::Serialize;
 
@@ -47,7 +48,8 @@ pub struct Request {
     pub pages: u32,
     /// Arrival time.
     pub arrival: SimTime,
-    /// Write stamp of this write (the oracle's version number of every page it writes).
+    /// Write stamp of this write or trim (the oracle's version number of every page it writes;
+    /// a trim's orders it against writes in a recovery, docs/power.md); 0 for reads and flushes.
     pub stamp: u32,
 }
 
@@ -95,6 +97,17 @@ pub enum Served {
     Unmapped,
 }
 
+/// An acknowledged write a power cut may lose ([`Ftl::unflushed`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Unflushed {
+    /// The page.
+    pub lpn: Lpn,
+    /// Stamp of its newest durable version (0: none, it reads unmapped if the write is lost).
+    pub durable: u32,
+    /// Stamp of the acknowledged write in the buffer.
+    pub acked: u32,
+}
+
 /// Receives every page a read returns (the engine's oracle, the NBD server's data path).
 pub trait ReadSink {
     /// `lpn` was served from `from`.
@@ -134,6 +147,17 @@ impl FtlStats {
     /// Host page reads.
     pub fn page_reads(&self) -> u64 {
         self.lookups.iter().sum()
+    }
+    /// Adds `other`'s counters (a phase's totals across a recovery).
+    pub fn add(&mut self, other: &FtlStats) {
+        for (a, b) in self.lookups.iter_mut().zip(other.lookups) {
+            *a += b;
+        }
+        self.cmt_hits += other.cmt_hits;
+        self.model_hits += other.model_hits;
+        self.gc_events += other.gc_events;
+        self.gc_background += other.gc_background;
+        self.gc_pages_moved += other.gc_pages_moved;
     }
 }
 
@@ -219,6 +243,21 @@ pub trait Ftl: Send + FtlClone {
         let _ = (dev, op, lpn, when);
     }
 
+    /// Appends to `out` every LPN whose newest acknowledged write sits only in a volatile DRAM
+    /// buffer no FLUSH or FUA covered: what a power cut may lose (docs/power.md). The default:
+    /// none (no buffer).
+    fn unflushed(&self, out: &mut Vec<Unflushed>) {
+        let _ = out;
+    }
+
+    /// Power-loss protection (`power_loss_protection=on`): the power was just cut, and the
+    /// capacitors let the FTL program its volatile buffers now, issued at `now`. The default:
+    /// nothing to program.
+    fn flush_on_power_loss(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        let _ = (dev, now);
+        Ok(())
+    }
+
     /// Counters since the last reset.
     fn stats(&self) -> &FtlStats;
 
@@ -282,6 +321,45 @@ pub fn build(
             known: FTLS.join(", "),
         }),
     }
+}
+
+/// FTLs [`recover`] can rebuild after a power cut (docs/power.md).
+pub const RECOVERABLE: &[&str] = &["ideal"];
+
+/// Rebuilds the FTL `name` from flash after a power cut (docs/power.md): `dev` must have lost
+/// its power ([`Device::power_lost`]) and is powered on here; the FTL's parameters come from
+/// `params` (the ones it was built with). Recovery's operations are issued at `t`; returns the
+/// FTL (caches empty) and what recovery cost.
+pub fn recover(
+    name: &str,
+    cfg: &DeviceConfig,
+    params: &mut Params,
+    dev: &mut Device,
+    t: SimTime,
+) -> Result<(Box<dyn Ftl>, RecoveryCost), RecoverError> {
+    if !RECOVERABLE.contains(&name) {
+        return Err(RecoverError::Unsupported {
+            name: name.to_string(),
+            known: RECOVERABLE.join(", "),
+        });
+    }
+    dev.power_on();
+    let before = dev.counters().clone();
+    let (ftl, done): (Box<dyn Ftl>, SimTime) = match name {
+        "ideal" => {
+            let (f, d) = ideal::Ideal::recover(cfg, params, dev, t)?;
+            (Box::new(f), d)
+        }
+        _ => unreachable!("RECOVERABLE names only recoverable FTLs"),
+    };
+    let c = dev.counters();
+    let cost = RecoveryCost {
+        flash_reads: c.total_reads() - before.total_reads(),
+        flash_programs: c.total_programs() - before.total_programs(),
+        start: t,
+        done,
+    };
+    Ok((ftl, cost))
 }
 
 /// [`Ftl::prefetch`] for a page-level map from LPN to PPA (`unmapped` for none): the entry

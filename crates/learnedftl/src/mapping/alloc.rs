@@ -198,11 +198,11 @@ impl Pointer {
 pub struct Allocator {
     ppl: u32,
     geo: Geometry,
-    free: VecDeque<u32>,
-    state: Vec<LineState>,
+    pub(super) free: VecDeque<u32>,
+    pub(super) state: Vec<LineState>,
     ptrs: Vec<Pointer>,
     /// Lines each stream owns (open or closed), so that a quota check need not scan the lines.
-    owned: Vec<u32>,
+    pub(super) owned: Vec<u32>,
     /// `(invalidations, free lines)` when the last background check found no victim: until a
     /// page is invalidated or a line changes hands, the answer stays the same.
     idle_at: Option<(u64, u32)>,

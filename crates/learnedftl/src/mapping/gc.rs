@@ -5,7 +5,7 @@
 
 use super::alloc::{Allocator, Stream};
 use crate::addr::{Ppa, SimTime};
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::FtlError;
 use crate::ftl::FtlStats;
 
@@ -37,6 +37,15 @@ pub trait GcHooks {
     /// How GC moves this FTL's data pages. [`GcOrder::Physical`] by default.
     fn order(&self) -> GcOrder {
         GcOrder::Physical
+    }
+
+    /// GC found the valid trim record `rec` ([`super::trims`]): whether it must move on.
+    /// `false` when every LPN it trimmed is mapped again (written since): then no recovery
+    /// needs it and GC drops it. The default keeps every record (safe; FTLs that persist trims
+    /// answer from their mapping).
+    fn keeps_record(&self, rec: TrimRecord) -> bool {
+        let _ = rec;
+        true
     }
 }
 
@@ -136,6 +145,9 @@ fn move_page(
     hooks: &mut impl GcHooks,
     out: &mut GcOutcome,
 ) -> Result<(), FtlError> {
+    if oob.is_record() {
+        return move_record(dev, alloc, old, oob, ready, hooks, out);
+    }
     let is_tp = oob.tpn().is_some();
     let (stream, cause) = if is_tp {
         (Stream::TRANS, Cause::GcTrans)
@@ -152,6 +164,30 @@ fn move_page(
     } else {
         out.data_moved += 1;
     }
+    Ok(())
+}
+
+/// A valid trim record in a victim: moved through the data stream while the FTL still needs
+/// it, dropped (invalidated) otherwise.
+fn move_record(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    old: Ppa,
+    oob: Oob,
+    ready: SimTime,
+    hooks: &mut impl GcHooks,
+    out: &mut GcOutcome,
+) -> Result<(), FtlError> {
+    let rec = dev
+        .record(old)
+        .ok_or_else(|| FtlError::Invariant(format!("trim record at {old:?} without contents")))?;
+    if hooks.keeps_record(rec) {
+        let new = alloc.next_page(Stream::DATA)?;
+        let done = dev.program(new, oob, Src::Page(old), Cause::GcData, ready)?;
+        out.done = out.done.max(done);
+        out.data_moved += 1;
+    }
+    dev.invalidate(old)?;
     Ok(())
 }
 

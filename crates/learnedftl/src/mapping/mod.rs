@@ -14,8 +14,10 @@ pub mod lru;
 pub mod packed;
 pub mod prefetch;
 pub mod radix;
+pub mod recovery;
 pub mod table;
 pub mod tpcache;
+pub mod trims;
 
 pub use alloc::{Allocator, GcPolicy, GcRule, LineState, Stream};
 pub use budget::Budget;
@@ -27,3 +29,4 @@ pub use packed::PackedVec;
 pub use prefetch::prefetch;
 pub use table::{write_tp, HasTable, TransTable, WriteBack};
 pub use tpcache::{Evicted, Lookup, TpCache, TpCacheConfig, TpCacheStats};
+pub use trims::persist_trim;

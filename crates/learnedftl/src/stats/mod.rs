@@ -3,7 +3,7 @@
 
 use crate::addr::SimTime;
 use crate::device::{BackfillCounters, Cause, Device, Wear};
-use crate::ftl::{Ftl, Op};
+use crate::ftl::{Ftl, FtlStats, Op};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -121,6 +121,20 @@ pub struct VerifySummary {
     pub failures: u64,
 }
 
+/// Power cuts injected during a phase and the recoveries after them (docs/power.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PowerCutSummary {
+    /// Power cuts.
+    pub count: u64,
+    /// Acknowledged page writes lost because they sat in a volatile buffer no FLUSH/FUA
+    /// covered (only without `power_loss_protection`).
+    pub lost_unflushed_pages: u64,
+    /// Flash page reads of every recovery (the OOB scan, translation pages).
+    pub recovery_flash_reads: u64,
+    /// Simulated time of every recovery, seconds.
+    pub recovery_sim_seconds: f64,
+}
+
 /// Everything reported for one phase (SPEC §6). See docs/metrics.md for each key.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Metrics {
@@ -170,6 +184,9 @@ pub struct Metrics {
     pub wall_seconds: f64,
     /// Simulated flash page operations (reads + programs) per wall-clock second.
     pub sim_page_ops_per_sec: f64,
+    /// Power cuts and recoveries, when the run injects them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_cuts: Option<PowerCutSummary>,
 }
 
 /// What the engine accumulates during a phase.
@@ -186,6 +203,9 @@ pub struct Collector {
     hist: [Histogram<u64>; 3],
     dram_peak: u64,
     wall: Instant,
+    /// Counters of FTL instances a recovery replaced during the phase.
+    carried: FtlStats,
+    power_cuts: Option<PowerCutSummary>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -208,6 +228,8 @@ impl Collector {
             hist: [histogram(), histogram(), histogram()],
             dram_peak: 0,
             wall: Instant::now(),
+            carried: FtlStats::default(),
+            power_cuts: None,
         }
     }
 
@@ -271,6 +293,23 @@ impl Collector {
         self.dram_peak = self.dram_peak.max(bytes);
     }
 
+    /// Reports power cuts in this phase's metrics (zero so far).
+    pub fn track_power_cuts(&mut self) {
+        self.power_cuts.get_or_insert_with(PowerCutSummary::default);
+    }
+
+    /// A power cut struck and a recovery rebuilt the FTL: `old` is the lost FTL's counters
+    /// (kept in the phase's totals), `lost_unflushed` the buffered writes lost, and the
+    /// recovery cost `reads` flash reads and `sim_ns` of simulated time.
+    pub fn note_power_cut(&mut self, old: &FtlStats, lost_unflushed: u64, reads: u64, sim_ns: u64) {
+        self.carried.add(old);
+        let p = self.power_cuts.get_or_insert_with(PowerCutSummary::default);
+        p.count += 1;
+        p.lost_unflushed_pages += lost_unflushed;
+        p.recovery_flash_reads += reads;
+        p.recovery_sim_seconds += sim_ns as f64 / 1e9;
+    }
+
     /// The phase's metrics so far, from what was collected plus the device's and FTL's
     /// counters (the engine calls it when the phase ends; the NBD server for live statistics).
     pub fn metrics(&self, dev: &Device, ftl: &dyn Ftl, verify: VerifySummary) -> Metrics {
@@ -286,7 +325,8 @@ impl Collector {
             m.insert("total", a.iter().sum());
             m
         };
-        let s = ftl.stats();
+        let mut s = ftl.stats().clone();
+        s.add(&self.carried);
         let ftl_reads = s.page_reads();
         let ratio = |x: u64| {
             if ftl_reads > 0 {
@@ -361,6 +401,7 @@ impl Collector {
             } else {
                 0.0
             },
+            power_cuts: self.power_cuts.clone(),
         }
     }
 }

@@ -1,0 +1,228 @@
+//! Power cuts during a run and the check after each recovery (docs/power.md).
+//!
+//! A planned cut strikes once per window of host requests, at a request and an operation
+//! offset inside it drawn from the plan's seed. The engine then rebuilds the FTL from flash
+//! ([`crate::ftl::recover`]) and reads every LPN through a clone of the recovered simulator,
+//! so the check perturbs neither the run's state nor its statistics: each LPN must read as
+//! its last acknowledged version — the request in flight at the cut may have left old or new
+//! data on each of its pages, a write lost from a volatile buffer may read as any version
+//! from its last durable one on — and the oracle then adopts what recovery found.
+
+use super::{EngineError, Oracle, Simulator};
+use crate::addr::{Lpn, SimTime};
+use crate::device::PowerCut;
+use crate::ftl::{self, Op, ReadSink, Request, Served, Unflushed};
+
+/// Where power cuts strike: one in every window of `every` host requests.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PowerCutPlan {
+    /// Host requests per window (at least 1).
+    pub every: u64,
+    /// Seeds the request and the operation offset of each window's cut.
+    pub seed: u64,
+}
+
+impl PowerCutPlan {
+    /// The cut armed for the `index`th host request of the plan (0-based) of `pages` pages, if
+    /// its window's cut falls on it: after an offset drawn from `[0, 2·pages + 2)` programs and
+    /// erases (a request of n pages issues about n programs plus the GC and translation work
+    /// they cause); if the request and the background work after it issue fewer, the cut
+    /// strikes after them, between two requests.
+    pub fn cut_for(&self, index: u64, pages: u32) -> Option<PowerCut> {
+        let w = index / self.every;
+        (index % self.every == super::mix(self.seed, w, 0) % self.every)
+            .then(|| PowerCut::AfterOps(super::mix(self.seed, w, 1) % (2 * pages as u64 + 2)))
+    }
+}
+
+/// An LPN's stamp that no read returns: a flash page holding another LPN.
+const WRONG_PAGE: u32 = u32::MAX;
+
+/// Collects the stamp each LPN of a read returned.
+struct Found {
+    first: u32,
+    stamps: Vec<u32>,
+}
+
+impl ReadSink for Found {
+    fn deliver(&mut self, lpn: Lpn, from: Served) {
+        let stamp = match from {
+            Served::Flash { oob, .. } if oob.lpn() == Some(lpn) => oob.stamp,
+            Served::Flash { .. } => WRONG_PAGE,
+            Served::Buffer { stamp } => stamp,
+            Served::Unmapped => 0,
+        };
+        if let Some(s) = self.stamps.get_mut(lpn.0.wrapping_sub(self.first) as usize) {
+            *s = stamp;
+        }
+    }
+}
+
+/// LPNs read per request of the check.
+const CHECK_PAGES: u32 = 256;
+
+impl Simulator {
+    /// Rebuilds the FTL after the power was lost at `t` (`inflight`: the request the cut
+    /// interrupted, unacknowledged), checks every LPN when reads are verified, and counts the
+    /// cut in the phase. Returns when recovery completed.
+    pub(super) fn recover(
+        &mut self,
+        inflight: Option<&Request>,
+        t: SimTime,
+    ) -> Result<SimTime, EngineError> {
+        let fail = |message: String| EngineError::Recover { at: t.0, message };
+        let mut unflushed = Vec::new();
+        if self.dev.config().power_loss_protection {
+            self.dev.run_on_capacitors();
+            self.ftl
+                .flush_on_power_loss(&mut self.dev, t)
+                .map_err(|e| fail(format!("flush on capacitor energy: {e}")))?;
+            self.dev.cut_power();
+        } else {
+            self.ftl.unflushed(&mut unflushed);
+        }
+        let (name, params) = self
+            .recipe
+            .as_ref()
+            .ok_or_else(|| fail("the simulator was not built by FTL name".into()))?;
+        let mut params = params.clone();
+        let cfg = self.dev.config().clone();
+        let (ftl, cost) = ftl::recover(name, &cfg, &mut params, &mut self.dev, t)
+            .map_err(|e| fail(e.to_string()))?;
+        let old = std::mem::replace(&mut self.ftl, ftl);
+        let lost = self.check_recovery(inflight, &mut unflushed, cost.done)?;
+        self.phase
+            .note_power_cut(old.stats(), lost, cost.flash_reads, cost.sim_ns());
+        // Once per cut, the FTL's invariants are checked whenever reads are verified.
+        if self.opts.check_invariants || self.oracle.is_some() {
+            self.ftl
+                .check_invariants(&self.dev)
+                .map_err(|e| fail(format!("invariant broken after recovery: {e}")))?;
+        }
+        Ok(cost.done)
+    }
+
+    /// Reads LPNs through a clone of the recovered simulator at `at`: every LPN when reads are
+    /// verified (failures go to the oracle, which then adopts the recovered stamps), else only
+    /// the unflushed ones. Returns how many acknowledged buffered writes were lost.
+    fn check_recovery(
+        &mut self,
+        inflight: Option<&Request>,
+        unflushed: &mut [Unflushed],
+        at: SimTime,
+    ) -> Result<u64, EngineError> {
+        if self.oracle.is_none() && unflushed.is_empty() {
+            return Ok(0);
+        }
+        unflushed.sort_unstable_by_key(|u| u.lpn.0);
+        let lp = self.dev.geo().logical_pages as u32;
+        let mut dev = self.dev.clone();
+        let mut ftl = self.ftl.clone();
+        let mut found = Found {
+            first: 0,
+            stamps: Vec::new(),
+        };
+        let mut lost = 0;
+        let mut next_unflushed = unflushed.iter().peekable();
+        let verify = self.oracle.is_some();
+        let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
+        let mut first = 0;
+        while first < lp {
+            // Without the oracle only the unflushed LPNs are read.
+            if !verify {
+                match next_unflushed.peek() {
+                    Some(u) => first = u.lpn.0,
+                    None => break,
+                }
+            }
+            let pages = if verify {
+                CHECK_PAGES.min(lp - first)
+            } else {
+                1
+            };
+            found.first = first;
+            found.stamps.clear();
+            found.stamps.resize(pages as usize, WRONG_PAGE);
+            let req = Request::new(Op::Read, first, pages, at.0, 0);
+            ftl.submit(&mut dev, &req, &mut found)
+                .map_err(|e| EngineError::Recover {
+                    at: at.0,
+                    message: format!("reading back LPN {first}+{pages}: {e}"),
+                })?;
+            for (i, &got) in found.stamps.iter().enumerate() {
+                let lpn = Lpn(first + i as u32);
+                let u = next_unflushed.next_if(|u| u.lpn == lpn);
+                if let Some(u) = u {
+                    lost += (got != u.acked) as u64;
+                }
+                if let Some(o) = self.oracle.as_mut() {
+                    check_lpn(o, lpn, got, inflight, u);
+                }
+            }
+            first += pages;
+        }
+        if let Some(o) = self.oracle.as_ref() {
+            if self.opts.verify == super::Verify::FailFast && o.failures() > failures_before {
+                return Err(EngineError::Verify(format!(
+                    "after a power cut: {}",
+                    o.messages().last().cloned().unwrap_or_default()
+                )));
+            }
+        }
+        Ok(lost)
+    }
+}
+
+/// Checks the stamp `got` recovery left on `lpn` and adopts it.
+fn check_lpn(
+    o: &mut Oracle,
+    lpn: Lpn,
+    got: u32,
+    inflight: Option<&Request>,
+    unflushed: Option<&Unflushed>,
+) {
+    let want = o.expected(lpn);
+    let ok = if let Some(u) = unflushed {
+        got != WRONG_PAGE
+            && if got == 0 {
+                u.durable == 0
+            } else {
+                (u.durable..=u.acked).contains(&got)
+            }
+    } else {
+        let alt =
+            inflight
+                .filter(|r| covers(r, lpn))
+                .map(|r| if r.op == Op::Write { r.stamp } else { 0 });
+        got == want || alt == Some(got) && got != WRONG_PAGE
+    };
+    o.note_check(ok, || {
+        let found = match got {
+            WRONG_PAGE => "a page holding another LPN".to_string(),
+            0 => "unmapped".to_string(),
+            s => format!("stamp {s}"),
+        };
+        let also = match (unflushed, inflight) {
+            (Some(u), _) => format!(" (unflushed: durable stamp {})", u.durable),
+            (None, Some(r)) if covers(r, lpn) => {
+                format!(" (or the cut {:?} stamp {})", r.op, r.stamp)
+            }
+            _ => String::new(),
+        };
+        format!(
+            "after recovery, LPN {}: expected {}{also}, found {found}",
+            lpn.0,
+            if want == 0 {
+                "unmapped".to_string()
+            } else {
+                format!("stamp {want}")
+            }
+        )
+    });
+    o.set(lpn, if got == WRONG_PAGE { want } else { got });
+}
+
+/// Whether request `r` touches `lpn`.
+fn covers(r: &Request, lpn: Lpn) -> bool {
+    (r.lpn.0..r.lpn.0 + r.pages).contains(&lpn.0)
+}

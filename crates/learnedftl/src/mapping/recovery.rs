@@ -1,0 +1,211 @@
+//! The flash scan every FTL's recovery starts from after a power cut (docs/power.md).
+//!
+//! The scan reads the OOB of every programmed page (cause [`Cause::Recovery`], issued at once
+//! on every LUN) and keeps, per LPN, its newest version by write stamp — a data page, or a trim
+//! record that unmapped it — per translation page its newest copy, and the trim records that
+//! are the newest word on some LPN. Torn pages (a program cut by the power loss) are skipped.
+//! Copies with equal stamps (GC copied a page and the cut struck before the victim was erased)
+//! hold the same data: the first found is kept.
+//!
+//! The scan is full (every programmed page), not bounded by a checkpoint: docs/power.md says
+//! why and reports its cost.
+
+use super::alloc::{Allocator, GcPolicy, LineState, Stream};
+use crate::addr::{Lpn, Ppa, SimTime, Tpn};
+use crate::config::Geometry;
+use crate::device::{Cause, Device, Oob};
+use crate::error::FtlError;
+
+/// No page.
+pub const NONE: u32 = u32::MAX;
+
+/// What a recovery cost, in simulated flash operations and time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryCost {
+    /// Page reads (the scan's and any the FTL added).
+    pub flash_reads: u64,
+    /// Page programs (translation pages rewritten because they were stale).
+    pub flash_programs: u64,
+    /// When recovery started (power on).
+    pub start: SimTime,
+    /// When its last operation completed.
+    pub done: SimTime,
+}
+
+impl RecoveryCost {
+    /// Simulated time the recovery took, ns.
+    pub fn sim_ns(&self) -> u64 {
+        self.done.since(self.start)
+    }
+}
+
+/// What the scan found.
+#[derive(Clone, Debug)]
+pub struct Scan {
+    ppa: Vec<u32>,
+    stamp: Vec<u32>,
+    tp_ppa: Vec<u32>,
+    tp_stamp: Vec<u32>,
+    records: Vec<Ppa>,
+    max_stamp: u32,
+    /// Page reads the scan made.
+    pub reads: u64,
+    /// When its last read completed.
+    pub done: SimTime,
+}
+
+/// Scans every programmed page's OOB at `t` (the device must be powered on).
+pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
+    let geo = dev.geo().clone();
+    let lp = geo.logical_pages as usize;
+    let mut s = Scan {
+        ppa: vec![NONE; lp],
+        stamp: vec![0; lp],
+        tp_ppa: Vec::new(),
+        tp_stamp: Vec::new(),
+        records: Vec::new(),
+        max_stamp: 0,
+        reads: 0,
+        done: t,
+    };
+    let mut records: Vec<(u32, Ppa)> = Vec::new();
+    let ppb = geo.pages_per_block;
+    for block in 0..geo.blocks() {
+        for pg in 0..dev.block_written(block) {
+            let ppa = Ppa(block * ppb + pg);
+            let (oob, done) = dev.read(ppa, Cause::Recovery, t)?;
+            s.reads += 1;
+            s.done = s.done.max(done);
+            if oob.is_torn() {
+                continue;
+            }
+            s.max_stamp = s.max_stamp.max(oob.stamp);
+            if oob.is_record() {
+                records.push((oob.stamp, ppa));
+            } else if let Some(tpn) = oob.tpn() {
+                let i = tpn.idx();
+                if i >= s.tp_ppa.len() {
+                    s.tp_ppa.resize(i + 1, NONE);
+                    s.tp_stamp.resize(i + 1, 0);
+                }
+                if s.tp_ppa[i] == NONE || oob.stamp > s.tp_stamp[i] {
+                    s.tp_ppa[i] = ppa.0;
+                    s.tp_stamp[i] = oob.stamp;
+                }
+            } else if let Some(lpn) = oob.lpn() {
+                let i = lpn.idx();
+                if i >= lp {
+                    return Err(FtlError::Invariant(format!(
+                        "recovery scan: {ppa:?} holds LPN {} beyond the logical space",
+                        lpn.0
+                    )));
+                }
+                if s.ppa[i] == NONE && s.stamp[i] == 0 || oob.stamp > s.stamp[i] {
+                    s.ppa[i] = ppa.0;
+                    s.stamp[i] = oob.stamp;
+                }
+            }
+        }
+    }
+    // Newest record first: an LPN belongs to the newest record newer than its data, and a
+    // record is live if it is that for at least one LPN (copies share a stamp: one is kept).
+    records.sort_unstable_by_key(|&(stamp, ppa)| (std::cmp::Reverse(stamp), ppa.0));
+    records.dedup_by_key(|r| r.0);
+    for (stamp, ppa) in records {
+        let rec = dev.record(ppa).ok_or_else(|| {
+            FtlError::Invariant(format!("recovery scan: record {ppa:?} without contents"))
+        })?;
+        let mut live = false;
+        for l in rec.range() {
+            let i = l as usize;
+            if i < lp && stamp > s.stamp[i] {
+                s.stamp[i] = stamp;
+                s.ppa[i] = NONE;
+                live = true;
+            }
+        }
+        if live {
+            s.records.push(ppa);
+        }
+    }
+    Ok(s)
+}
+
+impl Scan {
+    /// Where `lpn`'s newest data lives (`None`: never written, or trimmed after).
+    #[inline]
+    pub fn mapped(&self, lpn: Lpn) -> Option<Ppa> {
+        let p = self.ppa[lpn.idx()];
+        (p != NONE).then_some(Ppa(p))
+    }
+    /// The stamp of `lpn`'s newest version (data or trim; 0 if none).
+    #[inline]
+    pub fn stamp(&self, lpn: Lpn) -> u32 {
+        self.stamp[lpn.idx()]
+    }
+    /// The PPA of every LPN's newest data (`NONE` for none), indexed by LPN.
+    pub fn page_map(&self) -> &[u32] {
+        &self.ppa
+    }
+    /// The newest copy of TP `tpn` and the stamp in its OOB, if one was found.
+    pub fn tp(&self, tpn: Tpn) -> Option<(Ppa, u32)> {
+        match self.tp_ppa.get(tpn.idx()) {
+            Some(&p) if p != NONE => Some((Ppa(p), self.tp_stamp[tpn.idx()])),
+            _ => None,
+        }
+    }
+    /// The newest stamp on flash (data, trim records, translation pages).
+    pub fn max_stamp(&self) -> u32 {
+        self.max_stamp
+    }
+    /// The live trim records: the newest version of some LPN.
+    pub fn records(&self) -> &[Ppa] {
+        &self.records
+    }
+
+    /// Marks every LPN's newest data page and every live trim record valid again.
+    pub fn revalidate(&self, dev: &mut Device) -> Result<(), FtlError> {
+        for &p in self.ppa.iter().filter(|&&p| p != NONE) {
+            dev.revalidate(Ppa(p))?;
+        }
+        for &p in &self.records {
+            dev.revalidate(p)?;
+        }
+        Ok(())
+    }
+}
+
+impl Allocator {
+    /// The allocator after a power cut, from the device's write pointers: a line none of whose
+    /// blocks holds a programmed (or torn) page is free (free list in line order); every other
+    /// line is closed — a full one, the open lines the cut left partly written (their unwritten
+    /// pages stay unused until GC erases the line), and lines with a torn erase — and belongs
+    /// to the stream `stream_of` names for its first readable page (`Stream::DATA` if none).
+    pub fn recovered(
+        geo: &Geometry,
+        streams: u16,
+        policy: GcPolicy,
+        dev: &Device,
+        stream_of: impl Fn(Oob) -> Stream,
+    ) -> Allocator {
+        let mut a = Allocator::new(geo, streams, policy);
+        a.free.clear();
+        for line in 0..geo.lines() {
+            let blocks = (0..geo.blocks_per_line()).map(|i| geo.block_in_line(line, i));
+            if blocks.clone().all(|b| dev.block_written(b) == 0) {
+                a.free.push_back(line);
+                continue;
+            }
+            let first = blocks
+                .flat_map(|b| {
+                    (0..dev.block_written(b)).map(move |pg| Ppa(b * geo.pages_per_block + pg))
+                })
+                .filter_map(|p| dev.peek_oob(p))
+                .find(|o| !o.is_torn());
+            let stream = first.map_or(Stream::DATA, &stream_of);
+            a.state[line as usize] = LineState::Closed(stream);
+            a.owned[stream.0 as usize] += 1;
+        }
+        a
+    }
+}

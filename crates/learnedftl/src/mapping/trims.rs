@@ -1,0 +1,39 @@
+//! Durable trims (docs/power.md): an acknowledged trim must never let older data come back
+//! after a power cut, yet the old pages stay on flash until GC erases them and a recovery scan
+//! finds them. So every trim request is persisted before it is acknowledged, as one trim record
+//! page ([`TrimRecord`], OOB tagged [`Oob::RECORD`](crate::device::Oob::RECORD) with the trim's
+//! write stamp): recovery unmaps every LPN of a record whose newest data is older than the
+//! record.
+//!
+//! A record is a valid page until GC meets it; GC then asks the FTL
+//! ([`GcHooks::keeps_record`](super::GcHooks::keeps_record)) and drops it once every LPN it
+//! trimmed is mapped again (each was written after the trim, so its newest data is newer than
+//! the record), or moves it on like a data page.
+
+use super::alloc::{Allocator, Stream};
+use super::gc::{self, GcHooks};
+use crate::addr::SimTime;
+use crate::device::{Cause, Device, TrimRecord};
+use crate::error::FtlError;
+use crate::ftl::{FtlStats, Request};
+
+/// Persists the trim request `req` (issued at its arrival) as a record page of `stream`,
+/// running foreground GC first if a new line is needed; returns when the record is programmed
+/// (the trim's acknowledgement). Call before changing the mapping: a trim is acknowledged only
+/// once durable.
+pub fn persist_trim(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    stream: Stream,
+    hooks: &mut impl GcHooks,
+    stats: &mut FtlStats,
+    req: &Request,
+) -> Result<SimTime, FtlError> {
+    let t = req.arrival;
+    let ppa = gc::alloc_page(dev, alloc, stream, t, hooks, stats)?;
+    let rec = TrimRecord {
+        first: req.lpn,
+        pages: req.pages,
+    };
+    Ok(dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, t)?)
+}
