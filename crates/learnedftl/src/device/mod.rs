@@ -237,6 +237,11 @@ pub struct Device {
     blk_next: Vec<u32>,
     blk_valid: Vec<u32>,
     blk_erases: Vec<u32>,
+    /// When each block got its first page since its last erase, counted in blocks opened (a
+    /// block sequence number in its first page's metadata, as controllers keep: recovery
+    /// orders copies of equal stamp by it).
+    blk_seq: Vec<u32>,
+    opened: u32,
     line_valid: Vec<u32>,
     lun_busy: Vec<u64>,
     ch_busy: Vec<u64>,
@@ -278,6 +283,8 @@ impl Device {
             blk_next: vec![0; blocks],
             blk_valid: vec![0; blocks],
             blk_erases: vec![0; blocks],
+            blk_seq: vec![0; blocks],
+            opened: 0,
             line_valid: vec![0; geo.lines() as usize],
             lun_busy: vec![0; geo.luns() as usize],
             ch_busy: vec![0; geo.channels as usize],
@@ -416,6 +423,13 @@ impl Device {
     pub fn block_written(&self, block: u32) -> u32 {
         self.blk_next[block as usize]
     }
+    /// The block sequence number of a global block: how many blocks had been opened (first
+    /// page programmed since an erase) when it was, itself included. Meaningful while it
+    /// holds a page.
+    #[inline]
+    pub fn block_seq(&self, block: u32) -> u32 {
+        self.blk_seq[block as usize]
+    }
     /// Erase count of a global block.
     #[inline]
     pub fn block_erases(&self, block: u32) -> u32 {
@@ -513,6 +527,10 @@ impl Device {
                 expected: self.blk_next[blk],
                 got: pg,
             });
+        }
+        if pg == 0 {
+            self.opened += 1;
+            self.blk_seq[blk] = self.opened;
         }
         if self.power != Power::On && self.power_check(cause)? {
             // In flight at the cut: the page is consumed but holds nothing readable.
@@ -784,7 +802,10 @@ impl Device {
     pub fn state_bytes(&self) -> usize {
         self.oob.capacity() * std::mem::size_of::<Oob>()
             + self.valid.capacity() * 8
-            + (self.blk_next.capacity() + self.blk_valid.capacity() + self.blk_erases.capacity())
+            + (self.blk_next.capacity()
+                + self.blk_valid.capacity()
+                + self.blk_erases.capacity()
+                + self.blk_seq.capacity())
                 * 4
             + self.line_valid.capacity() * 4
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
@@ -874,6 +895,72 @@ mod tests {
             .read(Ppa(g.pages() as u32), Cause::User, SimTime(0))
             .is_err());
         d.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn a_power_cut_tears_the_operation_in_flight_and_power_on_forgets_validity() {
+        let mut d = tiny();
+        let ppb = d.geo().pages_per_block;
+        let t = SimTime(0);
+        for pg in 0..3 {
+            d.program(
+                Ppa(pg),
+                Oob::data(Lpn(pg), pg + 1),
+                Src::Host,
+                Cause::User,
+                t,
+            )
+            .unwrap();
+        }
+        let rec = TrimRecord {
+            first: Lpn(0),
+            pages: 2,
+        };
+        d.program_record(Ppa(3), 9, rec, Cause::TrimRecord, t)
+            .unwrap();
+        assert_eq!(d.record(Ppa(3)), Some(rec));
+        assert_eq!(d.valid_records(), 1);
+        // Block 1: one page, invalidated, so that its erase can be in flight.
+        d.program(Ppa(ppb), Oob::data(Lpn(7), 5), Src::Host, Cause::User, t)
+            .unwrap();
+        d.invalidate(Ppa(ppb)).unwrap();
+        // The second program of cause user from now is in flight: the first completes.
+        d.arm_power_cut(PowerCut::AtCause {
+            cause: Cause::User,
+            nth: 2,
+        });
+        d.program(Ppa(4), Oob::data(Lpn(4), 10), Src::Host, Cause::User, t)
+            .unwrap();
+        assert!(d.power_cut_armed());
+        let torn = d.program(Ppa(5), Oob::data(Lpn(5), 11), Src::Host, Cause::User, t);
+        assert_eq!(torn, Err(DeviceError::PowerLost));
+        assert!(d.power_lost());
+        assert_eq!(d.block_written(0), 6, "the torn page is consumed");
+        assert!(d.peek_oob(Ppa(5)).unwrap().is_torn() && !d.is_valid(Ppa(5)));
+        // Everything fails until power-on.
+        assert_eq!(d.read(Ppa(0), Cause::User, t), Err(DeviceError::PowerLost));
+        assert_eq!(d.invalidate(Ppa(0)), Err(DeviceError::PowerLost));
+        assert_eq!(d.erase(1, Cause::GcData, t), Err(DeviceError::PowerLost));
+        d.power_on();
+        assert_eq!(d.lines_valid().iter().sum::<u32>(), 0);
+        assert_eq!(d.peek_oob(Ppa(4)), Some(Oob::data(Lpn(4), 10)));
+        assert_eq!(d.record(Ppa(3)), Some(rec), "records are flash contents");
+        d.revalidate(Ppa(4)).unwrap();
+        assert_eq!(d.revalidate(Ppa(4)), Err(DeviceError::Revalidate(Ppa(4))));
+        assert_eq!(d.revalidate(Ppa(5)), Err(DeviceError::Revalidate(Ppa(5))));
+        assert_eq!(d.revalidate(Ppa(6)), Err(DeviceError::ReadErased(Ppa(6))));
+        d.check_consistency().unwrap();
+        // An erase in flight tears its whole block until it is erased again.
+        d.arm_power_cut(PowerCut::AfterOps(0));
+        assert_eq!(d.erase(1, Cause::GcData, t), Err(DeviceError::PowerLost));
+        d.power_on();
+        assert_eq!(d.block_written(1), ppb);
+        assert!((0..ppb).all(|pg| d.peek_oob(Ppa(ppb + pg)).unwrap().is_torn()));
+        d.erase(1, Cause::GcData, t).unwrap();
+        assert_eq!(d.block_written(1), 0);
+        // Erasing block 0 forgets its record's contents.
+        d.erase(0, Cause::GcData, t).unwrap();
+        assert_eq!(d.record(Ppa(3)), None);
     }
 
     #[test]

@@ -23,13 +23,14 @@
 //! through the LUN timelines; a request completes when its own reads or programs do.
 
 use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
+use crate::addr::Tpn;
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::{
-    gc, write_tp, Allocator, Budget, GcHooks, GcPolicy, HasTable, Lookup, Stream, TransTable,
-    WriteBack,
+    gc, persist_trim, recovery, write_tp, Allocator, Budget, GcHooks, GcPolicy, HasTable, Lookup,
+    Stream, TransTable, WriteBack,
 };
 use crate::params::Params;
 use std::ops::Range;
@@ -60,6 +61,9 @@ pub trait Cmt: Send + Clone + 'static {
     fn shrink(&mut self, _table: &TransTable) -> Evict {
         Evict::Fits
     }
+    /// The table was rebuilt wholesale after a power cut (the cache is empty, as built):
+    /// recompute whatever the cache derives from every mapping. The default: nothing.
+    fn restored(&mut self, _table: &TransTable) {}
     /// Appends DRAM in use by part (the driver adds the GTD).
     fn dram_parts(&self, parts: &mut Vec<(&'static str, u64)>);
     /// Bytes in use.
@@ -148,6 +152,10 @@ impl<C: Cmt> GcHooks for Core<C> {
         self.stats.gc_tp_updates += self.table.batched() as u64;
         self.table.flush_batch(dev, alloc, t)
     }
+
+    fn keeps_record(&self, rec: TrimRecord) -> bool {
+        rec.range().any(|l| self.table.get(Lpn(l)).is_none())
+    }
 }
 
 impl<C: Cmt> HasTable for Core<C> {
@@ -204,6 +212,61 @@ impl<C: Cmt> Demand<C> {
         })
     }
 
+    /// Rebuilds this freshly built FTL's state from flash after a power cut (docs/power.md),
+    /// recovery issued at `t`: the scan's newest page of every LPN is its mapping (valid
+    /// again), the newest copy of every TP is where the GTD points, the cache starts empty; a
+    /// TP older than the newest write or trim of an LPN it maps (by the stamp in its OOB), or
+    /// missing while it maps data, is rewritten in full (cause `recovery`), so that the
+    /// persisted mapping matches flash again. Returns the FTL and when recovery completes.
+    pub fn recover(mut self, dev: &mut Device, t: SimTime) -> Result<(Self, SimTime), FtlError> {
+        let scan = recovery::scan(dev, t)?;
+        scan.revalidate(dev)?;
+        self.core.table.restore(&scan);
+        self.core.cache.restored(&self.core.table);
+        let gtd = &mut self.core.table.gtd;
+        let mut stale = Vec::new();
+        for tpn in (0..gtd.tps()).map(Tpn) {
+            let newest = gtd.lpns(tpn).map(|l| scan.stamp(Lpn(l))).max().unwrap_or(0);
+            match scan.tp(tpn) {
+                Some((ppa, stamp)) => {
+                    dev.revalidate(ppa)?;
+                    gtd.restore(tpn, ppa);
+                    if newest > stamp {
+                        stale.push(tpn);
+                    }
+                }
+                None if gtd.lpns(tpn).any(|l| scan.mapped(Lpn(l)).is_some()) => stale.push(tpn),
+                None => {}
+            }
+        }
+        gtd.note_stamp(scan.max_stamp());
+        let policy = self.alloc.policy.clone();
+        self.alloc = Allocator::recovered(dev.geo(), 2, policy, dev, |oob| {
+            if oob.tpn().is_some() {
+                Stream::TRANS
+            } else {
+                Stream::DATA
+            }
+        });
+        let mut done = scan.done;
+        done = done.max(gc::finish_interrupted(
+            dev,
+            &mut self.alloc,
+            t,
+            &mut self.core,
+            &mut self.stats,
+        )?);
+        for tpn in stale {
+            // The scan gave every entry: a plain program, no read-modify-write.
+            let wb = WriteBack {
+                tpn,
+                read_first: false,
+            };
+            done = done.max(self.program_tp_as(dev, wb, Cause::Recovery, t)?);
+        }
+        Ok((self, done))
+    }
+
     fn write_back(&mut self, dev: &mut Device, e: Evict, t: SimTime) -> Result<(), FtlError> {
         match e {
             Evict::Fits => {}
@@ -224,13 +287,24 @@ impl<C: Cmt> Demand<C> {
         wb: WriteBack,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
+        self.program_tp_as(dev, wb, Cause::TransWrite, t)
+    }
+
+    /// [`Demand::program_tp`] with operations of `cause`.
+    fn program_tp_as(
+        &mut self,
+        dev: &mut Device,
+        wb: WriteBack,
+        cause: Cause,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
         write_tp(
             dev,
             &mut self.alloc,
             &mut self.core,
             &mut self.stats,
             wb,
-            Cause::TransWrite,
+            cause,
             t,
         )
     }
@@ -321,6 +395,17 @@ impl<C: Cmt> Demand<C> {
     fn update(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         let (t, last) = (req.arrival, req.last_lpn());
         let mut done = t;
+        self.core.table.gtd.note_stamp(req.stamp);
+        if req.op == Op::Trim {
+            done = persist_trim(
+                dev,
+                &mut self.alloc,
+                Stream::DATA,
+                &mut self.core,
+                &mut self.stats,
+                req,
+            )?;
+        }
         for lpn in req.lpns() {
             let tr = self.translate(dev, lpn, last, t)?;
             if tr.hit {

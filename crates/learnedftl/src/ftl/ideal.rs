@@ -85,7 +85,8 @@ impl Ideal {
         ftl.table.l2p.copy_from_slice(scan.page_map());
         let policy = ftl.alloc.policy.clone();
         ftl.alloc = Allocator::recovered(&cfg.geometry, 1, policy, dev, |_| Stream::DATA);
-        Ok((ftl, scan.done))
+        let done = gc::finish_interrupted(dev, &mut ftl.alloc, t, &mut ftl.table, &mut ftl.stats)?;
+        Ok((ftl, done.max(scan.done)))
     }
 
     fn unmap(&mut self, dev: &mut Device, lpn: Lpn) -> Result<(), FtlError> {

@@ -242,6 +242,16 @@ impl TpLru {
 }
 
 impl Cmt for TpLru {
+    fn restored(&mut self, table: &TransTable) {
+        for t in 0..self.tps.len() as u32 {
+            for l in self.lpns(Tpn(t), table) {
+                let head = self.is_head(l, table);
+                self.set_head_bit(l, head);
+            }
+            self.tps[t as usize].heads = self.count_heads(Tpn(t), table);
+        }
+    }
+
     #[inline]
     fn lookup(&mut self, lpn: Lpn) -> Lookup {
         let t = lpn.0 / self.epp;

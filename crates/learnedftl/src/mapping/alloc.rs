@@ -183,24 +183,24 @@ fn check_fraction(key: &str, v: f64) -> Result<(), ConfigError> {
 }
 
 #[derive(Copy, Clone, Debug)]
-struct Pointer {
-    line: u32,
-    next: u32,
-    stripe: Stripe,
+pub(super) struct Pointer {
+    pub(super) line: u32,
+    pub(super) next: u32,
+    pub(super) stripe: Stripe,
 }
 
 impl Pointer {
-    const NONE: u32 = u32::MAX;
+    pub(super) const NONE: u32 = u32::MAX;
 }
 
 /// Line allocator shared by the baseline FTLs.
 #[derive(Clone, Debug)]
 pub struct Allocator {
-    ppl: u32,
+    pub(super) ppl: u32,
     geo: Geometry,
     pub(super) free: VecDeque<u32>,
     pub(super) state: Vec<LineState>,
-    ptrs: Vec<Pointer>,
+    pub(super) ptrs: Vec<Pointer>,
     /// Lines each stream owns (open or closed), so that a quota check need not scan the lines.
     pub(super) owned: Vec<u32>,
     /// `(invalidations, free lines)` when the last background check found no victim: until a

@@ -237,6 +237,48 @@ pub fn make_room(
     Ok(())
 }
 
+/// After a power cut (docs/power.md), issued at `t`: a collection the cut interrupted left its
+/// victim with the pages it had not copied yet and its destinations open, and possibly fewer
+/// free lines than GC's reserve. While free lines are below the foreground threshold, the best
+/// victim is collected as long as its valid pages fit in the open lines of their streams (as
+/// the interrupted collection's would), restoring the reserve a collection relies on. Returns
+/// when the last collection completes (`t` if none ran).
+pub fn finish_interrupted(
+    dev: &mut Device,
+    alloc: &mut Allocator,
+    t: SimTime,
+    hooks: &mut impl GcHooks,
+    stats: &mut FtlStats,
+) -> Result<SimTime, FtlError> {
+    let mut done = t;
+    let geo = dev.geo().clone();
+    while alloc.free_lines() < alloc.policy.fg_free_lines {
+        let Some(victim) = alloc.victim(dev) else {
+            break;
+        };
+        let (mut data, mut tps) = (0, 0);
+        for i in 0..geo.blocks_per_line() {
+            let block = geo.block_in_line(victim, i);
+            for pg in 0..dev.block_written(block) {
+                let p = Ppa(block * geo.pages_per_block + pg);
+                if dev.is_valid(p) {
+                    match dev.peek_oob(p).and_then(|o| o.tpn()) {
+                        Some(_) => tps += 1,
+                        None => data += 1,
+                    }
+                }
+            }
+        }
+        if data > alloc.room(Stream::DATA) || tps > 0 && tps > alloc.room(Stream::TRANS) {
+            break;
+        }
+        let out = collect_line(dev, alloc, victim, t, hooks)?;
+        record(stats, &out, false);
+        done = done.max(out.done);
+    }
+    Ok(done)
+}
+
 /// Background GC after a request: cleans up to `policy.bg_victims` lines (FEMU: one) while the
 /// background condition holds.
 pub fn background(

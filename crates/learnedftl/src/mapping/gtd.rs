@@ -20,6 +20,8 @@ pub struct Gtd {
     entries_per_tp: u32,
     logical_pages: u32,
     written: u32,
+    /// The newest write stamp its FTL has seen, written into each TP's OOB (docs/power.md).
+    stamp: u32,
 }
 
 impl Gtd {
@@ -35,6 +37,7 @@ impl Gtd {
             entries_per_tp: lpns_per_tp,
             logical_pages: geo.logical_pages as u32,
             written: 0,
+            stamp: 0,
         }
     }
 
@@ -79,6 +82,21 @@ impl Gtd {
         self.loc.len() as u64 * 4
     }
 
+    /// The FTL saw write or trim stamp `stamp`: TPs written from now on carry it in their OOB,
+    /// so that a recovery can tell a TP older than the data it maps (docs/power.md).
+    #[inline]
+    pub fn note_stamp(&mut self, stamp: u32) {
+        self.stamp = self.stamp.max(stamp);
+    }
+
+    /// After a power cut: TP `tpn` lives at `ppa` (recovery found it there), already valid.
+    pub fn restore(&mut self, tpn: Tpn, ppa: Ppa) {
+        if self.loc[tpn.idx()] == NONE {
+            self.written += 1;
+        }
+        self.loc[tpn.idx()] = ppa.0;
+    }
+
     /// Reads TP `tpn` at `t`; returns when its content is available. A TP never written holds
     /// only unmapped entries and costs nothing.
     #[inline]
@@ -105,7 +123,7 @@ impl Gtd {
         cause: Cause,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
-        let done = dev.program(new, Oob::tp(tpn), Src::None, cause, t)?;
+        let done = dev.program(new, Oob::tp_at(tpn, self.stamp), Src::None, cause, t)?;
         self.relocate(dev, tpn, new)?;
         Ok(done)
     }

@@ -4,15 +4,18 @@
 //! on every LUN) and keeps, per LPN, its newest version by write stamp — a data page, or a trim
 //! record that unmapped it — per translation page its newest copy, and the trim records that
 //! are the newest word on some LPN. Torn pages (a program cut by the power loss) are skipped.
-//! Copies with equal stamps (GC copied a page and the cut struck before the victim was erased)
-//! hold the same data: the first found is kept.
+//! Copies with equal stamps — GC copied a page and the cut struck before the victim was erased,
+//! or a TP written back twice between two host writes — are ordered by when they were
+//! programmed: lines by the newest block sequence number of their blocks
+//! ([`Device::block_seq`]), pages within a line by VPPN (a write pointer's order); the later
+//! copy wins, so an interrupted collection's victim is left with nothing valid.
 //!
 //! The scan is full (every programmed page), not bounded by a checkpoint: docs/power.md says
 //! why and reports its cost.
 
-use super::alloc::{Allocator, GcPolicy, LineState, Stream};
+use super::alloc::{Allocator, GcPolicy, LineState, Pointer, Stream};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
-use crate::config::Geometry;
+use crate::config::{Geometry, Stripe};
 use crate::device::{Cause, Device, Oob};
 use crate::error::FtlError;
 
@@ -70,6 +73,23 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
     };
     let mut records: Vec<(u32, Ppa)> = Vec::new();
     let ppb = geo.pages_per_block;
+    let line_seq: Vec<u32> = (0..geo.lines())
+        .map(|line| {
+            (0..geo.blocks_per_line())
+                .map(|i| geo.block_in_line(line, i))
+                .filter(|&b| dev.block_written(b) > 0)
+                .map(|b| dev.block_seq(b))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    // When a page was programmed, for copies of equal stamp.
+    let order = |p: u32| {
+        (
+            line_seq[geo.line_of(Ppa(p)) as usize],
+            geo.ppa_to_vppn(Ppa(p)).0,
+        )
+    };
     for block in 0..geo.blocks() {
         for pg in 0..dev.block_written(block) {
             let ppa = Ppa(block * ppb + pg);
@@ -88,7 +108,11 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
                     s.tp_ppa.resize(i + 1, NONE);
                     s.tp_stamp.resize(i + 1, 0);
                 }
-                if s.tp_ppa[i] == NONE || oob.stamp > s.tp_stamp[i] {
+                let cur = s.tp_ppa[i];
+                if cur == NONE
+                    || oob.stamp > s.tp_stamp[i]
+                    || oob.stamp == s.tp_stamp[i] && order(ppa.0) > order(cur)
+                {
                     s.tp_ppa[i] = ppa.0;
                     s.tp_stamp[i] = oob.stamp;
                 }
@@ -100,7 +124,10 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
                         lpn.0
                     )));
                 }
-                if s.ppa[i] == NONE && s.stamp[i] == 0 || oob.stamp > s.stamp[i] {
+                let cur = s.ppa[i];
+                if oob.stamp > s.stamp[i]
+                    || oob.stamp == s.stamp[i] && cur != NONE && order(ppa.0) > order(cur)
+                {
                     s.ppa[i] = ppa.0;
                     s.stamp[i] = oob.stamp;
                 }
@@ -176,11 +203,15 @@ impl Scan {
 }
 
 impl Allocator {
-    /// The allocator after a power cut, from the device's write pointers: a line none of whose
-    /// blocks holds a programmed (or torn) page is free (free list in line order); every other
-    /// line is closed — a full one, the open lines the cut left partly written (their unwritten
-    /// pages stay unused until GC erases the line), and lines with a torn erase — and belongs
-    /// to the stream `stream_of` names for its first readable page (`Stream::DATA` if none).
+    /// The allocator after a power cut, from the device's write pointers. A line none of whose
+    /// blocks holds a programmed (or torn) page is free (free list in line order). A line
+    /// written in part, exactly its first pages in the write pointer's VPPN order (the open
+    /// line of a stream at the cut), is open again for the stream `stream_of` names for its
+    /// first page, its pointer after the last page written (a torn one included), unless that
+    /// stream already has one; every other written line is closed — full lines, and the rare
+    /// partly written lines that cannot be continued (their unwritten pages stay unused until
+    /// GC erases the line) — and belongs to the stream of its first readable page
+    /// (`Stream::DATA` if none).
     pub fn recovered(
         geo: &Geometry,
         streams: u16,
@@ -192,7 +223,8 @@ impl Allocator {
         a.free.clear();
         for line in 0..geo.lines() {
             let blocks = (0..geo.blocks_per_line()).map(|i| geo.block_in_line(line, i));
-            if blocks.clone().all(|b| dev.block_written(b) == 0) {
+            let written: u32 = blocks.clone().map(|b| dev.block_written(b)).sum();
+            if written == 0 {
                 a.free.push_back(line);
                 continue;
             }
@@ -203,8 +235,21 @@ impl Allocator {
                 .filter_map(|p| dev.peek_oob(p))
                 .find(|o| !o.is_torn());
             let stream = first.map_or(Stream::DATA, &stream_of);
+            let s = stream.0 as usize;
+            a.owned[s] += 1;
+            if written < a.ppl && a.ptrs[s].line == Pointer::NONE {
+                let mut stripe = Stripe::new(geo, line);
+                if (0..written).all(|_| dev.is_programmed(stripe.next_ppa())) {
+                    a.state[line as usize] = LineState::Open(stream);
+                    a.ptrs[s] = Pointer {
+                        line,
+                        next: written,
+                        stripe,
+                    };
+                    continue;
+                }
+            }
             a.state[line as usize] = LineState::Closed(stream);
-            a.owned[stream.0 as usize] += 1;
         }
         a
     }

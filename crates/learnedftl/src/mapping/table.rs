@@ -152,7 +152,12 @@ impl TransTable {
         if !self.batch.is_empty() {
             return Err(format!("{} GC TP updates pending", self.batch.len()));
         }
-        check_page_map(dev, self.iter(), tps)
+        check_page_map(dev, self.iter(), tps + dev.valid_records())
+    }
+
+    /// After a power cut: every mapping from the recovery scan (which re-validated the pages).
+    pub fn restore(&mut self, scan: &super::recovery::Scan) {
+        self.l2p.copy_from_slice(scan.page_map());
     }
 }
 
