@@ -212,6 +212,10 @@ struct Opts {
     /// Check every read against the oracle; stop at the first wrong one.
     #[arg(long)]
     verify: bool,
+    /// Cut the power once in every N host requests of the workload (at a request and operation
+    /// drawn from the seed); the FTL recovers from flash each time (docs/power.md).
+    #[arg(long, value_name = "N")]
+    power_cut_every: Option<u64>,
     /// Write the report as JSON to PATH, or to stdout with '-' (the table then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
     json: Option<String>,
@@ -257,6 +261,7 @@ impl Opts {
             settle: self.settle.clone(),
             seed: self.seed,
             verify: self.verify,
+            power_cut_every: self.power_cut_every,
         };
         options
             .experiment(&mut |note| output::note(&format!("{note}\n")))

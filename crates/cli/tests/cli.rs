@@ -778,3 +778,78 @@ fn compare_draws_its_measured_phase_as_an_svg() {
     assert!(!ok && stderr.contains("j.fio"), "{stderr}");
     assert!(std::fs::read_to_string(&job).unwrap().starts_with("[j]"));
 }
+
+#[test]
+fn power_cuts_are_reported_and_refused_for_ftls_that_cannot_recover() {
+    let args = [
+        "compare",
+        "--ftl",
+        "ideal,dftl",
+        "--preset",
+        "tiny",
+        "--precondition",
+        "randwrite:512k:1",
+        "--rw",
+        "randrw",
+        "--bs",
+        "16k",
+        "--number-ios",
+        "600",
+        "--power-cut-every",
+        "100",
+        "--verify",
+        "--quiet",
+        "--json",
+        "-",
+    ];
+    let (ok, stdout, stderr) = learnedftl(&args);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("power cuts: ideal 6 cuts") && stderr.contains("dftl 6 cuts"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    for run in v.as_array().unwrap() {
+        let p = &run["result"]["power_cuts"];
+        assert_eq!(p["count"], 6, "{p}");
+        assert_eq!(p["lost_unflushed_pages"], 0);
+        assert!(p["recovery_flash_reads"].as_u64().unwrap() > 0);
+        assert!(p["recovery_sim_seconds"].as_f64().unwrap() > 0.0);
+        assert_eq!(run["result"]["verify"]["failures"], 0);
+        assert_eq!(run["config"]["power_cut_every"], 100);
+    }
+    // Without the flag, no power_cuts key.
+    let without: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| !["--power-cut-every", "100", "--verify"].contains(a))
+        .collect();
+    let (ok, stdout, stderr) = learnedftl(&without);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(v[0]["result"].get("power_cuts").is_none());
+    // The whole registry: the FTLs that cannot recover yet are named.
+    let (ok, _, stderr) = learnedftl(&[
+        "compare",
+        "--preset",
+        "tiny",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "10",
+        "--power-cut-every",
+        "5",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("power_cut_every")
+            && stderr.contains("learnedftl")
+            && stderr.contains("cannot recover"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = learnedftl(&["run", "--ftl", "ideal", "--power-cut-every", "0"]);
+    assert!(
+        !ok && stderr.contains("--power-cut-every: 0 requests"),
+        "{stderr}"
+    );
+}

@@ -52,6 +52,7 @@ const OPTIONS: &[&str] = &[
     "settle",
     "seed",
     "verify",
+    "power_cut_every",
 ];
 
 /// A library error as a Python exception, with its whole chain of causes (as the CLI prints it).
@@ -120,6 +121,7 @@ fn run_options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<RunOptions> {
             "settle" => o.settle = text(v)?,
             "seed" => o.seed = take(&key, v)?,
             "verify" => o.verify = take(&key, v)?,
+            "power_cut_every" => o.power_cut_every = Some(take(&key, v)?),
             _ => {
                 return Err(PyTypeError::new_err(format!(
                     "unexpected keyword argument '{key}' (options: ftl, {})",

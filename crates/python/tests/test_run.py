@@ -48,6 +48,13 @@ CASES = {
         dict(ftl="dftl", preset="tiny", job=REPO / "examples" / "warmup-then-randread.fio",
              verify=True),
     ),
+    "power_cuts": (
+        ["--ftl", "dftl", "--preset", "tiny", "--precondition", "randwrite:512k:1",
+         "--rw", "randrw", "--bs", "16k", "--number-ios", "300", "--power-cut-every", "50",
+         "--verify"],
+        dict(ftl="dftl", preset="tiny", precondition="randwrite:512k:1", rw="randrw", bs="16k",
+             number_ios=300, power_cut_every=50, verify=True),
+    ),
     "trace": (
         ["--ftl", "learnedftl", "--preset", "tiny", "--trace", str(TRACE), "--fill-unwritten",
          "--speed", "2"],

@@ -271,7 +271,23 @@ impl Simulator {
         Ok(s)
     }
 
-    /// Runs a given FTL on a fresh device.
+    /// Builds the FTL `ftl_name` on a fresh device from a copy of `params`, leaving keys it
+    /// does not take alone (`compare` passes one set of parameters to several FTLs, which
+    /// [`crate::run::Experiment::check_params`] checks); it can recover from power cuts.
+    pub fn by_name(
+        dev_cfg: &DeviceConfig,
+        ftl_name: &str,
+        params: &Params,
+        opts: SimOptions,
+    ) -> Result<Simulator, ConfigError> {
+        let ftl = ftl::build(ftl_name, dev_cfg, &mut params.clone())?;
+        let mut s = Self::with_ftl(dev_cfg, ftl, opts);
+        s.recipe = Some((ftl_name.to_string(), params.clone()));
+        Ok(s)
+    }
+
+    /// Runs a given FTL on a fresh device (it cannot recover from power cuts: nothing says how
+    /// to build it again).
     pub fn with_ftl(dev_cfg: &DeviceConfig, ftl: Box<dyn Ftl>, opts: SimOptions) -> Simulator {
         let lp = dev_cfg.geometry.logical_pages;
         Simulator {

@@ -245,6 +245,23 @@ pub fn notes(runs: &[RunReport]) -> String {
             ));
         }
     }
+    let cuts: Vec<String> = runs
+        .iter()
+        .filter_map(|r| {
+            let p = r.result.power_cuts.as_ref()?;
+            Some(format!(
+                "{} {} cuts, {} unflushed pages lost, {} recovery flash reads, {:.3} s recovering",
+                r.ftl,
+                p.count,
+                p.lost_unflushed_pages,
+                p.recovery_flash_reads,
+                p.recovery_sim_seconds
+            ))
+        })
+        .collect();
+    if !cuts.is_empty() {
+        footer.push(format!("power cuts: {}", cuts.join("; ")));
+    }
     let unmapped: Vec<(&str, u64, u64)> = runs
         .iter()
         .map(|r| (r.ftl.as_str(), r.result.unmapped_reads, r.result.page_reads))

@@ -10,7 +10,7 @@ pub use options::{
 };
 
 use crate::config::DeviceConfig;
-use crate::engine::{EngineError, Progress, SimOptions, Simulator, Verify};
+use crate::engine::{EngineError, PowerCutPlan, Progress, SimOptions, Simulator, Verify};
 use crate::error::{quote, ConfigError};
 use crate::ftl;
 use crate::host::AvailableMemory;
@@ -171,6 +171,9 @@ pub struct Experiment {
     pub seed: u64,
     /// Read verification.
     pub verify: Verify,
+    /// Power cuts: one in every window of this many host requests after preconditioning
+    /// (docs/power.md).
+    pub power_cut_every: Option<u64>,
 }
 
 impl Experiment {
@@ -193,8 +196,38 @@ impl Experiment {
                 u.iter().map(quote).collect::<Vec<_>>().join(", "),
                 ftls.join(", ")
             ))),
-            _ => Ok(()),
+            _ => self.check_power_cuts(ftls),
         }
+    }
+
+    /// With power cuts, every FTL of `ftls` must be able to recover, and the device keep no
+    /// payloads.
+    fn check_power_cuts(&self, ftls: &[&str]) -> Result<(), ConfigError> {
+        if self.power_cut_every.is_none() {
+            return Ok(());
+        }
+        let cannot: Vec<&str> = ftls
+            .iter()
+            .copied()
+            .filter(|f| !ftl::RECOVERABLE.contains(f))
+            .collect();
+        if !cannot.is_empty() {
+            return Err(ConfigError::invalid(
+                "power_cut_every",
+                format!(
+                    "{} cannot recover from a power cut yet; recoverable: {} (choose with --ftl)",
+                    cannot.join(", "),
+                    ftl::RECOVERABLE.join(", ")
+                ),
+            ));
+        }
+        if self.device.payloads {
+            return Err(ConfigError::invalid(
+                "power_cut_every",
+                "not with payloads=true (payloads do not survive a recovery yet)",
+            ));
+        }
+        Ok(())
     }
 
     /// Checks that `runs` simulators of this experiment at once fit in `available` memory,
@@ -210,18 +243,20 @@ impl Experiment {
 
     /// Runs the experiment on FTL `name`.
     pub fn run(&self, name: &str, progress: &mut dyn Progress) -> Result<RunReport, EngineError> {
-        let mut params = self.params.clone();
-        let ftl = ftl::build(name, &self.device, &mut params)?;
         let opts = SimOptions {
             verify: self.verify,
             check_invariants: false,
         };
-        let mut sim = Simulator::with_ftl(&self.device, ftl, opts);
+        let mut sim = Simulator::by_name(&self.device, name, &self.params, opts)?;
         let logical = self.device.geometry.logical_bytes();
         let mut phases = Vec::new();
         if let Some(pre) = &self.precondition {
             phases.push(sim.run_jobs("precondition", &[pre.job(logical)], self.seed, progress)?);
             phases.extend(sim.settle(SETTLE, self.settle, progress)?);
+        }
+        if let Some(every) = self.power_cut_every {
+            let seed = crate::engine::mix(self.seed, POWER_CUT_STREAM, 0);
+            sim.plan_power_cuts(PowerCutPlan { every, seed })?;
         }
         let trace = match &self.workload {
             Workload::Jobs(jobs) => {
@@ -272,6 +307,7 @@ impl Experiment {
                     }),
                 },
                 "verify": self.verify != Verify::Off,
+                "power_cut_every": self.power_cut_every,
             }),
             phases,
             result,
@@ -327,6 +363,10 @@ impl Experiment {
 
 /// The name of the phases in which the device settles.
 pub const SETTLE: &str = "settle";
+
+/// Where the power-cut plan's seed comes from in the run seed ([`crate::engine::mix`]'s
+/// stream; the job phases use 1, 2, …).
+const POWER_CUT_STREAM: u64 = u64::MAX;
 
 /// Writes every page a trace reads before it writes it: one pass over the trace marks those
 /// pages, then they are written in runs of up to 512 KiB as a phase of their own.
@@ -483,6 +523,7 @@ mod tests {
             settle: Settle::Auto,
             seed: 1,
             verify: Verify::Off,
+            power_cut_every: None,
         };
         let err = e.check_params(&["ideal"]).unwrap_err().to_string();
         assert!(err.contains("not_a_knob"), "{err}");
@@ -500,6 +541,7 @@ mod tests {
             settle: Settle::Off,
             seed: 1,
             verify: Verify::Off,
+            power_cut_every: None,
         };
         let small = AvailableMemory {
             bytes: 1 << 30,
@@ -531,6 +573,7 @@ mod tests {
             settle: Settle::Auto,
             seed,
             verify: Verify::FailFast,
+            power_cut_every: None,
         }
     }
 
@@ -590,6 +633,7 @@ mod tests {
             settle: Settle::Off,
             seed: 1,
             verify: Verify::Off,
+            power_cut_every: None,
         };
         let (name, _) = e
             .run_all(&["ideal", "no-such-ftl", "dftl"], 2, |_| {
@@ -616,6 +660,7 @@ mod tests {
             settle: Settle::Off,
             seed: 1,
             verify: Verify::FailFast,
+            power_cut_every: None,
         }
     }
 

@@ -125,6 +125,9 @@ pub struct RunOptions {
     pub seed: u64,
     /// Check every read against the oracle; stop at the first wrong one.
     pub verify: bool,
+    /// Cut the power once in every window of this many host requests of the workload, each
+    /// followed by a recovery of the FTL from flash (docs/power.md).
+    pub power_cut_every: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -159,6 +162,7 @@ impl Default for RunOptions {
             settle: "auto".into(),
             seed: 1,
             verify: false,
+            power_cut_every: None,
         }
     }
 }
@@ -215,6 +219,10 @@ impl RunOptions {
                 Verify::FailFast
             } else {
                 Verify::Off
+            },
+            power_cut_every: match self.power_cut_every {
+                Some(0) => return Err(bad("power_cut_every", "0 requests: need at least 1")),
+                n => n,
             },
         })
     }

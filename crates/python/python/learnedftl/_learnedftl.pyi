@@ -52,6 +52,7 @@ class Options(TypedDict, total=False):
     settle: str
     seed: int
     verify: bool
+    power_cut_every: Optional[int]
 
 def run(ftl: str = "ideal", **options: Unpack[Options]) -> dict[str, Any]:
     """Runs a workload on one FTL and returns the report of ``learnedftl run --json``.
