@@ -134,6 +134,10 @@ pub enum DeviceError {
     /// The power was cut (docs/power.md): not a bug, the engine recovers.
     #[error("power lost")]
     PowerLost,
+    /// A trim record programmed with no contents (neither through `Device::program_record` nor
+    /// as a copy of a record page).
+    #[error("trim record programmed at {0:?} without contents")]
+    RecordWithoutContents(Ppa),
     /// Recovery re-validated a page that is torn or already valid.
     #[error("revalidate of page {0:?} that is torn or already valid")]
     Revalidate(Ppa),

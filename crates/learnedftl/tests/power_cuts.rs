@@ -11,7 +11,7 @@ use learnedftl::engine::{mix, NoProgress, PowerCutPlan, SimOptions, Simulator, V
 use learnedftl::ftl::RECOVERABLE;
 use learnedftl::stats::Metrics;
 use learnedftl::workload::{HostIo, JobSpec, RwKind};
-use learnedftl::{DeviceConfig, Op, Params, SimTime};
+use learnedftl::{DeviceConfig, Op, Params};
 
 /// Cuts per FTL in one test run.
 const CUTS: u64 = 1000;
@@ -176,7 +176,6 @@ fn unrecoverable_ftls_are_refused() {
             .to_string();
         assert!(e.contains(name) && e.contains("cannot recover"), "{e}");
     }
-    let _ = SimTime::ZERO;
 }
 
 #[test]

@@ -669,9 +669,7 @@ impl Device {
                 self.records.insert(ppa.0, r);
                 Ok(())
             }
-            None => Err(DeviceError::Payload(format!(
-                "trim record programmed at {ppa:?} without contents (use program_record, or copy a record page)"
-            ))),
+            None => Err(DeviceError::RecordWithoutContents(ppa)),
         }
     }
 

@@ -337,11 +337,12 @@ pub fn recover(
     dev: &mut Device,
     t: SimTime,
 ) -> Result<(Box<dyn Ftl>, RecoveryCost), RecoverError> {
+    let unsupported = || RecoverError::Unsupported {
+        name: name.to_string(),
+        known: RECOVERABLE.join(", "),
+    };
     if !RECOVERABLE.contains(&name) {
-        return Err(RecoverError::Unsupported {
-            name: name.to_string(),
-            known: RECOVERABLE.join(", "),
-        });
+        return Err(unsupported());
     }
     dev.power_on();
     let before = dev.counters().clone();
@@ -362,7 +363,7 @@ pub fn recover(
             let (f, d) = sftl::new(cfg, params)?.recover(dev, t)?;
             (Box::new(f), d)
         }
-        _ => unreachable!("RECOVERABLE names only recoverable FTLs"),
+        _ => return Err(unsupported()),
     };
     let c = dev.counters();
     let cost = RecoveryCost {

@@ -254,3 +254,70 @@ impl Allocator {
         a
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DeviceConfig;
+    use crate::device::{Src, TrimRecord};
+
+    #[test]
+    fn newest_stamp_wins_records_unmap_and_later_copies_win_ties() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let geo = cfg.geometry.clone();
+        let mut dev = Device::new(&cfg);
+        let t = SimTime(0);
+        // Line 0 (first pages in VPPN order): LPN 1 at stamps 1 and 3, LPN 2 at 2, a trim of
+        // LPNs 1–2 at stamp 4 (after LPN 2's data but before LPN 2's rewrite at 5 below), and
+        // LPN 9 at 6.
+        let mut stripe = Stripe::new(&geo, 0);
+        let put = |dev: &mut Device, stripe: &mut Stripe, oob: Oob| {
+            let p = stripe.next_ppa();
+            dev.program(p, oob, Src::None, Cause::User, t).unwrap();
+            p
+        };
+        put(&mut dev, &mut stripe, Oob::data(Lpn(1), 1));
+        put(&mut dev, &mut stripe, Oob::data(Lpn(2), 2));
+        let l1 = put(&mut dev, &mut stripe, Oob::data(Lpn(1), 3));
+        let old9 = put(&mut dev, &mut stripe, Oob::data(Lpn(9), 6));
+        let tp_old = put(&mut dev, &mut stripe, Oob::tp_at(Tpn(0), 6));
+        let rec = TrimRecord {
+            first: Lpn(1),
+            pages: 2,
+        };
+        let p = stripe.next_ppa();
+        dev.program_record(p, 4, rec, Cause::TrimRecord, t).unwrap();
+        let l2 = put(&mut dev, &mut stripe, Oob::data(Lpn(2), 5));
+        // Line 1, opened later: a GC copy of LPN 9 and a second write-back of TP 0, same stamps.
+        let mut later = Stripe::new(&geo, 1);
+        let copy9 = later.next_ppa();
+        dev.program(
+            copy9,
+            Oob::data(Lpn(9), 6),
+            Src::Page(old9),
+            Cause::GcData,
+            t,
+        )
+        .unwrap();
+        let tp_new = later.next_ppa();
+        dev.program(tp_new, Oob::tp_at(Tpn(0), 6), Src::None, Cause::GcTrans, t)
+            .unwrap();
+        dev.cut_power();
+        dev.power_on();
+        let s = scan(&mut dev, t).unwrap();
+        assert_eq!(s.reads, 9);
+        // LPN 1: the trim (4) is newer than its data (3): unmapped, the record live.
+        assert_eq!((s.mapped(Lpn(1)), s.stamp(Lpn(1))), (None, 4));
+        assert_ne!(Some(l1), s.mapped(Lpn(1)));
+        // LPN 2: rewritten after the trim.
+        assert_eq!((s.mapped(Lpn(2)), s.stamp(Lpn(2))), (Some(l2), 5));
+        assert_eq!(s.records(), &[p]);
+        assert_eq!(s.mapped(Lpn(9)), Some(copy9));
+        assert_eq!(s.tp(Tpn(0)), Some((tp_new, 6)));
+        assert_ne!(s.tp(Tpn(0)).map(|x| x.0), Some(tp_old));
+        assert_eq!(s.max_stamp(), 6);
+        s.revalidate(&mut dev).unwrap();
+        assert_eq!(dev.valid_records(), 1);
+        dev.check_consistency().unwrap();
+    }
+}
