@@ -226,3 +226,88 @@ fn check_lpn(
 fn covers(r: &Request, lpn: Lpn) -> bool {
     (r.lpn.0..r.lpn.0 + r.pages).contains(&lpn.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oracle_with(lpn: u32, stamp: u32) -> Oracle {
+        let mut o = Oracle::new(16);
+        o.set(Lpn(lpn), stamp);
+        o
+    }
+
+    #[test]
+    fn acknowledged_versions_must_survive() {
+        let mut o = oracle_with(3, 7);
+        check_lpn(&mut o, Lpn(3), 7, None, None);
+        check_lpn(&mut o, Lpn(4), 0, None, None);
+        assert_eq!((o.checked(), o.failures()), (2, 0));
+        // Older data, or a page of another LPN: failures, and the oracle keeps its stamp for a
+        // page that holds no version of the LPN.
+        check_lpn(&mut o, Lpn(3), 5, None, None);
+        assert_eq!(o.expected(Lpn(3)), 5);
+        o.set(Lpn(3), 7);
+        check_lpn(&mut o, Lpn(3), WRONG_PAGE, None, None);
+        assert_eq!(o.expected(Lpn(3)), 7);
+        // A trimmed LPN must not come back.
+        check_lpn(&mut o, Lpn(4), 2, None, None);
+        assert_eq!(o.failures(), 3);
+        assert!(o.messages()[0].contains("LPN 3") && o.messages()[0].contains("stamp 5"));
+    }
+
+    #[test]
+    fn the_request_in_flight_may_leave_old_or_new_per_page() {
+        let write = Request::new(Op::Write, 2, 3, 0, 9);
+        let mut o = oracle_with(3, 7);
+        check_lpn(&mut o, Lpn(2), 9, Some(&write), None);
+        check_lpn(&mut o, Lpn(3), 7, Some(&write), None);
+        check_lpn(&mut o, Lpn(4), 0, Some(&write), None);
+        assert_eq!(o.failures(), 0);
+        // Outside the request, or a third version: failures.
+        check_lpn(&mut o, Lpn(5), 9, Some(&write), None);
+        check_lpn(&mut o, Lpn(3), 8, Some(&write), None);
+        assert_eq!(o.failures(), 2);
+        let trim = Request::new(Op::Trim, 3, 1, 0, 10);
+        let mut o = oracle_with(3, 7);
+        check_lpn(&mut o, Lpn(3), 0, Some(&trim), None);
+        o.set(Lpn(3), 7);
+        check_lpn(&mut o, Lpn(3), 7, Some(&trim), None);
+        check_lpn(&mut o, Lpn(3), 10, Some(&trim), None);
+        assert_eq!(o.failures(), 1, "a trim leaves no version 10");
+    }
+
+    #[test]
+    fn an_unflushed_write_may_read_any_version_from_its_last_durable_one() {
+        let u = Unflushed {
+            lpn: Lpn(3),
+            durable: 4,
+            acked: 9,
+        };
+        for (got, ok) in [(9, true), (4, true), (6, true), (3, false), (0, false)] {
+            let mut o = oracle_with(3, 9);
+            check_lpn(&mut o, Lpn(3), got, None, Some(&u));
+            assert_eq!(o.failures(), !ok as u64, "stamp {got}");
+        }
+        // Nothing durable: it may read unmapped.
+        let never = Unflushed { durable: 0, ..u };
+        let mut o = oracle_with(3, 9);
+        check_lpn(&mut o, Lpn(3), 0, None, Some(&never));
+        assert_eq!(o.failures(), 0);
+    }
+
+    #[test]
+    fn one_cut_per_window_at_a_seeded_request() {
+        let plan = PowerCutPlan { every: 10, seed: 3 };
+        for w in 0..50u64 {
+            let cuts: Vec<u64> = (w * 10..(w + 1) * 10)
+                .filter(|&i| plan.cut_for(i, 4).is_some())
+                .collect();
+            assert_eq!(cuts.len(), 1, "window {w}");
+            match plan.cut_for(cuts[0], 4) {
+                Some(PowerCut::AfterOps(n)) => assert!(n < 10),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+}
