@@ -201,3 +201,19 @@ fn a_cut_during_a_translation_page_write_rewrites_stale_pages() {
         );
     }
 }
+
+#[test]
+fn a_cut_still_armed_when_the_device_settles_is_refused_clearly() {
+    // DFTL owes an idle device the write-back of its dirty cached entries.
+    let mut sim = prepared("dftl", &[], 6);
+    sim.arm_power_cut(PowerCut::AfterOps(0)).unwrap();
+    let e = sim
+        .settle(
+            "settle",
+            learnedftl::workload::Settle::Auto,
+            &mut NoProgress,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("struck while the device settled"), "{e}");
+}

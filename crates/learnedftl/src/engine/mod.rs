@@ -738,8 +738,14 @@ impl Simulator {
             match self
                 .ftl
                 .idle(&mut self.dev, t)
-                .map_err(|e| fail(e.to_string()))?
-            {
+                .map_err(|e| match e.is_power_lost() {
+                    true => fail(
+                        "a power cut armed with arm_power_cut struck while the device settled \
+                         (cuts are injected into requests only)"
+                            .into(),
+                    ),
+                    false => fail(e.to_string()),
+                })? {
                 Some(done) => slots.push(Reverse(done.0.max(t.0))),
                 None => break,
             }
