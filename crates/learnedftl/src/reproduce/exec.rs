@@ -31,6 +31,13 @@ pub struct Unit {
     group: String,
 }
 
+impl Unit {
+    /// What it runs (on [`Unit::ftl`]).
+    pub fn experiment(&self) -> &Experiment {
+        &self.experiment
+    }
+}
+
 /// A unit's outcome.
 #[derive(Clone, Debug)]
 pub struct Outcome {
