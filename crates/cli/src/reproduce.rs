@@ -120,12 +120,16 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
                 Ok(_) => format!("{:.1} s", outcome.wall_seconds),
                 Err(e) => format!("error: {e}"),
             };
-            let _ = lines.println(format!(
-                "[{n}/{total}] {} run {} {}: {status}",
-                defs[unit.exp].name,
-                unit.run + 1,
-                unit.ftl
-            ));
+            if o.quiet {
+                return;
+            }
+            let line = format!("[{n}/{total}] {}: {status}", plan.name(unit));
+            // Without a terminal the bars are hidden and so is their println.
+            if lines.is_hidden() {
+                output::note(&format!("{line}\n"));
+            } else {
+                let _ = lines.println(line);
+            }
         },
     );
     write_report(&out, &config, &defs, &results)?;

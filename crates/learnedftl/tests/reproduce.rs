@@ -73,8 +73,8 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     let again = plan.execute(&cache, 2, |_| NoProgress, |_, o| assert!(o.cached));
     for (a, b) in results.experiments.iter().zip(&again.experiments) {
         assert_eq!(
-            serde_json::to_value(&a.runs.iter().map(|r| &r.reports).collect::<Vec<_>>()).unwrap(),
-            serde_json::to_value(&b.runs.iter().map(|r| &r.reports).collect::<Vec<_>>()).unwrap()
+            serde_json::to_value(a.runs.iter().map(|r| &r.reports).collect::<Vec<_>>()).unwrap(),
+            serde_json::to_value(b.runs.iter().map(|r| &r.reports).collect::<Vec<_>>()).unwrap()
         );
     }
     // Another seed is another configuration: nothing cached.

@@ -249,13 +249,16 @@ fn legend<'a, X: Ranged, Y: Ranged>(
         .map_err(err)
 }
 
+/// One of `compare`'s panels: title, unit and the value plotted per run.
+type Panel = (&'static str, &'static str, fn(&RunReport) -> f64);
+
 /// `compare`'s measured phase as an SVG of side-by-side bar charts, one bar per FTL: IOPS, p99
 /// latency and WAF (SPEC §6 definitions, docs/metrics.md).
 pub fn compare_svg(runs: &[RunReport]) -> Result<String, PlotError> {
     if runs.is_empty() {
         return Err(err("no run to plot"));
     }
-    let panels: [(&str, &str, fn(&RunReport) -> f64); 3] = [
+    let panels: [Panel; 3] = [
         ("IOPS (measured phase)", "IOPS", |r| r.result.iops),
         ("p99 latency (reads and writes)", "µs", |r| {
             r.result.latency_us.all.p99

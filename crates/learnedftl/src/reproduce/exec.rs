@@ -102,6 +102,12 @@ impl Plan {
         })
     }
 
+    /// "experiment/run label FTL": how progress lines name a unit.
+    pub fn name(&self, u: &Unit) -> String {
+        let (def, runs) = &self.experiments[u.exp];
+        format!("{}/{} {}", def.name, runs[u.run].label, u.ftl)
+    }
+
     /// Every unit, in run order.
     pub fn units(&self) -> &[Unit] {
         &self.units
@@ -251,12 +257,7 @@ impl Plan {
                     let t0 = Instant::now();
                     let prepared = snapshot.take();
                     drop(snapshot);
-                    let label = format!(
-                        "{}/{} {}",
-                        self.experiments[u.exp].0.name,
-                        self.experiments[u.exp].1[u.run].label,
-                        u.ftl
-                    );
+                    let label = self.name(u);
                     let r = u
                         .experiment
                         .run_prepared(&u.ftl, prepared, &mut progress(&label))

@@ -3,7 +3,7 @@
 //! runs by identical preconditioned state and prepares each state once ([`exec::Plan`]), a
 //! parallel executor, a result cache keyed by the full configuration and the build
 //! ([`cache::Cache`]), and the report: our numbers beside the papers', the cause of every
-//! difference, sanity checks, charts ([`report`]).
+//! difference, sanity checks, charts ([`document`], [`checks`]).
 //!
 //! The CLI is a thin layer: it parses options, makes progress lines and writes files.
 
@@ -43,7 +43,7 @@ pub enum ReproduceError {
         label: String,
         /// What is wrong.
         #[source]
-        source: OptionsError,
+        source: Box<OptionsError>,
     },
     /// A file could not be read.
     #[error("{path}: {source}")]

@@ -279,13 +279,13 @@ pub const HP_WORKLOADS: [(&str, &str); 2] = [("uniform", "random"), ("zipf0.99",
 /// HP-FTL Fig. 2's DRAM ratios (shares of the 8 B/LPN table).
 pub const HP_RATIOS: [&str; 7] = ["0.1", "0.2", "0.3", "0.4", "0.5", "0.7", "1.0"];
 
+/// One HP-FTL point: a run labelled with the workload, of these FTLs, at this iodepth.
+type HpRun<'a> = dyn Fn(&str, &[&str], u32) -> RunSpec + 'a;
+
 /// HP-FTL's fresh device (twice the physical pages of the logical space), 64 jobs × 4 KiB
 /// writes of 1.4 × the logical space (0.7 of the physical pages: no FTL reaches its GC
 /// threshold), one run per point, per workload, with the ideal FTL first.
-fn hp_runs(
-    c: &Ctx,
-    points: fn(&Ctx, &str, &dyn Fn(&str, &[&str], u32) -> RunSpec) -> Vec<RunSpec>,
-) -> Vec<RunSpec> {
+fn hp_runs(c: &Ctx, points: fn(&Ctx, &str, &HpRun) -> Vec<RunSpec>) -> Vec<RunSpec> {
     let mut runs = vec![];
     for (w, dist) in HP_WORKLOADS {
         let run = |label: &str, ftls: &[&str], iodepth: u32| {

@@ -375,17 +375,45 @@ pub(super) fn writes(results: &Results, def: &Def, s: &mut Section) {
     ));
 }
 
-/// Flash time GC spent per LUN in a phase, ms: GC reads, programs and every erase at the
-/// device's latencies, spread over all LUNs.
-fn gc_flash_ms(r: &Value, m: &Value) -> f64 {
-    let t = &r["config"]["device"]["timing"];
+fn luns(r: &Value) -> f64 {
     let g = &r["config"]["device"]["geometry"];
-    let luns = f(g, "channels") * f(g, "luns_per_channel") * f(g, "planes_per_lun");
-    let ns = (f(m, "flash.reads.gc_data") + f(m, "flash.reads.gc_translation")) * f(t, "read_ns")
-        + (f(m, "flash.programs.gc_data") + f(m, "flash.programs.gc_translation"))
-            * f(t, "program_ns")
-        + f(m, "flash.erases") * f(t, "erase_ns");
-    ns / luns / 1e6
+    f(g, "channels") * f(g, "luns_per_channel") * f(g, "planes_per_lun")
+}
+
+/// Flash time of a phase in ns (docs/metrics.md): the reads and programs of `causes` at the
+/// device's latencies, plus every erase (erases are only ever GC's).
+fn flash_ns(r: &Value, m: &Value, causes: &[&str]) -> f64 {
+    let t = &r["config"]["device"]["timing"];
+    causes
+        .iter()
+        .map(|c| {
+            f(m, &format!("flash.reads.{c}")) * f(t, "read_ns")
+                + f(m, &format!("flash.programs.{c}")) * f(t, "program_ns")
+        })
+        .sum::<f64>()
+        + f(m, "flash.erases") * f(t, "erase_ns")
+}
+
+/// Every cause of flash work.
+const CAUSES: [&str; 7] = [
+    "user",
+    "translation_read",
+    "translation_writeback",
+    "gc_data",
+    "gc_translation",
+    "misprediction",
+    "prefetch",
+];
+
+/// Share of the LUNs' time spent on flash operations over a phase.
+fn busy(r: &Value, m: &Value) -> f64 {
+    flash_ns(r, m, &CAUSES) / (luns(r) * f(m, "sim_seconds") * 1e9)
+}
+
+/// Flash time GC spent per LUN in a phase, ms: GC reads, programs and every erase, spread over
+/// all LUNs (a collection stripes over them).
+fn gc_flash_ms(r: &Value, m: &Value) -> f64 {
+    flash_ns(r, m, &["gc_data", "gc_translation"]) / luns(r) / 1e6
 }
 
 /// LearnedFTL's sorting + training CPU time against GC flash time, from other experiments.
@@ -715,14 +743,18 @@ pub(super) fn hpftl_fig2(results: &Results, def: &Def, s: &mut Section) {
             "HP-FTL ÷ DFTL",
             "HP-FTL ÷ ideal",
             "DFTL ÷ ideal",
+            "DFTL flash µs/write",
+            "DFTL LUN busy",
+            "HP-FTL LUN busy",
             "paper",
         ]);
         let (mut xs, mut d_iops, mut h_iops, mut i_iops) = (vec![], vec![], vec![], vec![]);
         for ratio in HP_RATIOS {
-            let d = report(e, &format!("{w} dftl ratio={ratio}"))
-                .map_or(f64::NAN, |r| f(r, "result.iops"));
-            let h = report(e, &format!("{w} hpftl ratio={ratio}"))
-                .map_or(f64::NAN, |r| f(r, "result.iops"));
+            let dr = report(e, &format!("{w} dftl ratio={ratio}"));
+            let hr = report(e, &format!("{w} hpftl ratio={ratio}"));
+            let d = dr.map_or(f64::NAN, |r| f(r, "result.iops"));
+            let h = hr.map_or(f64::NAN, |r| f(r, "result.iops"));
+            let lun_busy = |r: Option<&Value>| r.map_or(f64::NAN, |r| busy(r, &r["result"]));
             let x: f64 = ratio.parse().unwrap_or(f64::NAN);
             t.row(vec![
                 pct(x),
@@ -732,6 +764,14 @@ pub(super) fn hpftl_fig2(results: &Results, def: &Def, s: &mut Section) {
                 times(h, d),
                 pct(h / ideal),
                 pct(d / ideal),
+                dr.map_or("–".into(), |r| {
+                    num(
+                        flash_ns(r, &r["result"], &CAUSES) / f(r, "result.page_writes") / 1e3,
+                        0,
+                    )
+                }),
+                pct(lun_busy(dr)),
+                pct(lun_busy(hr)),
                 match (w, ratio) {
                     ("uniform", "0.4") => {
                         "HP-FTL 2.6× DFTL, ≥ 94 % of PFTL; DFTL < 40 % of PFTL".into()
@@ -758,6 +798,7 @@ pub(super) fn hpftl_fig2(results: &Results, def: &Def, s: &mut Section) {
             "4 requests in flight per job, DRAM 40 %",
             "IOPS",
             "÷ ideal at this depth",
+            "LUN busy",
         ]);
         let deep_ideal =
             report(e, &format!("{w} ideal iodepth=4")).map_or(f64::NAN, |r| f(r, "result.iops"));
@@ -767,6 +808,7 @@ pub(super) fn hpftl_fig2(results: &Results, def: &Def, s: &mut Section) {
                     ftl.into(),
                     num(f(r, "result.iops"), 0),
                     pct(f(r, "result.iops") / deep_ideal),
+                    pct(busy(r, &r["result"])),
                 ]);
             }
         }

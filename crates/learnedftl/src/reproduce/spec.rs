@@ -121,7 +121,7 @@ impl RunSpec {
         }
         let bad = |source| ReproduceError::Run {
             label: self.label.clone(),
-            source,
+            source: Box::new(source),
         };
         match &self.workload {
             WorkloadSpec::Job(name) => {
