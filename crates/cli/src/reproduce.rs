@@ -26,7 +26,7 @@ pub struct ReproduceOpts {
     #[arg(long, default_value = "default")]
     setup: String,
     /// Output directory: report.html, report.md, plots/, one JSON per experiment, jobs/,
-    /// cache/ (default: results/<preset>, results/<preset>-femu with --setup femu).
+    /// cache/ (default: results/PRESET, results/PRESET-femu with --setup femu).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Runs simulated at once (default: the machine's cores). Results do not depend on it.
