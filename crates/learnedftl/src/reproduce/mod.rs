@@ -97,8 +97,8 @@ pub struct Config {
     pub traces_dir: PathBuf,
 }
 
-/// The experiments named (all when none is), in registry order. A derived experiment (no runs
-/// of its own) is included when every experiment is.
+/// The experiments named (all when none is), in registry order. A derived experiment (one
+/// that reads other experiments' runs) is included when it or one of its sources is named.
 pub fn select(names: &[String]) -> Result<Vec<&'static Def>, ReproduceError> {
     if let Some(n) = names
         .iter()
@@ -108,7 +108,12 @@ pub fn select(names: &[String]) -> Result<Vec<&'static Def>, ReproduceError> {
     }
     Ok(EXPERIMENTS
         .iter()
-        .filter(|d| names.is_empty() || names.iter().any(|n| n == d.name))
+        .filter(|d| {
+            let named = |n: &str| names.iter().any(|m| m == n);
+            names.is_empty()
+                || named(d.name)
+                || (d.reads != [d.name] && d.reads.iter().any(|r| named(r)))
+        })
         .collect())
 }
 
@@ -185,7 +190,8 @@ mod tests {
         let some = select(&["dram".into(), "randread".into()]).unwrap();
         assert_eq!(
             some.iter().map(|d| d.name).collect::<Vec<_>>(),
-            ["randread", "dram"]
+            ["randread", "training", "dram"],
+            "training reads randread's runs"
         );
         let e = select(&["nope".into()]).err().unwrap().to_string();
         assert!(
