@@ -300,7 +300,7 @@ pub fn compact(v: f64) -> String {
         format!("{:.2}M", v / 1e6)
     } else if a >= 1e4 {
         format!("{:.0}k", v / 1e3)
-    } else if a >= 100.0 || v == 0.0 {
+    } else if a >= 100.0 || v == v.trunc() {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")
@@ -318,6 +318,7 @@ mod tests {
         assert_eq!(compact(0.0), "0");
         assert_eq!(compact(4.48), "4.48");
         assert_eq!(compact(280.1), "280");
+        assert_eq!(compact(20.0), "20");
     }
 
     fn chart(lines: Option<&str>) -> Chart {
