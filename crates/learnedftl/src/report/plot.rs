@@ -294,7 +294,7 @@ pub fn compare_svg(runs: &[RunReport]) -> Result<String, PlotError> {
 }
 
 /// `1234567` as `1.23M`: axis labels stay short.
-pub fn compact(v: f64) -> String {
+fn compact(v: f64) -> String {
     let a = v.abs();
     if a >= 1e6 {
         format!("{:.2}M", v / 1e6)
