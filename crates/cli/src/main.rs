@@ -4,6 +4,7 @@
 
 mod output;
 mod progress;
+mod reproduce;
 mod serve;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -57,6 +58,9 @@ enum Cmd {
     /// Serve a simulated SSD over NBD to real clients (fio, qemu-io, nbdcopy, nbdfuse) until
     /// SIGINT or SIGTERM.
     Serve(serve::ServeOpts),
+    /// Run the papers' experiments (SPEC §7) and write a report: report.html with plots,
+    /// report.md, the JSON of every run; shared preconditioning, parallel runs, cached results.
+    Reproduce(reproduce::ReproduceOpts),
     /// List the implemented FTLs and the device presets.
     List,
     /// Trace tools: statistics and format conversion.
@@ -453,9 +457,10 @@ fn refuse_all_skipped(reader: &trace::TraceReader, records: u64) -> Result<()> {
     Ok(())
 }
 
-fn main_inner() -> Result<()> {
+fn main_inner() -> Result<bool> {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Reproduce(o) => return reproduce::reproduce(o),
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
         Cmd::Serve(o) => serve::serve(o)?,
         Cmd::List => output::print(&format!(
@@ -514,12 +519,14 @@ fn main_inner() -> Result<()> {
             opts.output(&tables, serde_json::to_value(&runs)?)?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 fn main() -> ExitCode {
     match main_inner() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        // Reported already (a failed check of `reproduce`).
+        Ok(false) => ExitCode::FAILURE,
         // `| head` closed the pipe: stop quietly, as Unix tools do.
         Err(e) if output::is_broken_pipe(&e) => ExitCode::from(output::BROKEN_PIPE_EXIT),
         Err(e) => {

@@ -20,6 +20,7 @@ pub mod host;
 pub mod mapping;
 pub mod params;
 pub mod report;
+pub mod reproduce;
 pub mod run;
 pub mod stats;
 pub mod trace;

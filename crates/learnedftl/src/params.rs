@@ -63,6 +63,13 @@ impl Params {
         self.entries.keys().map(String::as_str)
     }
 
+    /// Every `(key, value)` not yet taken, in key order (a stable description of the set).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries
+            .iter()
+            .map(|(k, (v, _))| (k.as_str(), v.as_str()))
+    }
+
     /// Whether `key` is present (not yet taken).
     pub fn contains(&self, key: &str) -> bool {
         self.entries.contains_key(key)

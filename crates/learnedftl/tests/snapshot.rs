@@ -63,3 +63,49 @@ fn a_snapshot_goes_on_as_the_original_would() {
         snap.ftl().check_invariants(snap.device()).unwrap();
     }
 }
+
+/// The measured phases of a report, without what the host's clock measures.
+fn phases(r: &learnedftl::run::RunReport) -> Vec<serde_json::Value> {
+    r.phases.iter().map(simulated).collect()
+}
+
+/// `reproduce`'s sharing path: one [`Experiment::prepare`], cloned, each clone running another
+/// workload, gives what uninterrupted runs give, for every FTL.
+#[test]
+fn a_shared_preparation_runs_as_uninterrupted_runs_do() {
+    use learnedftl::run::RunOptions;
+    let experiment = |rw: &str| {
+        RunOptions {
+            preset: "tiny".into(),
+            precondition: Some("randwrite:512k:1".into()),
+            rw: Some(rw.into()),
+            bs: Some("4k".into()),
+            numjobs: Some(8),
+            number_ios: Some(300),
+            verify: true,
+            ..RunOptions::default()
+        }
+        .experiment(&mut |_| {})
+        .unwrap()
+    };
+    let (reads, writes) = (experiment("randread"), experiment("randwrite"));
+    for ftl in FTLS {
+        let shared = reads.prepare(ftl, &mut NoProgress).unwrap();
+        // The writes run first, on a copy; the reads then take the original.
+        let w = writes
+            .run_prepared(ftl, shared.clone(), &mut NoProgress)
+            .unwrap();
+        let r = reads.run_prepared(ftl, shared, &mut NoProgress).unwrap();
+        assert_eq!(
+            phases(&w),
+            phases(&writes.run(ftl, &mut NoProgress).unwrap()),
+            "{ftl} writes"
+        );
+        assert_eq!(
+            phases(&r),
+            phases(&reads.run(ftl, &mut NoProgress).unwrap()),
+            "{ftl} reads"
+        );
+        assert_eq!(r.phases[0].phase, "precondition");
+    }
+}

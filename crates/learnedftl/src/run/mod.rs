@@ -243,6 +243,20 @@ impl Experiment {
 
     /// Runs the experiment on FTL `name`.
     pub fn run(&self, name: &str, progress: &mut dyn Progress) -> Result<RunReport, EngineError> {
+        let prepared = self.prepare(name, progress)?;
+        self.run_prepared(name, prepared, progress)
+    }
+
+    /// Builds FTL `name` on the device and runs the preconditioning and its settle phase: the
+    /// state every experiment with the same device, FTL, parameters, preconditioning, settle
+    /// rule, seed and verification starts its workload from. [`Prepared`] is `Clone`; a clone
+    /// goes on bit-identically (`tests/snapshot.rs`), so several workloads can start from one
+    /// preparation ([`crate::reproduce`] does).
+    pub fn prepare(
+        &self,
+        name: &str,
+        progress: &mut dyn Progress,
+    ) -> Result<Prepared, EngineError> {
         let opts = SimOptions {
             verify: self.verify,
             check_invariants: false,
@@ -254,6 +268,21 @@ impl Experiment {
             phases.push(sim.run_jobs("precondition", &[pre.job(logical)], self.seed, progress)?);
             phases.extend(sim.settle(SETTLE, self.settle, progress)?);
         }
+        Ok(Prepared { sim, phases })
+    }
+
+    /// Runs the workload on `prepared` (from [`Experiment::prepare`] of an experiment that
+    /// differs from this one at most in its workload) and reports every phase.
+    pub fn run_prepared(
+        &self,
+        name: &str,
+        prepared: Prepared,
+        progress: &mut dyn Progress,
+    ) -> Result<RunReport, EngineError> {
+        let Prepared {
+            mut sim,
+            mut phases,
+        } = prepared;
         if let Some(every) = self.power_cut_every {
             let seed = crate::engine::mix(self.seed, POWER_CUT_STREAM, 0);
             sim.plan_power_cuts(PowerCutPlan { every, seed })?;
@@ -278,41 +307,66 @@ impl Experiment {
             )?),
         };
         let result = phases.last().cloned().unwrap_or_default();
+        let mut config = self.describe();
+        config["ftl"] = sim.ftl().params();
         Ok(RunReport {
             ftl: name.to_string(),
             preset: self.device.preset.clone(),
             seed: self.seed,
-            config: serde_json::json!({
-                "device": self.device,
-                "ftl": sim.ftl().params(),
-                "precondition": self.precondition,
-                "settle": self.settle,
-                "workload": match &self.workload {
-                    Workload::Jobs(jobs) => serde_json::json!({
-                        "phases": jobs.iter().map(|p| serde_json::json!({
-                            "name": p.name,
-                            "settle": p.settle,
-                            "jobs": p.jobs,
-                        })).collect::<Vec<_>>(),
-                    }),
-                    Workload::Trace(t) => serde_json::json!({
-                        "trace": t.path.display().to_string(),
-                        "format": t.format,
-                        "speed": t.replay.speed,
-                        "address_policy": t.replay.address_policy.to_string(),
-                        "max_requests": t.replay.max_requests,
-                        "device_filter": t.replay.device_filter,
-                        "fill_unwritten": t.fill_unwritten,
-                        "skip_bad_lines": t.parse.skip_bad_lines,
-                    }),
-                },
-                "verify": self.verify != Verify::Off,
-                "power_cut_every": self.power_cut_every,
-            }),
+            config,
             phases,
             result,
             trace,
         })
+    }
+
+    /// The experiment's configuration as the report's `config` has it, with the FTL
+    /// parameters as given (`ftl`: the `key=value` pairs not taken by the device; a report
+    /// replaces them by the FTL's effective parameters).
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "device": self.device,
+            "ftl": self.params.iter().collect::<std::collections::BTreeMap<_, _>>(),
+            "precondition": self.precondition,
+            "settle": self.settle,
+            "workload": match &self.workload {
+                Workload::Jobs(jobs) => serde_json::json!({
+                    "phases": jobs.iter().map(|p| serde_json::json!({
+                        "name": p.name,
+                        "settle": p.settle,
+                        "jobs": p.jobs,
+                    })).collect::<Vec<_>>(),
+                }),
+                Workload::Trace(t) => serde_json::json!({
+                    "trace": t.path.display().to_string(),
+                    "format": t.format,
+                    "speed": t.replay.speed,
+                    "address_policy": t.replay.address_policy.to_string(),
+                    "max_requests": t.replay.max_requests,
+                    "device_filter": t.replay.device_filter,
+                    "fill_unwritten": t.fill_unwritten,
+                    "skip_bad_lines": t.parse.skip_bad_lines,
+                }),
+            },
+            "verify": self.verify != Verify::Off,
+            "power_cut_every": self.power_cut_every,
+        })
+    }
+}
+
+/// A simulator after an experiment's preconditioning and settle phase, with their metrics
+/// ([`Experiment::prepare`]). A clone is a snapshot that goes on as the original would.
+#[derive(Clone)]
+pub struct Prepared {
+    sim: Simulator,
+    phases: Vec<Metrics>,
+}
+
+impl fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prepared")
+            .field("phases", &self.phases.len())
+            .finish_non_exhaustive()
     }
 }
 

@@ -171,14 +171,39 @@ impl RunOptions {
     /// Builds the experiment. `note` hears what a user should be told on the way (a trace
     /// format detected from the content).
     pub fn experiment(&self, note: &mut dyn FnMut(&str)) -> Result<Experiment, OptionsError> {
+        self.build(None, note)
+    }
+
+    /// Builds the experiment with a job file given as text (`name` stands for its path in
+    /// messages) as the workload: for drivers that generate job files
+    /// ([`crate::reproduce`]). The options must name no other workload.
+    pub fn experiment_with_job_text(
+        &self,
+        name: &str,
+        text: &str,
+    ) -> Result<Experiment, OptionsError> {
+        if self.job.is_some() || self.trace.is_some() || self.rw.is_some() {
+            return Err(bad("job", "a job text is the workload: give no other"));
+        }
+        self.build(Some((name, text)), &mut |_| {})
+    }
+
+    fn build(
+        &self,
+        job_text: Option<(&str, &str)>,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<Experiment, OptionsError> {
         self.check_combination()?;
         let mut params = self.params.clone();
         let device = DeviceConfig::from_params(&self.preset, &mut params)?;
         let logical = device.geometry.logical_bytes();
         let mut precondition = self.precondition.as_deref();
-        let workload = match (&self.trace, &self.job, &self.rw) {
-            (Some(path), _, _) => Workload::Trace(self.trace_workload(path, note)?),
-            (None, Some(path), _) => {
+        let workload = match (job_text, &self.trace, &self.job, &self.rw) {
+            (Some((name, text)), ..) => {
+                Workload::Jobs(fio::parse_bytes(text.as_bytes(), name, logical)?)
+            }
+            (None, Some(path), _, _) => Workload::Trace(self.trace_workload(path, note)?),
+            (None, None, Some(path), _) => {
                 let bytes = std::fs::read(path).map_err(|source| OptionsError::ReadJobFile {
                     path: path.display().to_string(),
                     source,
@@ -189,12 +214,12 @@ impl RunOptions {
                     logical,
                 )?)
             }
-            (None, None, Some(rw)) => {
+            (None, None, None, Some(rw)) => {
                 let job = self.job_from_options(rw)?;
                 job.validate(logical).map_err(OptionsError::Job)?;
                 Workload::Jobs(vec![measure(job)])
             }
-            (None, None, None) => {
+            (None, None, None, None) => {
                 precondition = precondition.or(Some(DEFAULT_PRECONDITION));
                 let mut job = JobSpec::new("measure", RwKind::RandRead);
                 job.numjobs = DEFAULT_READ_NUMJOBS;

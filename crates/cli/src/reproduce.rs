@@ -1,0 +1,179 @@
+//! `learnedftl reproduce`: the library's suite ([`learnedftl::reproduce`]) with progress lines
+//! and the report written to the output directory.
+
+use crate::output::{self, Target};
+use crate::progress;
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::MultiProgress;
+use learnedftl::host::AvailableMemory;
+use learnedftl::reproduce::{self, Cache, Config, Plan, Setup};
+use learnedftl::run::parallel_jobs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Options of `learnedftl reproduce`.
+#[derive(Args)]
+pub struct ReproduceOpts {
+    /// Experiments to run (default: all). `learnedftl reproduce --list` names them.
+    experiments: Vec<String>,
+    /// Device preset: paper, quick or tiny.
+    #[arg(long, default_value = "quick")]
+    preset: String,
+    /// default (the simulator's defaults) or femu (the paper's FEMU setup: timing=femu gc=femu,
+    /// no settle phase).
+    #[arg(long, default_value = "default")]
+    setup: String,
+    /// Output directory: report.html, report.md, plots/, one JSON per experiment, jobs/,
+    /// cache/ (default: results/PRESET, results/PRESET-femu with --setup femu).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Runs simulated at once (default: the machine's cores). Results do not depend on it.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Seed of every run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where the sample traces are (websearch-small.disksim, tpcc-small.disksim).
+    #[arg(long, default_value = "../shared/traces", value_name = "DIR")]
+    traces: PathBuf,
+    /// Ignore the cache: simulate every run again (the cache is still refreshed).
+    #[arg(long)]
+    fresh: bool,
+    /// List the experiments and exit.
+    #[arg(long)]
+    list: bool,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Runs the suite; `Ok(false)` when a sanity check or an unexpected run failed (exit 1).
+pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
+    if o.list {
+        let mut s = String::new();
+        for d in reproduce::EXPERIMENTS {
+            s += &format!("{:<22} {}\n", d.name, d.title);
+        }
+        output::print(&s)?;
+        return Ok(true);
+    }
+    let t0 = Instant::now();
+    let defs = reproduce::select(&o.experiments)?;
+    let setup: Setup = o
+        .setup
+        .parse()
+        .map_err(anyhow::Error::msg)
+        .context("--setup")?;
+    let config = Config {
+        preset: o.preset.clone(),
+        setup,
+        seed: o.seed,
+        traces_dir: o.traces.clone(),
+    };
+    let out = o.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(match setup {
+            Setup::Default => o.preset.clone(),
+            Setup::Femu => format!("{}-femu", o.preset),
+        })
+    });
+    let jobs = parallel_jobs(o.jobs).map_err(|e| anyhow::anyhow!("--{e}"))?;
+    let build = Cache::build_identity(env!("CARGO_PKG_VERSION"))?;
+    let mut cache = Cache::new(Some(&out.join("cache")), &build);
+    if o.fresh {
+        cache = cache.refreshing();
+    }
+    let plan = Plan::new(&config, &defs, &cache)?;
+    plan.check_memory(jobs, &AvailableMemory::now())?;
+    let (todo, starts) = plan.work(&cache);
+    let total = plan.units().len();
+    output::note(&format!(
+        "{} experiments, {total} runs ({} cached) from {starts} shared starts, {jobs} at a time; \
+         output in {}\n",
+        defs.len(),
+        total - todo,
+        out.display()
+    ));
+    std::fs::create_dir_all(out.join("jobs"))
+        .with_context(|| format!("cannot create {}", out.display()))?;
+    for (name, text) in plan.job_files() {
+        output::write_all(Target::File(&out.join(format!("jobs/{name}.fio"))), text)?;
+    }
+
+    let lines = MultiProgress::new();
+    if o.quiet {
+        lines.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let finished = AtomicUsize::new(0);
+    let results = plan.execute(
+        &cache,
+        jobs,
+        |label| progress::Bar::new(label, &lines, o.quiet),
+        |unit, outcome| {
+            if outcome.cached {
+                finished.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
+            let status = match &outcome.report {
+                Ok(_) => format!("{:.1} s", outcome.wall_seconds),
+                Err(e) => format!("error: {e}"),
+            };
+            if o.quiet {
+                return;
+            }
+            let line = format!("[{n}/{total}] {}: {status}", plan.name(unit));
+            // Without a terminal the bars are hidden and so is their println.
+            if lines.is_hidden() {
+                output::note(&format!("{line}\n"));
+            } else {
+                let _ = lines.println(line);
+            }
+        },
+    );
+    write_report(&out, &config, &defs, &results)?;
+    let checks = reproduce::checks(&results);
+    let failures = results.failures();
+    for c in &checks {
+        match c.known {
+            Some(cause) => output::note(&format!("check (known): {} — {cause}\n", c.what)),
+            None => output::note(&format!("check failed: {}\n", c.what)),
+        }
+    }
+    let checks: Vec<_> = checks.iter().filter(|c| c.known.is_none()).collect();
+    for f in &failures {
+        output::note(&format!("run failed: {f}\n"));
+    }
+    output::note(&format!(
+        "done in {:.1} s: {}/report.html, report.md, one JSON per experiment\n",
+        t0.elapsed().as_secs_f64(),
+        out.display()
+    ));
+    Ok(checks.is_empty() && failures.is_empty())
+}
+
+/// Writes every experiment's JSON, report.md with its plots/, and report.html.
+fn write_report(
+    out: &Path,
+    config: &Config,
+    defs: &[&'static reproduce::Def],
+    results: &reproduce::Results,
+) -> Result<()> {
+    for e in &results.experiments {
+        if e.runs.is_empty() {
+            continue;
+        }
+        let path = out.join(format!("{}.json", e.experiment));
+        output::write_all(Target::File(&path), &serde_json::to_string(e)?)?;
+    }
+    let doc = reproduce::document(config, defs, results);
+    std::fs::create_dir_all(out.join("plots"))
+        .with_context(|| format!("cannot create {}/plots", out.display()))?;
+    for (file, chart) in doc.charts() {
+        output::write_all(Target::File(&out.join("plots").join(file)), &chart.svg()?)?;
+    }
+    output::write_all(Target::File(&out.join("report.md")), &doc.markdown())?;
+    output::write_all(Target::File(&out.join("report.html")), &doc.html()?)?;
+    Ok(())
+}

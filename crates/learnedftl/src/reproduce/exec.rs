@@ -1,0 +1,356 @@
+//! Planning and running the suite: one unit per (run, FTL); units whose simulators start from
+//! the same prepared state (same FTL, device, parameters, preconditioning, settle rule, seed)
+//! form a group that is prepared once and cloned for each unit; units run in parallel on a
+//! work queue; results are cached by a hash of their full configuration and the build.
+
+use super::cache::Cache;
+use super::registry::{job_text, Ctx, Def, Scale};
+use super::spec::RunSpec;
+use super::{Config, ExperimentResult, ReproduceError, Results, RunResult};
+use crate::engine::Progress;
+use crate::host::AvailableMemory;
+use crate::run::{Experiment, Prepared};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+/// One FTL of one run.
+#[derive(Debug)]
+pub struct Unit {
+    /// Index of its experiment in the plan.
+    pub exp: usize,
+    /// Index of its run in the experiment.
+    pub run: usize,
+    /// The FTL.
+    pub ftl: String,
+    /// What it runs.
+    experiment: Arc<Experiment>,
+    /// Its cache key.
+    pub key: String,
+    /// Its preparation group's key.
+    group: String,
+}
+
+impl Unit {
+    /// What it runs (on [`Unit::ftl`]).
+    pub fn experiment(&self) -> &Experiment {
+        &self.experiment
+    }
+}
+
+/// A unit's outcome.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The run report (JSON), or why there is none.
+    pub report: Result<serde_json::Value, String>,
+    /// Wall time of the unit's own work (its share of a shared preparation not included),
+    /// seconds; for a cached unit, the time it took when it ran.
+    pub wall_seconds: f64,
+    /// Loaded from the cache.
+    pub cached: bool,
+}
+
+/// The suite's units, grouped, with the experiments and runs they come from.
+pub struct Plan {
+    config: Config,
+    experiments: Vec<(&'static Def, Vec<RunSpec>)>,
+    units: Vec<Unit>,
+    jobs: BTreeMap<&'static str, String>,
+}
+
+impl Plan {
+    /// Plans `defs` under `config`: builds every run's experiment (a registry or option error
+    /// names the run) and keys every unit with `cache`.
+    pub fn new(
+        config: &Config,
+        defs: &[&'static Def],
+        cache: &Cache,
+    ) -> Result<Plan, ReproduceError> {
+        let scale = Scale::of(&config.preset)?;
+        let ctx = Ctx {
+            config,
+            scale: &scale,
+        };
+        let jobs: BTreeMap<&'static str, String> = super::registry::JOB_FILES
+            .iter()
+            .filter_map(|j| job_text(j, &scale).map(|t| (*j, t)))
+            .collect();
+        let mut experiments = vec![];
+        let mut units = vec![];
+        for (exp, def) in defs.iter().enumerate() {
+            let runs = (def.runs)(&ctx);
+            for (run, spec) in runs.iter().enumerate() {
+                let e = Arc::new(spec.experiment(config, |j| jobs.get(j).cloned())?);
+                for ftl in &spec.ftls {
+                    units.push(Unit {
+                        exp,
+                        run,
+                        ftl: ftl.clone(),
+                        key: cache.key(ftl, &e)?,
+                        group: Cache::group_key(ftl, &e),
+                        experiment: e.clone(),
+                    });
+                }
+            }
+            experiments.push((*def, runs));
+        }
+        Ok(Plan {
+            config: config.clone(),
+            experiments,
+            units,
+            jobs,
+        })
+    }
+
+    /// "experiment/run label FTL": how progress lines name a unit.
+    pub fn name(&self, u: &Unit) -> String {
+        let (def, runs) = &self.experiments[u.exp];
+        format!("{}/{} {}", def.name, runs[u.run].label, u.ftl)
+    }
+
+    /// Every unit, in run order.
+    pub fn units(&self) -> &[Unit] {
+        &self.units
+    }
+
+    /// The job files the runs use: name and text (written to the output's `jobs/`).
+    pub fn job_files(&self) -> impl Iterator<Item = (&str, &str)> {
+        let used: Vec<&str> = self
+            .experiments
+            .iter()
+            .flat_map(|(_, runs)| runs.iter())
+            .filter_map(|r| match r.workload {
+                super::spec::WorkloadSpec::Job(j) => Some(j),
+                _ => None,
+            })
+            .collect();
+        self.jobs
+            .iter()
+            .filter(move |(name, _)| used.contains(name))
+            .map(|(n, t)| (*n, t.as_str()))
+    }
+
+    /// How the units share preparations: (units to run, preparations they need) after the
+    /// cache.
+    pub fn work(&self, cache: &Cache) -> (usize, usize) {
+        let todo: Vec<&Unit> = self.units.iter().filter(|u| !cache.has(&u.key)).collect();
+        let mut groups: Vec<&str> = todo.iter().map(|u| u.group.as_str()).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        (todo.len(), groups.len())
+    }
+
+    /// Checks that `jobs` workers fit in `available` memory: each worker holds one simulator
+    /// and at most one snapshot is alive per worker ([`Plan::execute`]'s order), so 2 × `jobs`
+    /// simulators of the largest device at once.
+    pub fn check_memory(
+        &self,
+        jobs: usize,
+        available: &AvailableMemory,
+    ) -> Result<(), ReproduceError> {
+        if let Some(u) = self
+            .units
+            .iter()
+            .max_by_key(|u| u.experiment.device.geometry.pages())
+        {
+            u.experiment
+                .check_memory(2 * jobs, available)
+                .map_err(|e| ReproduceError::Memory(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Runs every unit not in `cache` on `jobs` threads, storing each result in the cache as
+    /// it completes; `progress(label)` makes a unit's (or a preparation's) progress display and
+    /// `done` hears of each unit as it ends. Units that start from the same state share one
+    /// preparation: the first worker to take the group prepares it, and the units' runs are
+    /// queued at the front, each starting from a clone (the last one takes the original), so a
+    /// snapshot lives only until its last unit has started and at most one per worker is alive.
+    pub fn execute<P: Progress>(
+        &self,
+        cache: &Cache,
+        jobs: usize,
+        progress: impl Fn(&str) -> P + Sync,
+        done: impl Fn(&Unit, &Outcome) + Sync,
+    ) -> Results {
+        let outcomes: Vec<Mutex<Option<Outcome>>> =
+            self.units.iter().map(|_| Mutex::new(None)).collect();
+        let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut order: Vec<&str> = vec![];
+        for (i, u) in self.units.iter().enumerate() {
+            if let Some(o) = cache.load(&u.key) {
+                done(u, &o);
+                *outcomes[i].lock().expect("no panic holding it") = Some(o);
+                continue;
+            }
+            let g = groups.entry(u.group.as_str()).or_default();
+            if g.is_empty() {
+                order.push(u.group.as_str());
+            }
+            g.push(i);
+        }
+        let queue = Mutex::new(Queue {
+            tasks: order
+                .iter()
+                .map(|g| Task::Prepare(groups[g].clone()))
+                .collect(),
+            busy: 0,
+        });
+        let wake = Condvar::new();
+        let finish = |i: usize, r: Result<serde_json::Value, String>, wall: f64| {
+            let o = Outcome {
+                report: r,
+                wall_seconds: wall,
+                cached: false,
+            };
+            if o.report.is_ok() {
+                // A cache that cannot be written costs a re-run later, not this result.
+                let _ = cache.store(&self.units[i].key, &o);
+            }
+            done(&self.units[i], &o);
+            *outcomes[i].lock().expect("no panic holding it") = Some(o);
+        };
+        let worker = || loop {
+            let task = {
+                let mut q = queue.lock().expect("no panic holding the queue");
+                loop {
+                    if let Some(t) = q.tasks.pop_front() {
+                        q.busy += 1;
+                        break Some(t);
+                    }
+                    if q.busy == 0 {
+                        break None;
+                    }
+                    q = wake.wait(q).expect("no panic holding the queue");
+                }
+            };
+            let Some(task) = task else {
+                wake.notify_all();
+                return;
+            };
+            match task {
+                Task::Prepare(units) => {
+                    let u = &self.units[units[0]];
+                    let t0 = Instant::now();
+                    let mut bar = progress(&format!("{} (shared start of {})", u.ftl, units.len()));
+                    match u.experiment.prepare(&u.ftl, &mut bar) {
+                        Err(e) => {
+                            let wall = t0.elapsed().as_secs_f64();
+                            for &i in &units {
+                                finish(i, Err(e.to_string()), wall);
+                            }
+                        }
+                        Ok(p) => {
+                            let shared = Arc::new(Snapshot {
+                                state: Mutex::new(Some(p)),
+                                left: Mutex::new(units.len()),
+                            });
+                            let mut q = queue.lock().expect("no panic holding the queue");
+                            for &i in units.iter().rev() {
+                                q.tasks.push_front(Task::Run(i, shared.clone()));
+                            }
+                        }
+                    }
+                }
+                Task::Run(i, snapshot) => {
+                    let u = &self.units[i];
+                    let t0 = Instant::now();
+                    let prepared = snapshot.take();
+                    drop(snapshot);
+                    let label = self.name(u);
+                    let r = u
+                        .experiment
+                        .run_prepared(&u.ftl, prepared, &mut progress(&label))
+                        .map_err(|e| e.to_string())
+                        .and_then(|rep| serde_json::to_value(rep).map_err(|e| e.to_string()));
+                    finish(i, r, t0.elapsed().as_secs_f64());
+                }
+            }
+            queue.lock().expect("no panic holding the queue").busy -= 1;
+            wake.notify_all();
+        };
+        std::thread::scope(|s| {
+            for _ in 1..jobs.max(1) {
+                s.spawn(worker);
+            }
+            worker();
+        });
+        let outcomes: Vec<Outcome> = outcomes
+            .into_iter()
+            .map(|o| {
+                o.into_inner()
+                    .expect("no panic holding it")
+                    .expect("every unit ran or failed")
+            })
+            .collect();
+        self.results(&outcomes)
+    }
+
+    fn results(&self, outcomes: &[Outcome]) -> Results {
+        let mut experiments: Vec<ExperimentResult> = self
+            .experiments
+            .iter()
+            .map(|(def, runs)| ExperimentResult {
+                experiment: def.name.to_string(),
+                preset: self.config.preset.clone(),
+                runs: runs
+                    .iter()
+                    .map(|r| RunResult {
+                        label: r.label.clone(),
+                        command: r.command(&self.config),
+                        wall_seconds: 0.0,
+                        cached: 0,
+                        reports: vec![],
+                        error: None,
+                        may_refuse: r.may_refuse,
+                    })
+                    .collect(),
+            })
+            .collect();
+        for (u, o) in self.units.iter().zip(outcomes) {
+            let run = &mut experiments[u.exp].runs[u.run];
+            run.wall_seconds += o.wall_seconds;
+            run.cached += o.cached as usize;
+            match &o.report {
+                Ok(r) => run.reports.push(r.clone()),
+                Err(e) => {
+                    run.error.get_or_insert_with(|| format!("{}: {e}", u.ftl));
+                }
+            }
+        }
+        Results { experiments }
+    }
+}
+
+enum Task {
+    /// Prepare the shared start of these units (indices into the plan's units).
+    Prepare(Vec<usize>),
+    /// Run a unit from a snapshot.
+    Run(usize, Arc<Snapshot>),
+}
+
+struct Queue {
+    tasks: VecDeque<Task>,
+    /// Tasks being worked on (a preparation may still queue runs).
+    busy: usize,
+}
+
+/// A prepared state shared by the units that start from it.
+struct Snapshot {
+    state: Mutex<Option<Prepared>>,
+    left: Mutex<usize>,
+}
+
+impl Snapshot {
+    /// A copy for one unit; the last unit takes the original, which frees it.
+    fn take(&self) -> Prepared {
+        let mut left = self.left.lock().expect("no panic holding it");
+        *left -= 1;
+        let mut state = self.state.lock().expect("no panic holding it");
+        if *left == 0 {
+            state.take().expect("taken only by the last unit")
+        } else {
+            state.as_ref().expect("taken only by the last unit").clone()
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! `learnedftl reproduce`: the papers' experiments (SPEC §7) as one suite — the experiment
+//! registry ([`registry::EXPERIMENTS`], one place to add an experiment), a planner that groups
+//! runs by identical preconditioned state and prepares each state once ([`exec::Plan`]), a
+//! parallel executor, a result cache keyed by the full configuration and the build
+//! ([`cache::Cache`]), and the report: our numbers beside the papers', the cause of every
+//! difference, sanity checks, charts ([`document`], [`checks`]).
+//!
+//! The CLI is a thin layer: it parses options, makes progress lines and writes files.
+
+pub mod cache;
+pub mod doc;
+pub mod exec;
+pub mod registry;
+mod report;
+mod sections;
+pub mod spec;
+
+pub use cache::Cache;
+pub use exec::{Outcome, Plan, Unit};
+pub use registry::{Def, Scale, EXPERIMENTS};
+pub use report::{checks, document, Finding};
+pub use spec::{RunSpec, WorkloadSpec};
+
+use crate::run::OptionsError;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::str::FromStr;
+use thiserror::Error;
+
+/// Why the suite cannot be planned or run.
+#[derive(Debug, Error)]
+pub enum ReproduceError {
+    /// No such experiment.
+    #[error("unknown experiment {0:?} (one of: {names})", names = EXPERIMENTS.iter().map(|d| d.name).collect::<Vec<_>>().join(", "))]
+    Experiment(String),
+    /// No scale for this preset.
+    #[error("unknown preset {0:?} (paper, quick or tiny)")]
+    Preset(String),
+    /// A run's options are bad (a registry error, or a bad setup).
+    #[error("run {label:?}: {source}")]
+    Run {
+        /// The run.
+        label: String,
+        /// What is wrong.
+        #[source]
+        source: Box<OptionsError>,
+    },
+    /// A file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The simulators would not fit in memory.
+    #[error("{0}")]
+    Memory(String),
+    /// A bug in the registry.
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// The setup every run uses (docs/reproduction.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Setup {
+    /// The simulator's defaults: gap-filling timing, one GC reserve, a settle phase.
+    Default,
+    /// The paper's FEMU setup: `timing=femu gc=femu`, no settle phase.
+    Femu,
+}
+
+impl FromStr for Setup {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Setup, String> {
+        match s {
+            "default" => Ok(Setup::Default),
+            "femu" => Ok(Setup::Femu),
+            _ => Err(format!("unknown setup {s:?} (default or femu)")),
+        }
+    }
+}
+
+/// The suite's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Device preset: paper, quick or tiny.
+    pub preset: String,
+    /// Setup of every run.
+    pub setup: Setup,
+    /// Seed of every run.
+    pub seed: u64,
+    /// Where the sample traces are (`websearch-small.disksim`, `tpcc-small.disksim`); the
+    /// trace experiment skips those absent.
+    pub traces_dir: PathBuf,
+}
+
+/// The experiments named (all when none is), in registry order. A derived experiment (one
+/// that reads other experiments' runs) is included when it or one of its sources is named.
+pub fn select(names: &[String]) -> Result<Vec<&'static Def>, ReproduceError> {
+    if let Some(n) = names
+        .iter()
+        .find(|n| !EXPERIMENTS.iter().any(|d| d.name == n.as_str()))
+    {
+        return Err(ReproduceError::Experiment(n.clone()));
+    }
+    Ok(EXPERIMENTS
+        .iter()
+        .filter(|d| {
+            let named = |n: &str| names.iter().any(|m| m == n);
+            names.is_empty()
+                || named(d.name)
+                || (d.reads != [d.name] && d.reads.iter().any(|r| named(r)))
+        })
+        .collect())
+}
+
+/// One run's results: every FTL's report (`compare --json`'s objects), or its error.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    /// The run's label.
+    pub label: String,
+    /// The equivalent `learnedftl compare` command.
+    pub command: String,
+    /// Wall time of its FTLs' own work, summed (shared preparations not included), seconds.
+    pub wall_seconds: f64,
+    /// How many of its FTLs came from the cache.
+    pub cached: usize,
+    /// One report per FTL that ran.
+    pub reports: Vec<serde_json::Value>,
+    /// The first FTL's error, if any failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// An error is an expected outcome of this run.
+    #[serde(skip)]
+    pub may_refuse: bool,
+}
+
+/// One experiment's results (`DIR/<experiment>.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    /// Its name.
+    pub experiment: String,
+    /// The preset.
+    pub preset: String,
+    /// Its runs in order.
+    pub runs: Vec<RunResult>,
+}
+
+/// Every experiment's results.
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// In registry order.
+    pub experiments: Vec<ExperimentResult>,
+}
+
+impl Results {
+    /// The results of experiment `name`, if it ran.
+    pub fn get(&self, name: &str) -> Option<&ExperimentResult> {
+        self.experiments
+            .iter()
+            .find(|e| e.experiment == name && !e.runs.is_empty())
+    }
+
+    /// Errors that were not expected: runs that failed without `may_refuse`.
+    pub fn failures(&self) -> Vec<String> {
+        self.experiments
+            .iter()
+            .flat_map(|e| e.runs.iter().map(move |r| (e, r)))
+            .filter(|(_, r)| !r.may_refuse)
+            .filter_map(|(e, r)| {
+                r.error
+                    .as_ref()
+                    .map(|err| format!("{} / {}: {err}", e.experiment, r.label))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experiments_are_selected_by_name_in_registry_order() {
+        let all = select(&[]).unwrap();
+        assert_eq!(all.len(), EXPERIMENTS.len());
+        let some = select(&["dram".into(), "randread".into()]).unwrap();
+        assert_eq!(
+            some.iter().map(|d| d.name).collect::<Vec<_>>(),
+            ["randread", "training", "dram"],
+            "training reads randread's runs"
+        );
+        let e = select(&["nope".into()]).err().unwrap().to_string();
+        assert!(
+            e.contains("unknown experiment \"nope\"") && e.contains("randread"),
+            "{e}"
+        );
+        assert_eq!("femu".parse::<Setup>(), Ok(Setup::Femu));
+        assert!("fast".parse::<Setup>().is_err());
+    }
+}

@@ -1,0 +1,727 @@
+//! The experiments, as data: one [`Def`] per experiment in [`EXPERIMENTS`] — its runs, its
+//! report section and why our numbers differ from the paper's. Adding an experiment means adding
+//! one entry here (and its section renderer in `sections.rs`).
+
+use super::sections;
+use super::spec::{RunSpec, WorkloadSpec};
+use super::{Config, ReproduceError};
+use crate::ftl::FTLS;
+
+/// Request counts and sizes per preset: each experiment's workload scaled to the device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scale {
+    /// The slice each of 64 jobs owns (logical space / 64), KiB.
+    pub slice_kib: u64,
+    /// Random reads: drain-phase and measured reads per job.
+    pub rr_drain: u64,
+    /// Random reads: measured reads per job.
+    pub rr_ios: u64,
+    /// Sequential reads: drain-phase reads per job.
+    pub sr_drain: u64,
+    /// Sequential reads: measured reads per job.
+    pub sr_ios: u64,
+    /// Random 4 KiB writes per job.
+    pub rw_ios: u64,
+    /// Sequential 4 KiB writes per job.
+    pub sw_ios: u64,
+    /// TPFTL motivation: reads per job per thread count.
+    pub th_ios: u64,
+    /// HP-FTL experiments: 4 KiB writes per job (1.4 × the logical pages at
+    /// `logical_ratio=0.5`, over 64 jobs).
+    pub hp_ios: u64,
+    /// HP-FTL's m sweep (below p, the block's page-number bits).
+    pub hp_ms: &'static [u32],
+    /// The lecture deck's μ-FTL / DFTL mapping DRAM (DFTL's default 3 % + GTD).
+    pub deck_dram: &'static str,
+    /// The lecture deck's 4 KiB writes per job.
+    pub deck_ios: u64,
+    /// FAST's log blocks per LUN plane at the deck's 3 % log buffer.
+    pub deck_log_blocks: u32,
+}
+
+impl Scale {
+    /// The scale of `preset`. `quick` is sized for a suite of minutes, `paper` keeps the
+    /// LearnedFTL paper's proportions on its geometry, `tiny` exercises every experiment in
+    /// seconds (tests, CI).
+    pub fn of(preset: &str) -> Result<Scale, ReproduceError> {
+        Ok(match preset {
+            "quick" => Scale {
+                slice_kib: 60 << 10,
+                rr_drain: 1000,
+                rr_ios: 5000,
+                sr_drain: 1000,
+                sr_ios: 5000,
+                rw_ios: 300,
+                sw_ios: 2000,
+                th_ios: 2000,
+                hp_ios: 11468,
+                hp_ms: &[2, 3, 4, 5],
+                deck_dram: "240k",
+                deck_ios: 2400,
+                deck_log_blocks: 8,
+            },
+            "paper" => Scale {
+                slice_kib: 480 << 10,
+                rr_drain: 4000,
+                rr_ios: 10000,
+                sr_drain: 4000,
+                sr_ios: 10000,
+                rw_ios: 300,
+                sw_ios: 2000,
+                th_ios: 8000,
+                hp_ios: 91750,
+                hp_ms: &[6, 7, 8],
+                deck_dram: "1900k",
+                deck_ios: 20000,
+                deck_log_blocks: 8,
+            },
+            "tiny" => Scale {
+                slice_kib: 1920,
+                rr_drain: 100,
+                rr_ios: 200,
+                sr_drain: 100,
+                sr_ios: 200,
+                rw_ios: 30,
+                sw_ios: 100,
+                th_ios: 50,
+                hp_ios: 358,
+                hp_ms: &[2, 3, 4, 5],
+                deck_dram: "8k",
+                deck_ios: 75,
+                deck_log_blocks: 2,
+            },
+            other => return Err(ReproduceError::Preset(other.to_string())),
+        })
+    }
+}
+
+/// What an experiment's definition sees: the suite's settings and the preset's scale.
+pub struct Ctx<'a> {
+    /// The suite's settings.
+    pub config: &'a Config,
+    /// The preset's sizes.
+    pub scale: &'a Scale,
+}
+
+impl Ctx<'_> {
+    /// The LearnedFTL paper's FTLs: every FTL but the lecture deck's (FAST, μ-FTL).
+    pub fn paper_ftls(&self) -> Vec<&'static str> {
+        FTLS.iter()
+            .copied()
+            .filter(|f| !matches!(*f, "fast" | "mu-ftl"))
+            .collect()
+    }
+}
+
+/// One experiment.
+#[derive(Debug)]
+pub struct Def {
+    /// Its name on the command line and in file names.
+    pub name: &'static str,
+    /// The section title (with the paper figure it reproduces).
+    pub title: &'static str,
+    /// Its runs (none: a section computed from other experiments' runs).
+    pub runs: fn(&Ctx) -> Vec<RunSpec>,
+    /// The experiments whose runs its section reads (itself unless derived).
+    pub reads: &'static [&'static str],
+    /// Renders its section from the results.
+    pub section: sections::Render,
+    /// Why our numbers differ from the paper's (Markdown; causes as in docs/reproduction.md).
+    pub differences: &'static str,
+}
+
+const RAND6: &str = "randwrite:512k:6";
+const SEQ1: &str = "write:512k:1";
+
+fn opts(rw: &'static str, numjobs: u32, number_ios: u64) -> WorkloadSpec {
+    WorkloadSpec::Options {
+        rw,
+        bs: "4k",
+        numjobs,
+        number_ios,
+        iodepth: 1,
+        dist: None,
+    }
+}
+
+fn paper_design(r: RunSpec) -> RunSpec {
+    r.set("design", "paper")
+}
+
+fn randread(c: &Ctx) -> Vec<RunSpec> {
+    vec![
+        RunSpec::new("randread", &c.paper_ftls(), WorkloadSpec::Job("randread")).pre(RAND6),
+        // The paper's LearnedFTL (whole-group GC and training): its model hits are the
+        // experiment.
+        paper_design(RunSpec::new(
+            "learnedftl design=paper",
+            &["learnedftl"],
+            WorkloadSpec::Job("randread"),
+        ))
+        .pre(RAND6),
+    ]
+}
+
+fn seqread(c: &Ctx) -> Vec<RunSpec> {
+    vec![RunSpec::new("seqread", &c.paper_ftls(), WorkloadSpec::Job("seqread")).pre(SEQ1)]
+}
+
+fn seqread_shared(c: &Ctx) -> Vec<RunSpec> {
+    vec![RunSpec::new(
+        "seqread-shared",
+        &c.paper_ftls(),
+        WorkloadSpec::Job("seqread-shared"),
+    )
+    .pre(SEQ1)]
+}
+
+/// The writes' LearnedFTL variants: the paper's design (collapses), and its line-level GC with
+/// any group lending room, the only paper-design setting that sustains small writes.
+fn write_variants(label: &str, pre: &'static str, w: WorkloadSpec, c: &Ctx) -> Vec<RunSpec> {
+    let mut runs = vec![RunSpec::new(label, &c.paper_ftls(), w.clone()).pre(pre)];
+    runs.push(
+        paper_design(RunSpec::new(
+            "learnedftl design=paper",
+            &["learnedftl"],
+            w.clone(),
+        ))
+        .pre(pre),
+    );
+    runs.push(
+        paper_design(RunSpec::new(
+            "learnedftl design=paper group_gc=line lender=any",
+            &["learnedftl"],
+            w,
+        ))
+        .set("group_gc", "line")
+        .set("lender", "any")
+        .pre(pre),
+    );
+    runs
+}
+
+fn randwrite(c: &Ctx) -> Vec<RunSpec> {
+    write_variants("randwrite", RAND6, opts("randwrite", 64, c.scale.rw_ios), c)
+}
+
+fn seqwrite(c: &Ctx) -> Vec<RunSpec> {
+    write_variants("seqwrite", "write:512k:6", WorkloadSpec::Job("seqwrite"), c)
+}
+
+fn tpftl_threads(_: &Ctx) -> Vec<RunSpec> {
+    let seq =
+        |label| RunSpec::new(label, &["tpftl"], WorkloadSpec::Job("tpftl-threads-seq")).pre(SEQ1);
+    vec![
+        RunSpec::new(
+            "random",
+            &["tpftl"],
+            WorkloadSpec::Job("tpftl-threads-rand"),
+        )
+        .pre(RAND6),
+        seq("sequential"),
+        // TPFTL's ±3 counter switches selective prefetch off under 64 streams for good
+        // (docs/ftls/tpftl.md); the paper's FEMU TPFTL evidently kept prefetching.
+        seq("sequential, prefetch_threshold=0").set("prefetch_threshold", 0),
+    ]
+}
+
+/// The CMT sizes of the sweep, as shares of the mappings.
+pub const CMT_RATIOS: [&str; 6] = ["0.01", "0.03", "0.05", "0.10", "0.25", "0.50"];
+
+fn cmt_sweep(_: &Ctx) -> Vec<RunSpec> {
+    CMT_RATIOS
+        .iter()
+        .map(|r| {
+            RunSpec::new(
+                format!("cmt_ratio={r}"),
+                &["tpftl"],
+                WorkloadSpec::Job("randread"),
+            )
+            .set("cmt_ratio", r)
+            .pre(RAND6)
+        })
+        .collect()
+}
+
+/// The sample traces replayed (`<name>.disksim` in the traces directory).
+pub const TRACES: [&str; 2] = ["websearch-small", "tpcc-small"];
+
+fn traces(c: &Ctx) -> Vec<RunSpec> {
+    let mut runs = vec![];
+    for t in TRACES {
+        let path = c.config.traces_dir.join(format!("{t}.disksim"));
+        if !path.is_file() {
+            continue;
+        }
+        for speed in [1.0, 4.0] {
+            let w = WorkloadSpec::Trace {
+                path: path.clone(),
+                speed,
+            };
+            let label = format!("{t} speed={speed}");
+            runs.push(RunSpec::new(&label, &c.paper_ftls(), w.clone()).pre("randwrite:512k:2"));
+            // The paper's LearnedFTL, whose tail latencies Fig. 21 reports.
+            runs.push(
+                paper_design(RunSpec::new(
+                    format!("{label} learnedftl design=paper"),
+                    &["learnedftl"],
+                    w,
+                ))
+                .pre("randwrite:512k:2"),
+            );
+        }
+    }
+    runs
+}
+
+/// HP-FTL's workloads: name and random distribution.
+pub const HP_WORKLOADS: [(&str, &str); 2] = [("uniform", "random"), ("zipf0.99", "zipf:0.99")];
+/// HP-FTL Fig. 2's DRAM ratios (shares of the 8 B/LPN table).
+pub const HP_RATIOS: [&str; 7] = ["0.1", "0.2", "0.3", "0.4", "0.5", "0.7", "1.0"];
+
+/// One HP-FTL point: a run labelled with the workload, of these FTLs, at this iodepth.
+type HpRun<'a> = dyn Fn(&str, &[&str], u32) -> RunSpec + 'a;
+
+/// HP-FTL's fresh device (twice the physical pages of the logical space), 64 jobs × 4 KiB
+/// writes of 1.4 × the logical space (0.7 of the physical pages: no FTL reaches its GC
+/// threshold), one run per point, per workload, with the ideal FTL first.
+fn hp_runs(c: &Ctx, points: fn(&Ctx, &str, &HpRun) -> Vec<RunSpec>) -> Vec<RunSpec> {
+    let mut runs = vec![];
+    for (w, dist) in HP_WORKLOADS {
+        let run = |label: &str, ftls: &[&str], iodepth: u32| {
+            RunSpec::new(
+                format!("{w} {label}"),
+                ftls,
+                WorkloadSpec::Options {
+                    rw: "randwrite",
+                    bs: "4k",
+                    numjobs: 64,
+                    number_ios: c.scale.hp_ios,
+                    iodepth,
+                    dist: Some(dist),
+                },
+            )
+            .set("logical_ratio", 0.5)
+        };
+        runs.push(run("ideal", &["ideal"], 1));
+        runs.extend(points(c, w, &run));
+    }
+    runs
+}
+
+fn hpftl_fig2(c: &Ctx) -> Vec<RunSpec> {
+    hp_runs(c, |_, _, run| {
+        let mut r = vec![];
+        for ratio in HP_RATIOS {
+            r.push(run(&format!("dftl ratio={ratio}"), &["dftl"], 1).set("cmt_ratio", ratio));
+            // Below the primary table's share of the budget HP-FTL refuses the configuration.
+            r.push(
+                paper_design(run(&format!("hpftl ratio={ratio}"), &["hpftl"], 1))
+                    .set("dram_ratio", ratio)
+                    .may_refuse(),
+            );
+        }
+        // Four requests in flight per job, at 40 %: how much of each gap is LUN collisions.
+        r.push(run("ideal iodepth=4", &["ideal"], 4));
+        r.push(run("dftl iodepth=4", &["dftl"], 4).set("cmt_ratio", 0.4));
+        r.push(paper_design(run("hpftl iodepth=4", &["hpftl"], 4)).set("dram_ratio", 0.4));
+        r
+    })
+}
+
+fn hpftl_secondary(c: &Ctx) -> Vec<RunSpec> {
+    hp_runs(c, |c, _, run| {
+        // The paper's table is "large enough to avoid overflowing": one slot per logical page.
+        let hp = |label: String| paper_design(run(&label, &["hpftl"], 1)).set("secondary_ratio", 1);
+        let mut r: Vec<RunSpec> = (2..=5)
+            .map(|h| hp(format!("hpftl h={h}")).set("h", h))
+            .collect();
+        for m in c.scale.hp_ms {
+            r.push(hp(format!("hpftl h=3 m={m}")).set("h", 3).set("m", m));
+        }
+        r
+    })
+}
+
+fn fast_merges(c: &Ctx) -> Vec<RunSpec> {
+    let n = c.scale.deck_ios;
+    let w = |label: &str, bs, rw, jobs, ios| {
+        RunSpec::new(
+            label,
+            &["fast"],
+            WorkloadSpec::Options {
+                rw,
+                bs,
+                numjobs: jobs,
+                number_ios: ios,
+                iodepth: 1,
+                dist: None,
+            },
+        )
+        .pre(SEQ1)
+    };
+    vec![
+        w("sequential", "512k", "write", 1, n),
+        w("random", "4k", "randwrite", 64, n),
+        RunSpec::new("mixed", &["fast"], WorkloadSpec::Job("fast-mixed")).pre(SEQ1),
+        w(
+            &format!("random, log_blocks={} (3 %)", c.scale.deck_log_blocks),
+            "4k",
+            "randwrite",
+            64,
+            n,
+        )
+        .set("log_blocks", c.scale.deck_log_blocks),
+    ]
+}
+
+fn mu_translation(c: &Ctx) -> Vec<RunSpec> {
+    // The same total mapping DRAM for both. Fine extents (4 KiB random fill) and coarse ones
+    // (512 KiB random fill), then 4 KiB random reads; then 4 KiB random writes.
+    let run = |label: &str, pre, w| {
+        RunSpec::new(label, &["dftl", "mu-ftl"], w)
+            .set("mapping_dram_bytes", c.scale.deck_dram)
+            .pre(pre)
+    };
+    vec![
+        run(
+            "randread after randwrite:4k:1",
+            "randwrite:4k:1",
+            opts("randread", 64, c.scale.rr_ios),
+        ),
+        run(
+            "randread after randwrite:512k:1",
+            "randwrite:512k:1",
+            opts("randread", 64, c.scale.rr_ios),
+        ),
+        run(
+            "randwrite after write:512k:1",
+            SEQ1,
+            opts("randwrite", 64, c.scale.deck_ios),
+        ),
+    ]
+}
+
+fn dram(c: &Ctx) -> Vec<RunSpec> {
+    vec![RunSpec::new("dram", FTLS, opts("randwrite", 64, c.scale.rw_ios)).pre(SEQ1)]
+}
+
+/// LearnedFTL's switches, one changed at a time from the paper design (docs/ftls/learnedftl.md
+/// "Ablations").
+pub const ABLATIONS: [&[(&str, &str)]; 9] = [
+    &[],
+    &[("cross_group", "off")],
+    &[("lender", "any")],
+    &[("sequential_init", "off")],
+    &[("training", "equal-count-ls")],
+    &[("tp_write_cost", "free")],
+    &[("dram", "equal-dram")],
+    &[("group_gc", "line")],
+    &[("group_gc", "line"), ("lender", "any")],
+];
+
+fn ablations(_: &Ctx) -> Vec<RunSpec> {
+    ABLATIONS
+        .iter()
+        .map(|switches| {
+            let label = if switches.is_empty() {
+                "design=paper".to_string()
+            } else {
+                switches
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let mut r = paper_design(RunSpec::new(
+                label,
+                &["learnedftl"],
+                WorkloadSpec::Job("randread"),
+            ))
+            .pre(RAND6);
+            for (k, v) in *switches {
+                r = r.set(k, v);
+            }
+            r
+        })
+        .collect()
+}
+
+fn leaftl_mapping(c: &Ctx) -> Vec<RunSpec> {
+    let ftls = ["ideal", "dftl", "sftl", "leaftl"];
+    let reads = opts("randread", 64, c.scale.rw_ios);
+    let mut runs = vec![
+        RunSpec::new("write:512k:2", &ftls, reads.clone()).pre("write:512k:2"),
+        RunSpec::new("randwrite:512k:2", &ftls, reads.clone()).pre("randwrite:512k:2"),
+        RunSpec::new("randwrite:4k:1", &["dftl", "sftl"], reads.clone()).pre("randwrite:4k:1"),
+    ];
+    for gamma in [0, 4, 16] {
+        runs.push(
+            RunSpec::new(
+                format!("randwrite:4k:1 leaftl gamma={gamma}"),
+                &["leaftl"],
+                reads.clone(),
+            )
+            .set("oob_size", 256)
+            .set("gamma", gamma)
+            .pre("randwrite:4k:1"),
+        );
+    }
+    runs
+}
+
+/// Every experiment, in report order.
+pub const EXPERIMENTS: &[Def] = &[
+    Def {
+        name: "randread",
+        title: "Random reads (LearnedFTL Fig. 14a/b)",
+        runs: randread,
+        reads: &["randread"],
+        section: sections::reads,
+        differences: sections::RANDREAD_DIFF,
+    },
+    Def {
+        name: "seqread",
+        title: "Sequential reads, one region per job (LearnedFTL Fig. 14a/b)",
+        runs: seqread,
+        reads: &["seqread"],
+        section: sections::reads,
+        differences: sections::SEQREAD_DIFF,
+    },
+    Def {
+        name: "seqread-shared",
+        title: "Sequential reads, all jobs over the same pages",
+        runs: seqread_shared,
+        reads: &["seqread-shared"],
+        section: sections::reads,
+        differences: sections::SEQREAD_DIFF,
+    },
+    Def {
+        name: "randwrite",
+        title: "Random writes (LearnedFTL Fig. 14a/c, Fig. 16)",
+        runs: randwrite,
+        reads: &["randwrite"],
+        section: sections::writes,
+        differences: sections::WRITES_DIFF,
+    },
+    Def {
+        name: "seqwrite",
+        title: "Sequential writes, one region per job (LearnedFTL Fig. 14a/c, Fig. 16)",
+        runs: seqwrite,
+        reads: &["seqwrite"],
+        section: sections::writes,
+        differences: sections::WRITES_DIFF,
+    },
+    Def {
+        name: "training",
+        title: "LearnedFTL training + sorting share of GC time (LearnedFTL Fig. 17: ≤ 3.2 %)",
+        runs: |_| vec![],
+        reads: &["randwrite", "seqwrite", "randread", "seqread"],
+        section: sections::training,
+        differences: sections::TRAINING_DIFF,
+    },
+    Def {
+        name: "tpftl-threads",
+        title: "TPFTL motivation: random vs sequential reads by thread count (LearnedFTL Fig. 2)",
+        runs: tpftl_threads,
+        reads: &["tpftl-threads"],
+        section: sections::tpftl_threads,
+        differences: sections::THREADS_DIFF,
+    },
+    Def {
+        name: "cmt-sweep",
+        title: "TPFTL CMT-size sweep, random reads (LearnedFTL Fig. 3)",
+        runs: cmt_sweep,
+        reads: &["cmt-sweep"],
+        section: sections::cmt_sweep,
+        differences: sections::CMT_DIFF,
+    },
+    Def {
+        name: "traces",
+        title: "Trace replay: P99 / P99.9 read latency (LearnedFTL Fig. 21)",
+        runs: traces,
+        reads: &["traces"],
+        section: sections::traces,
+        differences: sections::TRACES_DIFF,
+    },
+    Def {
+        name: "learnedftl-ablations",
+        title: "LearnedFTL's switches, one at a time (paper design, random-read experiment)",
+        runs: ablations,
+        reads: &["learnedftl-ablations"],
+        section: sections::ablations,
+        differences: sections::ABLATIONS_DIFF,
+    },
+    Def {
+        name: "hpftl-fig2",
+        title: "HP-FTL Fig. 2: IOPS against the DRAM given to the mapping table, fresh device",
+        runs: hpftl_fig2,
+        reads: &["hpftl-fig2"],
+        section: sections::hpftl_fig2,
+        differences: sections::HP_DIFF,
+    },
+    Def {
+        name: "hpftl-secondary",
+        title: "HP-FTL Figs. 4–7: secondary table peak and IOPS for h and m, fresh device",
+        runs: hpftl_secondary,
+        reads: &["hpftl-secondary"],
+        section: sections::hpftl_secondary,
+        differences: sections::HP_DIFF,
+    },
+    Def {
+        name: "leaftl-mapping",
+        title: "LeaFTL's mapping-table size against DFTL's and SFTL's",
+        runs: leaftl_mapping,
+        reads: &["leaftl-mapping"],
+        section: sections::leaftl_mapping,
+        differences: sections::LEAFTL_DIFF,
+    },
+    Def {
+        name: "fast-merges",
+        title: "FAST merges by kind (lecture deck)",
+        runs: fast_merges,
+        reads: &["fast-merges"],
+        section: sections::fast_merges,
+        differences: sections::FAST_DIFF,
+    },
+    Def {
+        name: "mu-translation",
+        title: "μ-FTL address-translation overhead against DFTL (lecture deck)",
+        runs: mu_translation,
+        reads: &["mu-translation"],
+        section: sections::mu_translation,
+        differences: sections::MU_DIFF,
+    },
+    Def {
+        name: "dram",
+        title: "Mapping DRAM of every FTL (lecture deck's RAM-usage table)",
+        runs: dram,
+        reads: &["dram"],
+        section: sections::dram,
+        differences: sections::DRAM_DIFF,
+    },
+];
+
+/// The job files the experiments use, by name, for `scale`.
+pub fn job_text(name: &str, s: &Scale) -> Option<String> {
+    let slice = s.slice_kib;
+    Some(match name {
+        "randread" => format!(
+            "; 4 KiB random reads, 64 jobs. The drain phase empties the dirty cache entries the\n\
+             ; precondition leaves; the measured phase follows.\n\
+             [global]\nrw=randread\nbs=4k\nnumjobs=64\n\n[drain]\nnumber_ios={}\n\n\
+             [measure]\nstonewall\nnumber_ios={}\n",
+            s.rr_drain, s.rr_ios
+        ),
+        "seqread" => format!(
+            "; 4 KiB sequential reads, 64 jobs, each in its own {slice} KiB slice; the measured\n\
+             ; phase continues each job's stream where the drain phase stopped.\n\
+             [global]\nrw=read\nbs=4k\nnumjobs=64\noffset_increment={slice}k\n\n\
+             [drain]\nsize={slice}k\nnumber_ios={d}\n\n\
+             [measure]\nstonewall\noffset={off}k\nsize={rest}k\nnumber_ios={n}\n",
+            d = s.sr_drain,
+            off = s.sr_drain * 4,
+            rest = slice - s.sr_drain * 4,
+            n = s.sr_ios
+        ),
+        "seqread-shared" => format!(
+            "; 4 KiB sequential reads, 64 jobs all from the same offset (fio's default without\n\
+             ; offset_increment): the clones read the same pages at nearly the same time.\n\
+             [global]\nrw=read\nbs=4k\nnumjobs=64\n\n[drain]\nnumber_ios={d}\n\n\
+             [measure]\nstonewall\noffset={off}k\nnumber_ios={n}\n",
+            d = s.sr_drain,
+            off = s.sr_drain * 4,
+            n = s.sr_ios
+        ),
+        "seqwrite" => format!(
+            "; 4 KiB sequential writes, 64 jobs, each in its own {slice} KiB slice.\n\
+             [global]\nrw=write\nbs=4k\nnumjobs=64\noffset_increment={slice}k\nsize={slice}k\n\n\
+             [measure]\nnumber_ios={}\n",
+            s.sw_ios
+        ),
+        "tpftl-threads-rand" => {
+            let mut t = format!(
+                "; TPFTL random reads for 1..64 jobs, {n} reads per job per phase\n\
+                 [global]\nrw=randread\nbs=4k\nnumber_ios={n}\n\n\
+                 [drain]\nnumjobs=64\nnumber_ios={d}\n",
+                n = s.th_ios,
+                d = s.rr_drain
+            );
+            for j in THREADS {
+                t += &format!("\n[jobs-{j}]\nstonewall\nnumjobs={j}\n");
+            }
+            t
+        }
+        "tpftl-threads-seq" => {
+            // Each phase reads fresh pages of each slice (a later phase must not hit what an
+            // earlier one loaded).
+            let mut t = format!(
+                "; TPFTL sequential reads for 1..64 jobs, each job in its own slice, {n} reads\n\
+                 ; per job\n\
+                 [global]\nrw=read\nbs=4k\noffset_increment={slice}k\nnumber_ios={n}\n\n\
+                 [drain]\nnumjobs=64\nsize={slice}k\nnumber_ios={d}\n",
+                n = s.th_ios,
+                d = s.sr_drain
+            );
+            let mut start = s.sr_drain;
+            for j in THREADS {
+                t += &format!(
+                    "\n[jobs-{j}]\nstonewall\nnumjobs={j}\noffset={}k\nsize={}k\n",
+                    start * 4,
+                    s.th_ios * 4
+                );
+                start += s.th_ios;
+            }
+            t
+        }
+        "fast-mixed" => format!(
+            "; one sequential 512 KiB writer and 16 random 4 KiB writers at once\n\
+             [seq]\nrw=write\nbs=512k\nnumber_ios={}\n\n\
+             [rand]\nrw=randwrite\nbs=4k\nnumjobs=16\nnumber_ios={}\n",
+            s.deck_ios / 4,
+            s.deck_ios * 4
+        ),
+        _ => return None,
+    })
+}
+
+/// The TPFTL motivation's thread counts.
+pub const THREADS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// Every job file name the experiments may use.
+pub const JOB_FILES: [&str; 7] = [
+    "randread",
+    "seqread",
+    "seqread-shared",
+    "seqwrite",
+    "tpftl-threads-rand",
+    "tpftl-threads-seq",
+    "fast-mixed",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_has_a_scale_whose_sequential_phases_fit_a_slice() {
+        for p in ["tiny", "quick", "paper"] {
+            let s = Scale::of(p).unwrap();
+            let pages = s.slice_kib / 4;
+            assert!(s.sr_drain + THREADS.len() as u64 * s.th_ios <= pages, "{p}");
+            assert!(s.sw_ios <= pages && s.sr_drain + s.sr_ios <= pages, "{p}");
+            for j in JOB_FILES {
+                assert!(job_text(j, &s).is_some(), "{p} {j}");
+            }
+        }
+        assert!(Scale::of("huge").is_err());
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = EXPERIMENTS.iter().map(|d| d.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), EXPERIMENTS.len());
+    }
+}

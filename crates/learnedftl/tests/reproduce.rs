@@ -1,0 +1,92 @@
+//! The reproduction suite's planner, executor and cache on the tiny preset: runs that start
+//! from the same preconditioned state share one preparation and still report what separate
+//! runs report; a second execution loads every run from the cache; a changed parameter misses.
+
+use learnedftl::engine::NoProgress;
+use learnedftl::reproduce::{self, Cache, Config, Plan, Setup};
+
+/// A scratch directory removed when the test ends, pass or fail.
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+fn config(seed: u64) -> Config {
+    Config {
+        preset: "tiny".into(),
+        setup: Setup::Default,
+        seed,
+        traces_dir: "no/traces/here".into(),
+    }
+}
+
+/// What the host's clock measures, removed from a report.
+fn simulated(mut r: serde_json::Value) -> serde_json::Value {
+    for p in r["phases"].as_array_mut().unwrap() {
+        let o = p.as_object_mut().unwrap();
+        o.remove("wall_seconds");
+        o.remove("sim_page_ops_per_sec");
+        if let Some(c) = o["ftl_counters"].as_object_mut() {
+            c.retain(|k, _| !k.ends_with("_ns") && !k.ends_with("_us_per_gc"));
+        }
+    }
+    r["phases"].take()
+}
+
+#[test]
+fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
+    let dir =
+        Scratch(std::env::temp_dir().join(format!("learnedftl-repro-{}", std::process::id())));
+    let cache = Cache::new(Some(&dir.0), "test-build");
+    // Random reads and random writes start from the same random 512 KiB preconditioning.
+    let defs = reproduce::select(&["randread".into(), "randwrite".into()]).unwrap();
+    let plan = Plan::new(&config(1), &defs, &cache).unwrap();
+    let (todo, starts) = plan.work(&cache);
+    assert_eq!(todo, plan.units().len());
+    assert!(
+        starts < todo,
+        "{starts} preparations for {todo} runs: nothing shared"
+    );
+
+    let results = plan.execute(&cache, 2, |_| NoProgress, |_, _| {});
+    assert!(results.failures().is_empty(), "{:?}", results.failures());
+    for (unit, spec_run) in plan.units().iter().zip(
+        results
+            .experiments
+            .iter()
+            .flat_map(|e| e.runs.iter().flat_map(|r| r.reports.iter())),
+    ) {
+        let alone = unit.experiment().run(&unit.ftl, &mut NoProgress).unwrap();
+        assert_eq!(
+            simulated(spec_run.clone()),
+            simulated(serde_json::to_value(alone).unwrap()),
+            "{}",
+            unit.ftl
+        );
+    }
+
+    // Everything again: all from the cache, the same reports.
+    assert_eq!(plan.work(&cache), (0, 0));
+    let again = plan.execute(&cache, 2, |_| NoProgress, |_, o| assert!(o.cached));
+    for (a, b) in results.experiments.iter().zip(&again.experiments) {
+        assert_eq!(
+            serde_json::to_value(a.runs.iter().map(|r| &r.reports).collect::<Vec<_>>()).unwrap(),
+            serde_json::to_value(b.runs.iter().map(|r| &r.reports).collect::<Vec<_>>()).unwrap()
+        );
+    }
+    // Another seed is another configuration: nothing cached.
+    let other = Plan::new(&config(2), &defs, &cache).unwrap();
+    assert_eq!(other.work(&cache).0, other.units().len());
+    // And the report renders every section of what ran, with its charts.
+    let doc = reproduce::document(&config(1), &defs, &results);
+    let md = doc.markdown();
+    assert!(
+        md.contains("## Random reads") && md.contains("## Random writes"),
+        "{md}"
+    );
+    assert!(doc.charts().len() >= 4);
+    assert!(doc.html().unwrap().contains("<figure class=\"plot\""));
+}
