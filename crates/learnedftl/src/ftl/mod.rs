@@ -324,7 +324,7 @@ pub fn build(
 }
 
 /// FTLs [`recover`] can rebuild after a power cut (docs/power.md).
-pub const RECOVERABLE: &[&str] = &["ideal"];
+pub const RECOVERABLE: &[&str] = &["ideal", "leaftl"];
 
 /// Rebuilds the FTL `name` from flash after a power cut (docs/power.md): `dev` must have lost
 /// its power ([`Device::power_lost`]) and is powered on here; the FTL's parameters come from
@@ -348,6 +348,10 @@ pub fn recover(
     let (ftl, done): (Box<dyn Ftl>, SimTime) = match name {
         "ideal" => {
             let (f, d) = ideal::Ideal::recover(cfg, params, dev, t)?;
+            (Box::new(f), d)
+        }
+        "leaftl" => {
+            let (f, d) = leaftl::Leaftl::recover(cfg, params, dev, t)?;
             (Box::new(f), d)
         }
         _ => unreachable!("RECOVERABLE names only recoverable FTLs"),
