@@ -108,6 +108,11 @@ fn random_cuts_leaftl() {
 }
 
 #[test]
+fn random_cuts_mu_ftl() {
+    random_cuts("mu-ftl", &[], 7);
+}
+
+#[test]
 fn leaftl_with_power_loss_protection_loses_nothing() {
     // The buffer is programmed on capacitor energy: every acknowledged write must read back
     // exactly (nothing is reported unflushed, so the check allows no older version).
