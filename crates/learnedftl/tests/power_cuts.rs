@@ -113,6 +113,17 @@ fn random_cuts_mu_ftl() {
 }
 
 #[test]
+fn random_cuts_hpftl() {
+    random_cuts("hpftl", &[], 8);
+}
+
+#[test]
+fn random_cuts_hpftl_paper_design() {
+    // A fixed secondary table, refilled by recovery.
+    random_cuts("hpftl", &["design=paper"], 9);
+}
+
+#[test]
 fn leaftl_with_power_loss_protection_loses_nothing() {
     // The buffer is programmed on capacitor energy: every acknowledged write must read back
     // exactly (nothing is reported unflushed, so the check allows no older version).
