@@ -124,6 +124,11 @@ fn random_cuts_hpftl_paper_design() {
 }
 
 #[test]
+fn random_cuts_fast() {
+    random_cuts("fast", &[], 10);
+}
+
+#[test]
 fn leaftl_with_power_loss_protection_loses_nothing() {
     // The buffer is programmed on capacitor energy: every acknowledged write must read back
     // exactly (nothing is reported unflushed, so the check allows no older version).

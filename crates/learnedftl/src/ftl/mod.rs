@@ -324,7 +324,7 @@ pub fn build(
 }
 
 /// FTLs [`recover`] can rebuild after a power cut (docs/power.md).
-pub const RECOVERABLE: &[&str] = &["ideal", "leaftl", "mu-ftl", "hpftl"];
+pub const RECOVERABLE: &[&str] = &["ideal", "leaftl", "mu-ftl", "hpftl", "fast"];
 
 /// Rebuilds the FTL `name` from flash after a power cut (docs/power.md): `dev` must have lost
 /// its power ([`Device::power_lost`]) and is powered on here; the FTL's parameters come from
@@ -360,6 +360,10 @@ pub fn recover(
         }
         "hpftl" => {
             let (f, d) = hpftl::HpFtl::recover(cfg, params, dev, t)?;
+            (Box::new(f), d)
+        }
+        "fast" => {
+            let (f, d) = fast::Fast::recover(cfg, params, dev, t)?;
             (Box::new(f), d)
         }
         _ => unreachable!("RECOVERABLE names only recoverable FTLs"),
