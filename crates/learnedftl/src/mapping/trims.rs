@@ -6,7 +6,7 @@
 //! record.
 //!
 //! A record is a valid page until GC meets it; GC then asks the FTL
-//! ([`GcHooks::keeps_record`](super::GcHooks::keeps_record)) and drops it once every LPN it
+//! ([`GcHooks::keeps_record`]) and drops it once every LPN it
 //! trimmed is mapped again (each was written after the trim, so its newest data is newer than
 //! the record), or moves it on like a data page.
 
