@@ -203,6 +203,26 @@ fn a_cut_in_the_middle_of_a_leaftl_flush_loses_only_its_unprogrammed_pages() {
 }
 
 #[test]
+fn fast_recovers_from_a_cut_at_any_of_its_first_merge_operations() {
+    // Every copy, padding page and erase of FAST's merges carries cause gc_data: cutting at
+    // each of the first 48 tears a copy into a data or sequential log block, a padding page, or
+    // an erase (a whole torn block), in switch, partial and full merges alike.
+    let base = prepared("fast", &[], 12);
+    for nth in 1..=48 {
+        let mut sim = base.clone();
+        sim.arm_power_cut(PowerCut::AtCause {
+            cause: Cause::GcData,
+            nth,
+        })
+        .unwrap();
+        let m = random_requests(&mut sim, 600, 12);
+        assert_eq!(m.verify.failures, 0, "cut at merge operation {nth}");
+        assert_eq!(m.power_cuts.map(|p| p.count), Some(1), "cut {nth}");
+        sim.ftl().check_invariants(sim.device()).unwrap();
+    }
+}
+
+#[test]
 fn unrecoverable_ftls_are_refused() {
     let cfg = DeviceConfig::preset("tiny").unwrap();
     for name in learnedftl::ftl::FTLS
