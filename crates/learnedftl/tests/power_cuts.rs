@@ -223,6 +223,21 @@ fn fast_recovers_from_a_cut_at_any_of_its_first_merge_operations() {
 }
 
 #[test]
+fn a_cut_during_a_translation_page_write_recovers() {
+    // LeaFTL's group TPs (evictions), mu-FTL's tree-path and bitmap pages.
+    for ftl in ["leaftl", "mu-ftl"] {
+        deterministic_cut(
+            ftl,
+            PowerCut::AtCause {
+                cause: Cause::TransWrite,
+                nth: 5,
+            },
+            13,
+        );
+    }
+}
+
+#[test]
 fn unrecoverable_ftls_are_refused() {
     let cfg = DeviceConfig::preset("tiny").unwrap();
     for name in learnedftl::ftl::FTLS
