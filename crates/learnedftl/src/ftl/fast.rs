@@ -36,7 +36,7 @@ use super::{
 };
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::{DeviceConfig, Geometry};
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError};
 use crate::params::Params;
 use serde::Serialize;
@@ -136,6 +136,8 @@ pub struct Fast {
     unit: Vec<Unit>,
     /// Logical blocks of the victim of a full merge (reused).
     scratch: Vec<u32>,
+    /// Trim records in the victim of a full merge (reused).
+    records: Vec<Ppa>,
     stats: FtlStats,
     merges: MergeStats,
 }
@@ -193,6 +195,7 @@ impl Fast {
             role: vec![Role::Free; geo.blocks() as usize],
             unit,
             scratch: Vec::new(),
+            records: Vec::new(),
             stats: FtlStats::default(),
             merges: MergeStats::default(),
             geo,
@@ -339,10 +342,16 @@ impl Fast {
             .ok_or_else(|| FtlError::Invariant("FAST: full merge with an empty pool".into()))?;
         let mut lbs = std::mem::take(&mut self.scratch);
         lbs.clear();
+        self.records.clear();
         for pg in 0..dev.block_written(victim) {
             let p = self.ppa(victim, pg);
             if dev.is_valid(p) {
-                let lpn = dev.peek_oob(p).and_then(|o| o.lpn()).ok_or_else(|| {
+                let oob = dev.peek_oob(p).unwrap_or_default();
+                if oob.is_record() {
+                    self.records.push(p);
+                    continue;
+                }
+                let lpn = oob.lpn().ok_or_else(|| {
                     FtlError::Invariant(format!("FAST: log page {p:?} without an LPN"))
                 })?;
                 lbs.push(self.place(lpn).1);
@@ -365,6 +374,7 @@ impl Fast {
             self.merges.full_copies += copies;
             self.merges.full_erases += erases;
         }
+        done = done.max(self.move_records(dev, u, t)?);
         done = done.max(self.erase(dev, victim, t)?);
         if lbs.is_empty() {
             self.merges.empty_log_erases += 1;
@@ -406,24 +416,124 @@ impl Fast {
             self.merges.seq_log_writes += 1;
             return Ok((self.ppa(block, off), t));
         }
+        self.merges.random_log_writes += 1;
+        self.next_log_page(dev, u, t)
+    }
+
+    /// The next page of unit `u`'s random log, reclaiming the oldest log block by a full merge
+    /// first if the pool is full: `(page, earliest start)`.
+    fn next_log_page(
+        &mut self,
+        dev: &mut Device,
+        u: u32,
+        t: SimTime,
+    ) -> Result<(Ppa, SimTime), FtlError> {
+        let ui = u as usize;
         let mut start = t;
-        let (block, page) = match self.unit[ui].active {
-            Some((b, next)) => (b, next),
-            None => {
-                if self.unit[ui].pool.len() as u32 >= self.log_blocks {
-                    start = self.merge_full(dev, u, t)?;
-                }
-                (self.take_free(u, Role::Log)?, 0)
+        // A merge that moved trim records leaves them in a new active block; one whose records
+        // filled a whole block leaves the pool full again (bounded: each merge erases one).
+        for _ in 0..=self.log_blocks {
+            if self.unit[ui].active.is_some() {
+                break;
             }
-        };
-        self.unit[ui].active = if page + 1 == self.ppb {
-            self.unit[ui].pool.push_back(block);
+            if (self.unit[ui].pool.len() as u32) < self.log_blocks {
+                self.unit[ui].active = Some((self.take_free(u, Role::Log)?, 0));
+            } else {
+                start = start.max(self.merge_full(dev, u, t)?);
+            }
+        }
+        let (block, page) = self.unit[ui].active.ok_or_else(|| {
+            FtlError::Invariant(format!("FAST unit {u}: trim records fill every log block"))
+        })?;
+        self.advance_log(u, block, page);
+        Ok((self.ppa(block, page), start))
+    }
+
+    /// Page `page` of active log block `block` of unit `u` was taken.
+    fn advance_log(&mut self, u: u32, block: u32, page: u32) {
+        let unit = &mut self.unit[u as usize];
+        unit.active = if page + 1 == self.ppb {
+            unit.pool.push_back(block);
             None
         } else {
             Some((block, page + 1))
         };
-        self.merges.random_log_writes += 1;
-        Ok((self.ppa(block, page), start))
+    }
+
+    /// Persists trim request `req` as a trim record (docs/power.md) in the random log of its
+    /// first LPN's unit; returns when it is programmed.
+    fn persist_trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
+        let u = self.place(req.lpn).0;
+        let (ppa, start) = self.next_log_page(dev, u, req.arrival)?;
+        let rec = TrimRecord {
+            first: req.lpn,
+            pages: req.pages,
+        };
+        Ok(dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, start)?)
+    }
+
+    /// Whether trim record `rec` (stamp `stamp`) in a full merge's victim is still needed: some LPN it trimmed is unmapped and an older version of it is still on flash —
+    /// at its offset in its logical block's data or sequential log block, or in a random log
+    /// block of its unit other than the victim. (A controller knows this from the log page map and the data block's
+    /// page states; the simulator reads the OOB it holds, at no cost.)
+    fn record_needed(&self, dev: &Device, rec: TrimRecord, stamp: u32) -> bool {
+        let older = |p: Ppa, lpn: Lpn| {
+            dev.peek_oob(p)
+                .is_some_and(|o| o.lpn() == Some(lpn) && o.stamp != 0 && o.stamp < stamp)
+        };
+        rec.range().map(Lpn).any(|lpn| {
+            if self.loc.get(lpn.idx()) != Some(&NONE) {
+                return false;
+            }
+            let (u, lb, off) = self.place(lpn);
+            let unit = &self.unit[u as usize];
+            let at_offset = [
+                Some(self.data[lb as usize]).filter(|&b| b != NONE),
+                unit.seq.filter(|s| s.lb == lb).map(|s| s.block),
+            ];
+            let mut logs = unit.pool.iter().copied().chain(unit.active.map(|a| a.0));
+            at_offset
+                .into_iter()
+                .flatten()
+                .any(|b| off < dev.block_written(b) && older(self.ppa(b, off), lpn))
+                || logs.any(|b| (0..dev.block_written(b)).any(|pg| older(self.ppa(b, pg), lpn)))
+        })
+    }
+
+    /// Moves the still-needed trim records of a full merge's victim (in `self.records`)
+    /// into unit `u`'s random log before the victim is erased, opening a new active log block
+    /// (the pool has room: the victim left it). Returns the completion.
+    fn move_records(&mut self, dev: &mut Device, u: u32, t: SimTime) -> Result<SimTime, FtlError> {
+        let mut done = t;
+        let records = std::mem::take(&mut self.records);
+        for &p in &records {
+            let oob = dev.peek_oob(p).unwrap_or_default();
+            let rec = dev.record(p).ok_or_else(|| {
+                FtlError::Invariant(format!("FAST: trim record at {p:?} without contents"))
+            })?;
+            if self.record_needed(dev, rec, oob.stamp) {
+                let ui = u as usize;
+                let (block, page) = match self.unit[ui].active {
+                    Some(a) => a,
+                    None if (self.unit[ui].pool.len() as u32) < self.log_blocks => {
+                        (self.take_free(u, Role::Log)?, 0)
+                    }
+                    None => {
+                        return Err(FtlError::Invariant(format!(
+                            "FAST unit {u}: no log block for a trim record"
+                        )))
+                    }
+                };
+                self.advance_log(u, block, page);
+                let (oob, read) = dev.read(p, Cause::GcData, t)?;
+                let new = self.ppa(block, page);
+                done = done.max(dev.program(new, oob, Src::Page(p), Cause::GcData, read)?);
+                self.stats.gc_pages_moved += 1;
+            }
+            dev.invalidate(p)?;
+        }
+        self.records = records;
+        Ok(done)
     }
 
     fn write(
@@ -549,6 +659,8 @@ impl Ftl for Fast {
                 }
             }
             Op::Trim => {
+                // Durable before the maps change.
+                done = self.persist_trim(dev, req)?;
                 for lpn in req.lpns() {
                     let old = std::mem::replace(&mut self.loc[lpn.idx()], NONE);
                     if old != NONE {
@@ -614,10 +726,11 @@ impl Ftl for Fast {
             .iter()
             .enumerate()
             .map(|(i, &p)| (Lpn(i as u32), (p != NONE).then_some(Ppa(p))));
-        check_page_map(dev, map, 0)?;
+        check_page_map(dev, map, dev.valid_records())?;
         self.check_structure(dev)
     }
 }
 
+mod recovery;
 #[cfg(test)]
 mod tests;

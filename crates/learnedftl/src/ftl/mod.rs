@@ -324,7 +324,9 @@ pub fn build(
 }
 
 /// FTLs [`recover`] can rebuild after a power cut (docs/power.md).
-pub const RECOVERABLE: &[&str] = &["ideal", "dftl", "tpftl", "sftl"];
+pub const RECOVERABLE: &[&str] = &[
+    "ideal", "dftl", "tpftl", "sftl", "leaftl", "hpftl", "fast", "mu-ftl",
+];
 
 /// Rebuilds the FTL `name` from flash after a power cut (docs/power.md): `dev` must have lost
 /// its power ([`Device::power_lost`]) and is powered on here; the FTL's parameters come from
@@ -346,23 +348,18 @@ pub fn recover(
     }
     dev.power_on();
     let before = dev.counters().clone();
-    let (ftl, done): (Box<dyn Ftl>, SimTime) = match name {
-        "ideal" => {
-            let (f, d) = ideal::Ideal::recover(cfg, params, dev, t)?;
-            (Box::new(f), d)
-        }
-        "dftl" => {
-            let (f, d) = dftl::new(cfg, params)?.recover(dev, t)?;
-            (Box::new(f), d)
-        }
-        "tpftl" => {
-            let (f, d) = tpftl::new(cfg, params)?.recover(dev, t)?;
-            (Box::new(f), d)
-        }
-        "sftl" => {
-            let (f, d) = sftl::new(cfg, params)?.recover(dev, t)?;
-            (Box::new(f), d)
-        }
+    fn boxed<F: Ftl + 'static>((f, done): (F, SimTime)) -> (Box<dyn Ftl>, SimTime) {
+        (Box::new(f), done)
+    }
+    let (ftl, done) = match name {
+        "ideal" => boxed(ideal::Ideal::recover(cfg, params, dev, t)?),
+        "dftl" => boxed(dftl::new(cfg, params)?.recover(dev, t)?),
+        "tpftl" => boxed(tpftl::new(cfg, params)?.recover(dev, t)?),
+        "sftl" => boxed(sftl::new(cfg, params)?.recover(dev, t)?),
+        "leaftl" => boxed(leaftl::Leaftl::recover(cfg, params, dev, t)?),
+        "hpftl" => boxed(hpftl::HpFtl::recover(cfg, params, dev, t)?),
+        "fast" => boxed(fast::Fast::recover(cfg, params, dev, t)?),
+        "mu-ftl" => boxed(mu::MuFtl::recover(cfg, params, dev, t)?),
         _ => return Err(unsupported()),
     };
     let c = dev.counters();

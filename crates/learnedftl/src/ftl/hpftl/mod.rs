@@ -42,9 +42,9 @@ use super::{
 };
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
-use crate::device::{Cause, Device, Oob, Src};
-use crate::error::{ConfigError, FtlError};
-use crate::mapping::{Credit, GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::error::{ConfigError, FtlError, RecoverError};
+use crate::mapping::{recovery, Credit, GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
 use crate::params::Params;
 use serde::Serialize;
 use std::str::FromStr;
@@ -559,6 +559,49 @@ impl HpFtl {
         })
     }
 
+    /// Rebuilds HP-FTL from flash after a power cut (docs/power.md), recovery issued at `t`.
+    /// Both tables were in DRAM and nothing else is persisted: the OOB scan gives every LPN's
+    /// newest page; a page in one of its LPN's hash candidates at an offset the LPN's PPID can
+    /// express goes back into the primary table (the lowest such HID), any other into the
+    /// secondary table (grown as a write would grow it). Free pages come from the write
+    /// pointers. Returns the FTL and when the scan completed (the rest is DRAM work).
+    pub fn recover(
+        cfg: &DeviceConfig,
+        params: &mut Params,
+        dev: &mut Device,
+        t: SimTime,
+    ) -> Result<(Self, SimTime), RecoverError> {
+        let mut f = HpFtl::new(cfg, params)?;
+        let scan = recovery::scan(dev, t)?;
+        scan.revalidate(dev)?;
+        let ppb = f.ppb;
+        for b in 0..f.blocks {
+            let w = dev.block_written(b);
+            if w > 0 {
+                f.levels.moved(b, ppb, ppb - w);
+                f.free_pages -= w as u64;
+            }
+        }
+        let mut buf = [0u32; 256];
+        let cand = &mut buf[..f.codec.functions() as usize];
+        for lpn in 0..f.primary.len() as u32 {
+            let Some(ppa) = scan.mapped(Lpn(lpn)) else {
+                continue;
+            };
+            f.hashes.all(lpn, cand);
+            let (block, off) = (ppa.0 / ppb, ppa.0 % ppb);
+            let dest = (1..=cand.len() as u32)
+                .filter(|&hid| cand[hid as usize - 1] == block)
+                .find_map(|hid| {
+                    let ppid = f.codec.ppid_for(lpn, off)?;
+                    Some(Dest::Primary { hid, ppid })
+                })
+                .unwrap_or(Dest::Secondary);
+            f.remap(dev, lpn, Loc::Unmapped, ppa, dest)?;
+        }
+        Ok((f, scan.done))
+    }
+
     /// The effective parameters.
     pub fn config(&self) -> &HpConfig {
         &self.cfg
@@ -674,13 +717,54 @@ impl HpFtl {
         cause: Cause,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
-        let block = ppa.0 / self.ppb;
-        let free = self.ppb - dev.block_written(block);
         let done = dev.program(ppa, oob, src, cause, t)?;
+        self.programmed(dev, ppa);
+        Ok(done)
+    }
+
+    /// Keeps the free-page and per-LUN counts after `ppa` was programmed.
+    fn programmed(&mut self, dev: &Device, ppa: Ppa) {
+        let block = ppa.0 / self.ppb;
+        let free = self.ppb - dev.block_written(block) + 1;
         self.levels.moved(block, free, free - 1);
         self.free_pages -= 1;
         self.lun_programs[dev.geo().lun_of(ppa) as usize] += 1;
+    }
+
+    /// Persists trim request `req` as a trim record (docs/power.md) through the secondary
+    /// writer, after GC if free pages are short; returns when it is programmed.
+    fn persist_trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
+        let t = req.arrival;
+        if self.free_pages <= self.cfg.page_reserve {
+            self.gc_run(dev, t, false)?;
+        }
+        let ppa = self.sec_page(dev).ok_or(FtlError::NoSpace)?;
+        let rec = TrimRecord {
+            first: req.lpn,
+            pages: req.pages,
+        };
+        let done = dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, t)?;
+        self.programmed(dev, ppa);
         Ok(done)
+    }
+
+    /// A valid trim record in a GC victim, read as `c`: moved through the secondary writer
+    /// while some LPN it trimmed is still unmapped (an older copy of it may be on flash),
+    /// dropped otherwise.
+    fn relocate_record(&mut self, dev: &mut Device, c: GcCopy) -> Result<(), FtlError> {
+        let rec = dev.record(c.from).ok_or_else(|| {
+            FtlError::Invariant(format!("trim record at {:?} without contents", c.from))
+        })?;
+        if rec
+            .range()
+            .any(|l| self.codec.hid(self.primary.get(l as usize)) == 0)
+        {
+            let new = self.sec_page(dev).ok_or(FtlError::NoSpace)?;
+            self.program(dev, new, c.oob, Src::Page(c.from), Cause::GcData, c.read)?;
+            self.stats.gc_pages_moved += 1;
+        }
+        dev.invalidate(c.from)?;
+        Ok(())
     }
 
     /// Erases block `b` (cause `GcData`), keeping the free-page counts.
@@ -1009,6 +1093,9 @@ impl HpFtl {
 
     /// Moves a victim's valid page, read as `c`, programming it when the read is done.
     fn relocate(&mut self, dev: &mut Device, c: GcCopy) -> Result<(), FtlError> {
+        if c.oob.is_record() {
+            return self.relocate_record(dev, c);
+        }
         let GcCopy {
             from: old_ppa,
             oob,
@@ -1276,6 +1363,8 @@ impl Ftl for HpFtl {
                 }
             }
             Op::Trim => {
+                // Durable before the tables change.
+                done = self.persist_trim(dev, req)?;
                 for lpn in req.lpns() {
                     let old = self.locate(lpn.0)?;
                     match old {
@@ -1398,7 +1487,7 @@ impl Ftl for HpFtl {
             }
             (Lpn(lpn), loc.ppa())
         });
-        check_page_map(dev, map, 0)?;
+        check_page_map(dev, map, dev.valid_records())?;
         if let Some(e) = err {
             return Err(e);
         }

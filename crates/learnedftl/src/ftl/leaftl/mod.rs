@@ -22,13 +22,15 @@ pub use table::{GroupTable, Offsets};
 
 use super::{
     check_page_map, prefetch_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served,
-    Upcoming,
+    Unflushed, Upcoming,
 };
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
-use crate::device::{Cause, Device, Oob, Src};
-use crate::error::{ConfigError, FtlError};
-use crate::mapping::{gc, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Gtd, Stream};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::error::{ConfigError, FtlError, RecoverError};
+use crate::mapping::{
+    gc, persist_trim, recovery, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Gtd, Stream,
+};
 use crate::params::Params;
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -87,6 +89,10 @@ struct Mapping {
     geo: Geometry,
     gamma: u32,
     l2p: Vec<u32>,
+    /// The write stamp of each LPN's page on flash (0: none), as its OOB says: simulator
+    /// bookkeeping for the power-cut check of the write buffer ([`Ftl::unflushed`]), not
+    /// charged as DRAM.
+    stamps: Vec<u32>,
     groups: Vec<GroupTable>,
     bytes: Vec<u32>,
     total_bytes: u64,
@@ -107,8 +113,16 @@ impl Mapping {
         lpn / GROUP_LPNS
     }
 
-    /// Records that `lpn` now lives at `ppa` (or nowhere), invalidating the copy it replaces.
-    fn set_truth(&mut self, dev: &mut Device, lpn: u32, ppa: u32) -> Result<(), FtlError> {
+    /// Records that `lpn` now lives at `ppa` (or nowhere: `stamp` 0), written with `stamp`,
+    /// invalidating the copy it replaces.
+    fn set_truth(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        ppa: u32,
+        stamp: u32,
+    ) -> Result<(), FtlError> {
+        self.stamps[lpn as usize] = stamp;
         let old = std::mem::replace(&mut self.l2p[lpn as usize], ppa);
         if old != UNMAPPED {
             dev.invalidate(Ppa(old))?;
@@ -313,6 +327,12 @@ impl GcHooks for Mapping {
     fn order(&self) -> GcOrder {
         GcOrder::ByLpn
     }
+
+    /// A trim record is needed while some LPN it trimmed is not mapped on flash again (a
+    /// buffered rewrite does not count: the buffer may be lost).
+    fn keeps_record(&self, rec: TrimRecord) -> bool {
+        rec.range().any(|l| self.l2p[l as usize] == UNMAPPED)
+    }
 }
 
 /// The DRAM write buffer: one entry per buffered LPN (an overwrite replaces it in place).
@@ -434,6 +454,7 @@ impl Leaftl {
                 geo: geo.clone(),
                 gamma,
                 l2p: vec![UNMAPPED; geo.logical_pages as usize],
+                stamps: vec![0; geo.logical_pages as usize],
                 groups: vec![GroupTable::default(); groups as usize],
                 bytes: vec![0; groups as usize],
                 total_bytes: 0,
@@ -459,6 +480,84 @@ impl Leaftl {
             batch: Vec::new(),
             placed: Vec::new(),
         })
+    }
+
+    /// Rebuilds LeaFTL from flash after a power cut (docs/power.md; the paper's §3.8), recovery
+    /// issued at `t`: the OOB scan gives every LPN's newest page (the reverse mappings every
+    /// page carries, trims from their records), each group's segments are learned again from
+    /// its pages sorted by LPN, and every non-empty group's TP is programmed as a fresh
+    /// checkpoint (the TPs on flash are not used: the scan covers every page). The write buffer
+    /// and the group cache start empty. Returns the FTL and when its last operation completes.
+    pub fn recover(
+        cfg: &DeviceConfig,
+        params: &mut Params,
+        dev: &mut Device,
+        t: SimTime,
+    ) -> Result<(Self, SimTime), RecoverError> {
+        let mut ftl = Leaftl::new(cfg, params)?;
+        let scan = recovery::scan(dev, t)?;
+        scan.revalidate(dev)?;
+        let geo = &cfg.geometry;
+        ftl.map.l2p.copy_from_slice(scan.page_map());
+        for (l, s) in ftl.map.stamps.iter_mut().enumerate() {
+            if ftl.map.l2p[l] != UNMAPPED {
+                *s = scan.stamp(Lpn(l as u32));
+            }
+        }
+        let policy = ftl.params.gc.clone();
+        ftl.alloc = Allocator::recovered(geo, 2, policy, dev, |o| {
+            if o.tpn().is_some() {
+                Stream::TRANS
+            } else {
+                Stream::DATA
+            }
+        });
+        let mut done = scan.done;
+        let mut pages = std::mem::take(&mut ftl.placed);
+        for g in 0..ftl.map.groups.len() as u32 {
+            let base = g * GROUP_LPNS;
+            let end = (base + GROUP_LPNS).min(geo.logical_pages as u32);
+            pages.clear();
+            pages.extend(
+                (base..end)
+                    .filter(|&l| ftl.map.l2p[l as usize] != UNMAPPED)
+                    .map(|l| (l, Ppa(ftl.map.l2p[l as usize]))),
+            );
+            if pages.is_empty() {
+                continue;
+            }
+            ftl.map.learn_group(g, &pages);
+            let ppa = gc::alloc_page(
+                dev,
+                &mut ftl.alloc,
+                Stream::TRANS,
+                scan.done,
+                &mut ftl.map,
+                &mut ftl.stats,
+            )?;
+            let d = ftl
+                .map
+                .gtd
+                .program(dev, Tpn(g), ppa, Cause::Recovery, scan.done)?;
+            done = done.max(d);
+        }
+        pages.clear();
+        ftl.placed = pages;
+        // A collection the cut interrupted may have left fewer free lines than GC relies on.
+        let gc_done =
+            gc::finish_interrupted(dev, &mut ftl.alloc, done, &mut ftl.map, &mut ftl.stats)?;
+        Ok((ftl, done.max(gc_done)))
+    }
+
+    /// The acknowledged writes only the DRAM buffer holds — buffered, or in a flush batch a
+    /// power cut interrupted and not programmed yet — as `(lpn, stamp)`.
+    fn pending(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.buf
+            .entries
+            .iter()
+            .chain(&self.batch)
+            .copied()
+            .filter(|&(lpn, stamp)| self.map.stamps[lpn as usize] != stamp)
     }
 
     /// Evicts least recently used groups until the cache fits its budget; a dirty one's TP is
@@ -507,12 +606,14 @@ impl Leaftl {
         if self.buf.entries.is_empty() {
             return Ok(());
         }
-        let mut batch = std::mem::take(&mut self.batch);
-        std::mem::swap(&mut batch, &mut self.buf.entries);
-        batch.sort_unstable_by_key(|e| e.0);
+        // The batch stays in `self.batch` while it is programmed: a power cut in the middle
+        // leaves what was not programmed yet for `unflushed` and `flush_on_power_loss`.
+        std::mem::swap(&mut self.batch, &mut self.buf.entries);
+        self.batch.sort_unstable_by_key(|e| e.0);
         let mut placed = std::mem::take(&mut self.placed);
         placed.clear();
-        for &(lpn, stamp) in &batch {
+        for i in 0..self.batch.len() {
+            let (lpn, stamp) = self.batch[i];
             self.buf.slot_of[lpn as usize] = NOT_BUFFERED;
             let ppa = gc::alloc_page(
                 dev,
@@ -525,11 +626,12 @@ impl Leaftl {
             let done = dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, t)?;
             self.buf.free_at.push(Reverse(done.0));
             self.buf.durable_at = self.buf.durable_at.max(done);
-            self.map.set_truth(dev, lpn, ppa.0)?;
+            self.map.set_truth(dev, lpn, ppa.0, stamp)?;
             placed.push((lpn, ppa));
         }
         self.map.c.flushes += 1;
-        self.map.c.flushed_pages += batch.len() as u64;
+        self.map.c.flushed_pages += self.batch.len() as u64;
+        self.batch.clear();
         for chunk in placed.chunk_by(|a, b| Mapping::group(a.0) == Mapping::group(b.0)) {
             let g = Mapping::group(chunk[0].0);
             self.map.load(dev, g, Cause::TransRead, t)?;
@@ -537,8 +639,6 @@ impl Leaftl {
             self.map.cache.mark_dirty(g);
             self.enforce_budget(dev, t)?;
         }
-        batch.clear();
-        self.batch = batch;
         self.placed = placed;
         if self.writes_since_compaction >= self.params.compaction_interval {
             self.writes_since_compaction = 0;
@@ -630,7 +730,15 @@ impl Leaftl {
 
     fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         let t = req.arrival;
-        let mut done = t;
+        // Durable before the mapping changes (docs/power.md).
+        let mut done = persist_trim(
+            dev,
+            &mut self.alloc,
+            Stream::DATA,
+            &mut self.map,
+            &mut self.stats,
+            req,
+        )?;
         let mut lpns = req.lpns().map(|l| l.0).peekable();
         while let Some(first) = lpns.next() {
             let g = Mapping::group(first);
@@ -639,7 +747,7 @@ impl Leaftl {
             while let Some(l) = lpn {
                 self.buf.remove(l, t);
                 if self.map.l2p[l as usize] != UNMAPPED {
-                    self.map.set_truth(dev, l, UNMAPPED)?;
+                    self.map.set_truth(dev, l, UNMAPPED, 0)?;
                     gone.insert((l % GROUP_LPNS) as u8);
                 }
                 lpn = lpns.next_if(|&n| Mapping::group(n) == g);
@@ -696,6 +804,33 @@ impl Ftl for Leaftl {
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
         gc::background(dev, &mut self.alloc, now, &mut self.map, &mut self.stats)?;
         self.enforce_budget(dev, now)
+    }
+
+    fn unflushed(&self, out: &mut Vec<Unflushed>) {
+        out.extend(self.pending().map(|(lpn, acked)| Unflushed {
+            lpn: Lpn(lpn),
+            durable: self.map.stamps[lpn as usize],
+            acked,
+        }));
+    }
+
+    /// Programs every pending buffered page through the data write pointer, unsorted and
+    /// unlearned: recovery rebuilds the segments from the pages' OOB.
+    fn flush_on_power_loss(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        let pending: Vec<(u32, u32)> = self.pending().collect();
+        for (lpn, stamp) in pending {
+            let ppa = gc::alloc_page(
+                dev,
+                &mut self.alloc,
+                Stream::DATA,
+                now,
+                &mut self.map,
+                &mut self.stats,
+            )?;
+            dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, now)?;
+            self.map.set_truth(dev, lpn, ppa.0, stamp)?;
+        }
+        Ok(())
     }
 
     fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
@@ -790,7 +925,7 @@ impl Ftl for Leaftl {
             .iter()
             .enumerate()
             .map(|(i, &p)| (Lpn(i as u32), (p != UNMAPPED).then_some(Ppa(p))));
-        check_page_map(dev, map, tps)?;
+        check_page_map(dev, map, tps + dev.valid_records())?;
         let mut total = 0;
         for (g, t) in m.groups.iter().enumerate() {
             t.check().map_err(|e| format!("group {g}: {e}"))?;

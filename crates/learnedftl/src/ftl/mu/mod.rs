@@ -38,10 +38,12 @@ mod tests;
 use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
-use crate::device::{Cause, Device, Oob, Src};
-use crate::error::{ConfigError, FtlError};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::lru::{Links, List};
-use crate::mapping::{gc, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Stream};
+use crate::mapping::{
+    gc, persist_trim, recovery, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Stream,
+};
 use crate::params::Params;
 use serde::Serialize;
 use tree::{Change, Ext, Tree, NIL};
@@ -217,6 +219,13 @@ struct Core {
 }
 
 impl Core {
+    /// The OOB tag of tree page slot `s`: numbered after the bitmap pages, which are tagged
+    /// with their index (dense, as the recovery scan indexes TPs).
+    #[inline]
+    fn slot_tag(&self, s: u32) -> Tpn {
+        Tpn(self.bitmap_ppa.len() as u32 + s)
+    }
+
     #[inline]
     fn node_bytes(&self, id: u32) -> u64 {
         if self.tree.node(id).leaf {
@@ -342,12 +351,12 @@ impl GcHooks for Core {
         t: SimTime,
     ) -> Result<(), FtlError> {
         if let Some(tpn) = oob.tpn() {
-            // A tree page (slot) or a bitmap page (its index, offset past the slots' space).
-            let id = tpn.0;
-            if id & BITMAP_TAG != 0 {
-                self.bitmap_ppa[(id & !BITMAP_TAG) as usize] = new.0;
+            // A bitmap page (its index) or a tree page (its slot, numbered after them).
+            let (id, bitmaps) = (tpn.0, self.bitmap_ppa.len() as u32);
+            if id < bitmaps {
+                self.bitmap_ppa[id as usize] = new.0;
             } else {
-                self.pages.ppa[id as usize] = new.0;
+                self.pages.ppa[(id - bitmaps) as usize] = new.0;
             }
             return Ok(());
         }
@@ -372,10 +381,14 @@ impl GcHooks for Core {
         // Moved pages programmed in LPN order land at consecutive VPPNs: runs stay extents.
         GcOrder::ByLpn
     }
-}
 
-/// OOB tag bit of bitmap pages (tree pages are tagged with their slot).
-const BITMAP_TAG: u32 = 1 << 30;
+    /// A trim record is needed while some LPN it trimmed is still unmapped. The tree is
+    /// consulted without charging node reads (a GC decision the hooks cannot cost; rare: only
+    /// for records in a victim).
+    fn keeps_record(&self, rec: TrimRecord) -> bool {
+        rec.range().any(|l| self.tree.lookup(l).is_none())
+    }
+}
 
 /// The μ-FTL.
 #[derive(Clone)]
@@ -460,6 +473,85 @@ impl MuFtl {
         })
     }
 
+    /// Rebuilds μ-FTL from flash after a power cut (docs/power.md), recovery issued at `t`.
+    /// The node directory and every dirty node were in DRAM, so the μ-tree on flash is neither
+    /// findable nor current: the OOB scan gives every LPN's newest page, the tree is rebuilt by
+    /// inserting them in LPN order (runs at consecutive VPPNs become extents again), then every
+    /// node is written (leaves first, each with its path) and every bitmap page (validity is
+    /// rebuilt from the scan) — a new on-flash tree, the old tree pages left invalid. The node
+    /// cache may exceed its budget while the tree is rebuilt; it is shrunk at the end. Returns
+    /// the FTL and when its last operation completes.
+    pub fn recover(
+        cfg: &DeviceConfig,
+        params: &mut Params,
+        dev: &mut Device,
+        t: SimTime,
+    ) -> Result<(MuFtl, SimTime), RecoverError> {
+        let mut ftl = MuFtl::new(cfg, params)?;
+        let scan = recovery::scan(dev, t)?;
+        scan.revalidate(dev)?;
+        let geo = &cfg.geometry;
+        let streams = FIRST_PARTITION + ftl.partitions as u16;
+        let policy = ftl.alloc.policy.clone();
+        // Data lines are reopened as GC's: a GC destination line's first page names a
+        // partition's LPN like a host line's does, so labelling by partition could reopen a GC
+        // line for a partition and leave GC to open one more line on a device with none to
+        // spare. The partitions open fresh lines at their next writes.
+        ftl.alloc = Allocator::recovered(geo, streams, policy, dev, |o| match o.tpn() {
+            Some(_) => Stream::TRANS,
+            None => Stream::DATA,
+        });
+        let t = scan.done;
+        let mut done = t;
+        // The whole tree first: GC (which the node writes below may run) updates a complete one.
+        for (l, &p) in scan.page_map().iter().enumerate() {
+            if p != recovery::NONE {
+                let v = dev.math().ppa_to_vppn(Ppa(p));
+                let (_, _) = ftl
+                    .core
+                    .update(dev, Lpn(l as u32), Some(v), Cause::Recovery, t)?;
+            }
+        }
+        // A collection the cut interrupted may have left fewer free lines than GC relies on.
+        done = done.max(gc::finish_interrupted(
+            dev,
+            &mut ftl.alloc,
+            t,
+            &mut ftl.core,
+            &mut ftl.stats,
+        )?);
+        while let Some(d) = ftl.write_back_one(dev, Cause::Recovery, t)? {
+            done = done.max(d);
+        }
+        for bp in 0..ftl.core.bitmap_ppa.len() as u32 {
+            done = done.max(ftl.write_bitmap(dev, bp, Cause::Recovery, t)?);
+        }
+        ftl.shrink(dev, Cause::Recovery, t)?;
+        Ok((ftl, done))
+    }
+
+    /// Writes back the least recently used dirty node (leaves first: their paths clean their
+    /// ancestors), or else dirty bitmap page, with `cause` at `t`; `None` if nothing is dirty.
+    fn write_back_one(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        t: SimTime,
+    ) -> Result<Option<SimTime>, FtlError> {
+        let (n, tree) = (&self.core.nodes, &self.core.tree);
+        let node = n
+            .lru_where(|v| n.dirty[v as usize] && tree.node(v).leaf)
+            .or_else(|| n.lru_where(|v| n.dirty[v as usize]));
+        if let Some(v) = node {
+            return self.write_path(dev, v, cause, t).map(Some);
+        }
+        let b = &self.core.bitmaps;
+        match b.lru_where(|v| b.dirty[v as usize]) {
+            Some(bp) => self.write_bitmap(dev, bp, cause, t).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Runs foreground GC if a translation page may need a new line (before deciding what to
     /// write: GC changes the tree).
     fn make_room(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
@@ -517,7 +609,8 @@ impl MuFtl {
             }
             let s = c.pages.take();
             let ppa = self.alloc.next_page(Stream::TRANS)?;
-            done = done.max(dev.program(ppa, Oob::tp(Tpn(s)), Src::None, cause, ready)?);
+            let oob = Oob::tp(c.slot_tag(s));
+            done = done.max(dev.program(ppa, oob, Src::None, cause, ready)?);
             c.pages.ppa[s as usize] = ppa.0;
             c.stats.node_page_writes += 1;
             for j in first..i {
@@ -546,24 +639,26 @@ impl MuFtl {
     ) -> Result<SimTime, FtlError> {
         self.make_room(dev, t)?;
         let ppa = self.alloc.next_page(Stream::TRANS)?;
-        let done = dev.program(ppa, Oob::tp(Tpn(BITMAP_TAG | bp)), Src::None, cause, t)?;
+        let done = dev.program(ppa, Oob::tp(Tpn(bp)), Src::None, cause, t)?;
         let old = std::mem::replace(&mut self.core.bitmap_ppa[bp as usize], ppa.0);
         if old != NONE {
             dev.invalidate(Ppa(old))?;
         }
-        self.core.bitmaps.set_dirty(bp, false);
+        if self.core.bitmaps.cached(bp) {
+            self.core.bitmaps.set_dirty(bp, false);
+        }
         self.core.stats.bitmap_writes += 1;
         Ok(done)
     }
 
     /// Evicts least recently used nodes and bitmap pages until both caches fit, writing back
-    /// the dirty ones.
-    fn shrink(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
+    /// the dirty ones (programs of `cause`).
+    fn shrink(&mut self, dev: &mut Device, cause: Cause, t: SimTime) -> Result<(), FtlError> {
         loop {
             let c = &self.core;
             if let Some(v) = c.nodes.lru().filter(|_| c.nodes.bytes > c.node_room()) {
                 if c.nodes.dirty[v as usize] {
-                    self.write_path(dev, v, Cause::TransWrite, t)?;
+                    self.write_path(dev, v, cause, t)?;
                     continue; // GC may have changed the cache: look again
                 }
                 self.core.nodes.drop_id(v);
@@ -573,7 +668,7 @@ impl MuFtl {
                 .filter(|_| c.bitmaps.bytes > c.bitmaps.capacity)
             {
                 if c.bitmaps.dirty[v as usize] {
-                    self.write_bitmap(dev, v, Cause::TransWrite, t)?;
+                    self.write_bitmap(dev, v, cause, t)?;
                     continue;
                 }
                 self.core.bitmaps.drop_id(v);
@@ -701,45 +796,43 @@ impl Ftl for MuFtl {
                 done
             }
             Op::Trim => {
+                // Durable before the tree changes (docs/power.md).
+                let done = persist_trim(
+                    dev,
+                    &mut self.alloc,
+                    Stream::DATA,
+                    &mut self.core,
+                    &mut self.stats,
+                    req,
+                )?;
                 for lpn in req.lpns() {
                     self.trim(dev, lpn, t)?;
                 }
-                t
+                done
             }
             Op::Flush => t,
         };
-        self.shrink(dev, t)?;
+        self.shrink(dev, Cause::TransWrite, t)?;
         Ok(done)
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
         gc::background(dev, &mut self.alloc, now, &mut self.core, &mut self.stats)?;
-        self.shrink(dev, now)
+        self.shrink(dev, Cause::TransWrite, now)
     }
 
     fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
         if let Some(done) =
             gc::background_one(dev, &mut self.alloc, now, &mut self.core, &mut self.stats)?
         {
-            self.shrink(dev, now)?;
+            self.shrink(dev, Cause::TransWrite, now)?;
             return Ok(Some(done));
         }
         // Dirty nodes (leaves first: their paths clean their ancestors), then bitmap pages.
-        let (n, tree) = (&self.core.nodes, &self.core.tree);
-        let node = n
-            .lru_where(|v| n.dirty[v as usize] && tree.node(v).leaf)
-            .or_else(|| n.lru_where(|v| n.dirty[v as usize]));
-        let done = if let Some(v) = node {
-            self.write_path(dev, v, Cause::TransWrite, now)?
-        } else if let Some(bp) = {
-            let b = &self.core.bitmaps;
-            b.lru_where(|v| b.dirty[v as usize])
-        } {
-            self.write_bitmap(dev, bp, Cause::TransWrite, now)?
-        } else {
+        let Some(done) = self.write_back_one(dev, Cause::TransWrite, now)? else {
             return Ok(None);
         };
-        self.shrink(dev, now)?;
+        self.shrink(dev, Cause::TransWrite, now)?;
         Ok(Some(done))
     }
 
@@ -822,7 +915,7 @@ impl Ftl for MuFtl {
                 ));
             }
             if !dev.is_valid(Ppa(p))
-                || dev.peek_oob(Ppa(p)).and_then(|o| o.tpn()) != Some(Tpn(s as u32))
+                || dev.peek_oob(Ppa(p)).and_then(|o| o.tpn()) != Some(c.slot_tag(s as u32))
             {
                 return Err(format!(
                     "μ-FTL tree page {s} at {p} is not a valid page of it"
@@ -835,7 +928,7 @@ impl Ftl for MuFtl {
             }
             tps += 1;
             if !dev.is_valid(Ppa(p))
-                || dev.peek_oob(Ppa(p)).and_then(|o| o.tpn()) != Some(Tpn(BITMAP_TAG | i as u32))
+                || dev.peek_oob(Ppa(p)).and_then(|o| o.tpn()) != Some(Tpn(i as u32))
             {
                 return Err(format!(
                     "μ-FTL bitmap page {i} at {p} is not a valid page of it"
@@ -850,6 +943,6 @@ impl Ftl for MuFtl {
                 return Err(format!("μ-FTL {name} cache holds {used} B, over {room} B"));
             }
         }
-        check_page_map(dev, map, tps)
+        check_page_map(dev, map, tps + dev.valid_records())
     }
 }

@@ -129,13 +129,25 @@ impl Tree {
     /// upper key bound (exclusive; `u32::MAX` for the last leaf).
     pub fn path(&self, lpn: u32, out: &mut Vec<u32>) -> u32 {
         out.clear();
+        self.descend(lpn, |n| out.push(n)).1
+    }
+
+    /// The extent covering `lpn`, if it is mapped (a walk with no path kept).
+    pub fn lookup(&self, lpn: u32) -> Option<Ext> {
+        let (leaf, _) = self.descend(lpn, |_| {});
+        self.find(leaf, lpn)
+    }
+
+    /// Walks from the root to the leaf `lpn` routes to, visiting every node on the way;
+    /// returns the leaf and its upper key bound.
+    fn descend(&self, lpn: u32, mut visit: impl FnMut(u32)) -> (u32, u32) {
         let mut n = self.root;
         let mut hi = u32::MAX;
         loop {
-            out.push(n);
+            visit(n);
             let node = &self.nodes[n as usize];
             if node.leaf {
-                return hi;
+                return (n, hi);
             }
             let i = node.keys.partition_point(|&k| k <= lpn).max(1) - 1;
             if let Some(&k) = node.keys.get(i + 1) {
