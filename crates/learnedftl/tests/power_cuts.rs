@@ -6,7 +6,6 @@
 //! old or new data on each page) and checks the FTL's invariants. Plus deterministic cuts at
 //! chosen operations.
 
-use learnedftl::addr::SimTime;
 use learnedftl::device::{Cause, PowerCut};
 use learnedftl::engine::{mix, NoProgress, Payload, PowerCutPlan, SimOptions, Simulator, Verify};
 use learnedftl::ftl::RECOVERABLE;

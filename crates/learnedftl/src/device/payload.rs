@@ -35,9 +35,9 @@ const SPARE_PAGES: usize = 4096;
 /// version again (the newest version on flash). So memory follows the programmed, not yet
 /// erased pages (at most the physical space, over-provisioning included), not everything ever
 /// written. A torn page (a program the cut interrupted) holds no data. Staged host data is
-/// controller DRAM: a power cut drops it ([`PayloadStore::on_power_on`]). Freed page buffers
-/// are reused for the next staged write, so a steady stream of writes allocates nothing. With [`PayloadStore::use_file`]
-/// pages live in a sparse file instead (at `PPA × page size`), for devices larger than RAM;
+/// controller DRAM: a power cut drops it (at `Device::power_on`). Freed page buffers are
+/// reused for the next staged write, so a steady stream of writes allocates nothing. With
+/// [`PayloadStore::use_file`] pages live in a sparse file instead (at `PPA × page size`), for devices larger than RAM;
 /// only staged data stays in memory.
 ///
 /// A clone (a simulator snapshot) copies memory-backed pages; a file-backed store's clone
