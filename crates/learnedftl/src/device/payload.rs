@@ -37,8 +37,8 @@ const SPARE_PAGES: usize = 4096;
 /// written. A torn page (a program the cut interrupted) holds no data. Staged host data is
 /// controller DRAM: a power cut drops it (at `Device::power_on`). Freed page buffers are
 /// reused for the next staged write, so a steady stream of writes allocates nothing. With
-/// [`PayloadStore::use_file`] pages live in a sparse file instead (at `PPA × page size`), for devices larger than RAM;
-/// only staged data stays in memory.
+/// [`PayloadStore::use_file`] pages live in a sparse file instead (at `PPA × page size`), for
+/// devices larger than RAM; only staged data stays in memory.
 ///
 /// A clone (a simulator snapshot) copies memory-backed pages; a file-backed store's clone
 /// shares the file, so snapshots are for memory-backed or payload-free devices.
