@@ -230,7 +230,7 @@ fn recycle(spare: &mut Vec<Box<[u8]>>, page: Box<[u8]>) {
 mod tests {
     use crate::addr::{Lpn, Ppa, SimTime};
     use crate::config::DeviceConfig;
-    use crate::device::{Cause, Device, Oob, Src};
+    use crate::device::{Cause, Device, DeviceError, Oob, PowerCut, Src};
 
     /// The data at `ppa`, if any.
     fn page(d: &Device, ppa: Ppa) -> Option<Vec<u8>> {
@@ -304,5 +304,45 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         assert!(m.blocks() * 512 < 1 << 20, "sparse: {} blocks", m.blocks());
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn data_survives_a_power_cut_until_its_block_is_erased() {
+        let mut cfg = DeviceConfig::preset("tiny").unwrap();
+        cfg.payloads = true;
+        let mut d = Device::new(&cfg);
+        let (t, ppb) = (SimTime(0), d.geo().pages_per_block);
+        let program = |d: &mut Device, ppa: u32, lpn: u32, data: &[u8]| {
+            d.payloads_mut().unwrap().stage(Lpn(lpn), data);
+            d.program(
+                Ppa(ppa),
+                Oob::data(Lpn(lpn), ppa + 1),
+                Src::Host,
+                Cause::User,
+                t,
+            )
+        };
+        program(&mut d, 0, 1, b"old").unwrap();
+        program(&mut d, 1, 1, b"new").unwrap();
+        d.invalidate(Ppa(0)).unwrap();
+        program(&mut d, ppb, 2, b"gone").unwrap();
+        d.invalidate(Ppa(ppb)).unwrap();
+        // The program in flight is torn: no data, and its staged data is gone at power-on.
+        d.arm_power_cut(PowerCut::AfterOps(0));
+        assert_eq!(program(&mut d, 2, 3, b"torn"), Err(DeviceError::PowerLost));
+        d.power_on();
+        assert!(page(&d, Ppa(2)).is_none(), "a torn page holds no data");
+        assert!(d.payloads().unwrap().staged(Lpn(3)).is_none());
+        assert_eq!(
+            &page(&d, Ppa(0)).unwrap()[..3],
+            b"old",
+            "invalid, not erased"
+        );
+        assert_eq!(&page(&d, Ppa(1)).unwrap()[..3], b"new");
+        // An erase in flight tears its block, and its data with it.
+        d.arm_power_cut(PowerCut::AfterOps(0));
+        assert_eq!(d.erase(1, Cause::GcData, t), Err(DeviceError::PowerLost));
+        d.power_on();
+        assert!(page(&d, Ppa(ppb)).is_none());
     }
 }
