@@ -162,7 +162,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
             // Between two requests (docs/nbd.md); the server keeps serving if refused.
             match backend.cut_power() {
                 Ok(line) => eprintln!("SIGUSR1: {line}"),
-                Err(why) => eprintln!("SIGUSR1: no power cut: {why}"),
+                Err(why) => eprintln!("SIGUSR1: {why}"),
             }
         }
         if let (Some(at), Some(i)) = (next, interval) {

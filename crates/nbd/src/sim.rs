@@ -193,14 +193,18 @@ impl SimBackend {
     /// Cuts the power between two requests and recovers the FTL from flash (docs/nbd.md):
     /// taking the simulator's lock waits for the request being served, whose reply then is
     /// the last acknowledgement before the cut, and requests arriving meanwhile wait for the
-    /// recovery. Connections go on. Returns a line saying what the recovery cost, or why the
-    /// cut was refused (FTL not recoverable) or failed (then the device fails requests).
+    /// recovery. Connections go on. Returns a line saying what the recovery cost, or one
+    /// saying why the cut was refused (`no power cut: ...`, the FTL cannot recover; nothing
+    /// changed) or failed (`power cut failed: ...`; later requests then fail).
     pub fn cut_power(&self) -> Result<String, String> {
         let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
         let mut s = self.lock();
         let before = s.sim.live_metrics();
         let at = now.max(s.last_arrival);
-        let done = s.sim.cut_power_now(at).map_err(|e| e.to_string())?;
+        let done = s.sim.cut_power_now(at).map_err(|e| match e {
+            EngineError::PowerCuts(why) => format!("no power cut: {why}"),
+            e => format!("power cut failed: {e}"),
+        })?;
         // Later requests arrive no earlier than the cut; the recovery's flash work keeps the
         // LUNs busy until it is done.
         s.last_arrival = at;
