@@ -63,7 +63,8 @@ pub struct ServeOpts {
     name: String,
 }
 
-/// Serves until SIGINT or SIGTERM, then writes the report.
+/// Serves until SIGINT or SIGTERM, then writes the report; SIGUSR1 cuts the power (the FTL
+/// recovers from flash and serving goes on).
 pub fn serve(o: ServeOpts) -> Result<()> {
     let timing: Timing = o
         .timing
@@ -142,6 +143,8 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
+    let cut = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, cut.clone())?;
     let failed = Arc::new(std::sync::Mutex::new(None::<String>));
     {
         let (backend, failed, stop) = (backend.clone(), failed.clone(), stop.clone());
@@ -155,6 +158,13 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     let mut next = interval.map(|i| Instant::now() + i);
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));
+        if cut.swap(false, Ordering::SeqCst) {
+            // Between two requests (docs/nbd.md); the server keeps serving if refused.
+            match backend.cut_power() {
+                Ok(line) => eprintln!("SIGUSR1: {line}"),
+                Err(why) => eprintln!("SIGUSR1: {why}"),
+            }
+        }
         if let (Some(at), Some(i)) = (next, interval) {
             if Instant::now() >= at {
                 print_stats(&backend);

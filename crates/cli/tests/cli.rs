@@ -818,6 +818,24 @@ fn power_cuts_are_reported_and_refused_for_ftls_that_cannot_recover() {
         assert_eq!(run["result"]["verify"]["failures"], 0);
         assert_eq!(run["config"]["power_cut_every"], 100);
     }
+    // With payloads kept, which survive a cut too (docs/power.md).
+    let with_payloads: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--set", "payloads=true"])
+        .collect();
+    let (ok, stdout, stderr) = learnedftl(&with_payloads);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    for run in v.as_array().unwrap() {
+        assert_eq!(run["result"]["power_cuts"]["count"], 6);
+        assert_eq!(run["result"]["verify"]["failures"], 0);
+        assert_eq!(
+            run["config"]["device"]["payloads"], true,
+            "{}",
+            run["config"]
+        );
+    }
     // Without the flag, no power_cuts key.
     let without: Vec<&str> = args
         .iter()

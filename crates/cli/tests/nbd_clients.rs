@@ -50,6 +50,8 @@ struct Server {
     child: Child,
     /// `127.0.0.1:PORT` or `unix:PATH`.
     at: String,
+    /// The server's stderr, line by line (also copied to the test's stderr).
+    log: mpsc::Receiver<String>,
 }
 
 impl Server {
@@ -60,9 +62,17 @@ impl Server {
             ])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start the server");
+        let stderr = child.stderr.take().unwrap();
+        let (log_tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                log_tx.send(line).ok();
+            }
+        });
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -81,7 +91,30 @@ impl Server {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_string();
-        Server { child, at }
+        Server { child, at, log }
+    }
+
+    /// Sends `signal` (e.g. `USR1`) to the server, by PID.
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Waits (at most 60 s) for a line of the server's stderr containing `needle`; returns it.
+    fn wait_log(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no server log line with {needle:?} within 60 s: {e}"),
+            }
+        }
     }
 
     fn uri(&self) -> String {
@@ -260,4 +293,112 @@ fn nbdcopy_round_trip_of_a_random_file() {
     assert!(got[..data.len()] == data[..], "the file comes back intact");
     assert!(got[data.len()..].iter().all(|&b| b == 0));
     assert_eq!(std::fs::metadata(&pages).unwrap().len(), 128 << 20);
+}
+
+/// Runs qemu-io commands on `server`'s export; fails on a pattern mismatch.
+fn qemu_io(qemu_io: &Path, server: &Server, commands: &[&str]) {
+    let mut cmd = Command::new(qemu_io);
+    cmd.args(["-f", "raw", &server.uri()]);
+    for c in commands {
+        cmd.args(["-c", c]);
+    }
+    let out = run(&mut cmd);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("Pattern verification failed"), "{text}");
+    let reads = commands.iter().filter(|c| c.starts_with("read ")).count();
+    assert_eq!(text.matches("read ").count(), reads, "{text}");
+}
+
+#[test]
+fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
+    let Some(qemu) = tool("qemu-io") else {
+        return;
+    };
+    let dir = Scratch::new("nbd-cut");
+    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
+    let server = Server::start(
+        "dftl",
+        &[
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    // Acknowledged writes (one sub-page), some flushed, then a cut while the client is away.
+    qemu_io(
+        &qemu,
+        &server,
+        &[
+            "write -P 0xa5 0 8M",
+            "flush",
+            "write -P 0x3c 1M 256k",
+            "write -P 0x77 4608 1k",
+        ],
+    );
+    server.signal("USR1");
+    let line = server.wait_log("power cut 1");
+    assert!(line.contains("flash reads"), "{line}");
+    let reads = [
+        "read -P 0xa5 0 4608",
+        "read -P 0x77 4608 1k",
+        "read -P 0xa5 5632 1042944",
+        "read -P 0x3c 1M 256k",
+        "read -P 0xa5 1280k 6912k",
+    ];
+    qemu_io(&qemu, &server, &reads);
+    // A second cut while a client keeps its connection open: qemu-io sleeps between
+    // commands, and the cut strikes between two of its requests.
+    let mut cmd = Command::new(&qemu);
+    cmd.args(["-f", "raw", &server.uri()]);
+    for c in ["write -P 0x11 2M 64k", "sleep 1500"]
+        .iter()
+        .chain(&reads[..3])
+    {
+        cmd.args(["-c", c]);
+    }
+    cmd.args(["-c", "read -P 0x11 2M 64k"]);
+    let client = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    server.signal("USR1");
+    server.wait_log("power cut 2");
+    let out = client.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("Pattern verification failed"), "{text}");
+    assert_eq!(text.matches("read ").count(), 4, "{text}");
+    server.stop();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let m = &r["result"];
+    assert_eq!(m["power_cuts"]["count"], 2, "{m}");
+    assert_eq!(m["power_cuts"]["lost_unflushed_pages"], 0, "{m}");
+    assert!(
+        m["power_cuts"]["recovery_flash_reads"].as_u64().unwrap() > 0,
+        "{m}"
+    );
+    assert!(
+        m["power_cuts"]["recovery_sim_seconds"].as_f64().unwrap() > 0.0,
+        "{m}"
+    );
+    assert_eq!(m["verify"]["failures"], 0, "{m}");
+}
+
+#[test]
+fn sigusr1_is_refused_for_an_ftl_that_cannot_recover() {
+    let Some(qemu) = tool("qemu-io") else {
+        return;
+    };
+    let dir = Scratch::new("nbd-cut-refused");
+    let sock = dir.join("nbd.sock");
+    let server = Server::start("leaftl", &["--socket", sock.to_str().unwrap()]);
+    qemu_io(&qemu, &server, &["write -P 0x42 0 64k", "flush"]);
+    server.signal("USR1");
+    let line = server.wait_log("no power cut");
+    assert!(line.contains("leaftl cannot recover"), "{line}");
+    qemu_io(&qemu, &server, &["read -P 0x42 0 64k"]);
+    server.stop();
 }

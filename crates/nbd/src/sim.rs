@@ -132,6 +132,10 @@ impl SimBackend {
             },
         };
         sim.begin_phase("serve");
+        // The report carries the power_cuts block whenever cuts on demand can strike.
+        if sim.power_cut_refusal().is_none() {
+            sim.track_power_cuts();
+        }
         let start = sim.clock();
         Ok(SimBackend {
             export,
@@ -184,6 +188,40 @@ impl SimBackend {
             result: m,
             trace: None,
         }
+    }
+
+    /// Cuts the power between two requests and recovers the FTL from flash (docs/nbd.md):
+    /// taking the simulator's lock waits for the request being served, whose reply then is
+    /// the last acknowledgement before the cut, and requests arriving meanwhile wait for the
+    /// recovery. Connections go on. Returns a line saying what the recovery cost, or one
+    /// saying why the cut was refused (`no power cut: ...`, the FTL cannot recover; nothing
+    /// changed) or failed (`power cut failed: ...`; later requests then fail).
+    pub fn cut_power(&self) -> Result<String, String> {
+        let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
+        let mut s = self.lock();
+        let before = s.sim.live_metrics();
+        let at = now.max(s.last_arrival);
+        let done = s.sim.cut_power_now(at).map_err(|e| match e {
+            EngineError::PowerCuts(why) => format!("no power cut: {why}"),
+            e => format!("power cut failed: {e}"),
+        })?;
+        // Later requests arrive no earlier than the cut; the recovery's flash work keeps the
+        // LUNs busy until it is done.
+        s.last_arrival = at;
+        let after = s.sim.live_metrics();
+        let (b, a) = (
+            before.power_cuts.unwrap_or_default(),
+            after.power_cuts.unwrap_or_default(),
+        );
+        Ok(format!(
+            "power cut {} at simulated {:.6} s: recovered in {:.6} simulated s, {} flash reads; {} unflushed pages lost, {} pages read back wrong",
+            a.count,
+            at.since(self.start) as f64 / 1e9,
+            done.since(at) as f64 / 1e9,
+            a.recovery_flash_reads - b.recovery_flash_reads,
+            a.lost_unflushed_pages - b.lost_unflushed_pages,
+            after.verify.failures - before.verify.failures,
+        ))
     }
 
     /// Flushes the recorded trace (call before exiting; recording goes on).

@@ -244,3 +244,56 @@ fn connections_share_one_device() {
     disconnect(it.next().unwrap(), h2);
     assert_eq!(b.live_metrics().requests.write, 400);
 }
+
+#[test]
+fn a_power_cut_between_requests_keeps_acknowledged_data_and_the_connection() {
+    for ftl in learnedftl::ftl::RECOVERABLE {
+        let b = backend(ftl, Timing::None);
+        let (mut c, h) = connect(b.clone());
+        go(&mut c);
+        let first = bytes(1, 64 * 4096);
+        write(&mut c, 0, &first, 0);
+        // A sub-page write (read-modify-write) and a flushed overwrite.
+        write(&mut c, 4096 + 512, &[0x5a; 1024], 0);
+        let second = bytes(2, 8 * 4096);
+        write(&mut c, 32 * 4096, &second, 0);
+        assert_eq!(call(&mut c, Command::Flush, 0, 0, Err(0)).0, 0);
+        let mut want = first.clone();
+        want[4096 + 512..4096 + 1536].fill(0x5a);
+        want[32 * 4096..40 * 4096].copy_from_slice(&second);
+        let line = b.cut_power().unwrap();
+        assert!(
+            line.contains("power cut 1") && line.contains("flash reads"),
+            "{line}"
+        );
+        assert_eq!(read(&mut c, 0, 64 * 4096), want, "{ftl} after the cut");
+        // Serving goes on: a write after the cut survives a second one.
+        write(&mut c, 0, &second, 0);
+        want[..8 * 4096].copy_from_slice(&second);
+        b.cut_power().unwrap();
+        assert_eq!(read(&mut c, 0, 64 * 4096), want, "{ftl} after two cuts");
+        let m = b.live_metrics();
+        let p = m.power_cuts.expect("power cuts reported");
+        assert_eq!(p.count, 2, "{ftl}");
+        assert!(p.recovery_flash_reads > 0, "{ftl}");
+        assert_eq!(p.lost_unflushed_pages, 0, "{ftl}");
+        assert_eq!(m.verify.failures, 0, "{ftl}");
+        disconnect(c, h);
+    }
+}
+
+#[test]
+fn power_cuts_are_refused_for_ftls_that_cannot_recover() {
+    let b = backend("leaftl", Timing::None);
+    assert!(b.live_metrics().power_cuts.is_none());
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    let data = bytes(4, 4 * 4096);
+    write(&mut c, 0, &data, 0);
+    let e = b.cut_power().unwrap_err();
+    assert!(e.starts_with("no power cut: leaftl cannot recover"), "{e}");
+    // Nothing happened: the device serves on.
+    assert_eq!(read(&mut c, 0, 4 * 4096), data);
+    assert!(b.live_metrics().power_cuts.is_none());
+    disconnect(c, h);
+}

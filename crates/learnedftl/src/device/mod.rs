@@ -576,9 +576,6 @@ impl Device {
         let blk = self.math.block_of(ppa);
         self.blk_valid[blk as usize] -= 1;
         self.line_valid[self.math.line_of_block(blk) as usize] -= 1;
-        if let Some(p) = self.payload.as_mut() {
-            p.on_invalidate(ppa);
-        }
         Ok(())
     }
 
@@ -606,14 +603,19 @@ impl Device {
                 stamp: 0,
             };
             self.oob[(block * ppb) as usize..((block + 1) * ppb) as usize].fill(torn);
+            if let Some(p) = self.payload.as_mut() {
+                p.on_erase(Ppa(block * ppb), ppb);
+            }
             self.blk_next[b] = ppb;
             self.blk_erases[b] += 1;
             self.counters.erases[cause as usize] += 1;
             return Err(DeviceError::PowerLost);
         }
-        // Every page of the block was invalidated, which dropped its payload.
         let first = Ppa(block * self.geo.pages_per_block);
         self.drop_records(block);
+        if let Some(p) = self.payload.as_mut() {
+            p.on_erase(first, self.geo.pages_per_block);
+        }
         self.blk_next[b] = 0;
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;
@@ -754,9 +756,13 @@ impl Device {
 
     /// Powers the device on after a cut, forgetting what a real SSD keeps in DRAM: the valid
     /// bitmap and the block and line valid counts (validity is FTL metadata, which recovery
-    /// rebuilds with [`Device::revalidate`]). Flash contents (OOB, record contents, write
-    /// pointers, torn pages), erase counts, counters and LUN timelines stay.
+    /// rebuilds with [`Device::revalidate`]) and host data staged for payloads. Flash contents
+    /// (OOB, record contents, page payloads, write pointers, torn pages), erase counts,
+    /// counters and LUN timelines stay.
     pub fn power_on(&mut self) {
+        if let Some(p) = self.payload.as_mut() {
+            p.on_power_on();
+        }
         self.valid.fill(0);
         self.blk_valid.fill(0);
         self.line_valid.fill(0);

@@ -29,12 +29,16 @@ const SPARE_PAGES: usize = 4096;
 
 /// Page payloads by PPA, plus host data staged by LPN.
 ///
-/// A page's data is dropped when the page is invalidated: no FTL reads a page it has
-/// invalidated (garbage collection copies a page before invalidating it), so memory follows
-/// the valid pages, not everything ever written. Freed page buffers are reused for the next
-/// staged write, so a steady stream of writes allocates nothing. With [`PayloadStore::use_file`]
-/// pages live in a sparse file instead (at `PPA × page size`), for devices larger than RAM;
-/// only staged data stays in memory.
+/// A page's data stays as long as flash holds it: it is dropped when its block is erased (or
+/// torn by an erase the power cut interrupted), not when the page is invalidated, because
+/// validity is DRAM state a power cut forgets and recovery may pick an invalidated page's
+/// version again (the newest version on flash). So memory follows the programmed, not yet
+/// erased pages (at most the physical space, over-provisioning included), not everything ever
+/// written. A torn page (a program the cut interrupted) holds no data. Staged host data is
+/// controller DRAM: a power cut drops it (at `Device::power_on`). Freed page buffers are
+/// reused for the next staged write, so a steady stream of writes allocates nothing. With
+/// [`PayloadStore::use_file`] pages live in a sparse file instead (at `PPA × page size`), for
+/// devices larger than RAM; only staged data stays in memory.
 ///
 /// A clone (a simulator snapshot) copies memory-backed pages; a file-backed store's clone
 /// shares the file, so snapshots are for memory-backed or payload-free devices.
@@ -119,7 +123,7 @@ impl PayloadStore {
     }
 
     /// Copies the data stored at `ppa` into `dst` (a page long); false if the page holds none
-    /// (never programmed with data, or invalid), `dst` then unchanged.
+    /// (never programmed with data, torn, or erased), `dst` then unchanged.
     pub fn read(&self, ppa: Ppa, dst: &mut [u8]) -> io::Result<bool> {
         let i = ppa.idx();
         match &self.pages {
@@ -147,9 +151,7 @@ impl PayloadStore {
     }
 
     fn recycle(&mut self, page: Box<[u8]>) {
-        if self.spare.len() < SPARE_PAGES {
-            self.spare.push(page);
-        }
+        recycle(&mut self.spare, page);
     }
 
     pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) -> io::Result<()> {
@@ -189,16 +191,38 @@ impl PayloadStore {
         Ok(())
     }
 
-    pub(super) fn on_invalidate(&mut self, ppa: Ppa) {
-        let i = ppa.idx();
+    /// Drops the data of pages `first..first + n` (a block being erased, or torn by an
+    /// interrupted erase).
+    pub(super) fn on_erase(&mut self, first: Ppa, n: u32) {
+        let range = first.idx()..first.idx() + n as usize;
         match &mut self.pages {
             Pages::Memory(v) => {
-                if let Some(old) = v[i].take() {
-                    self.recycle(old);
+                for slot in &mut v[range] {
+                    if let Some(old) = slot.take() {
+                        recycle(&mut self.spare, old);
+                    }
                 }
             }
-            Pages::File { present, .. } => present[i >> 6] &= !(1 << (i & 63)),
+            Pages::File { present, .. } => {
+                for i in range {
+                    present[i >> 6] &= !(1 << (i & 63));
+                }
+            }
         }
+    }
+
+    /// Power comes back: host data staged in controller DRAM and not programmed is gone.
+    pub(super) fn on_power_on(&mut self) {
+        for (_, page) in std::mem::take(&mut self.staged) {
+            self.recycle(page);
+        }
+    }
+}
+
+/// Keeps a freed page buffer for reuse, up to [`SPARE_PAGES`].
+fn recycle(spare: &mut Vec<Box<[u8]>>, page: Box<[u8]>) {
+    if spare.len() < SPARE_PAGES {
+        spare.push(page);
     }
 }
 
@@ -206,7 +230,7 @@ impl PayloadStore {
 mod tests {
     use crate::addr::{Lpn, Ppa, SimTime};
     use crate::config::DeviceConfig;
-    use crate::device::{Cause, Device, Oob, Src};
+    use crate::device::{Cause, Device, DeviceError, Oob, PowerCut, Src};
 
     /// The data at `ppa`, if any.
     fn page(d: &Device, ppa: Ppa) -> Option<Vec<u8>> {
@@ -246,9 +270,13 @@ mod tests {
         )
         .unwrap();
         d.invalidate(Ppa(0)).unwrap();
-        assert!(page(&d, Ppa(0)).is_none(), "an invalid page's data is gone");
+        assert_eq!(
+            &page(&d, Ppa(0)).unwrap()[..5],
+            b"hello",
+            "an invalid page keeps its data until its block is erased"
+        );
         d.erase(0, Cause::GcData, SimTime(0)).unwrap();
-        assert!(page(&d, Ppa(0)).is_none());
+        assert!(page(&d, Ppa(0)).is_none(), "an erased page's data is gone");
         assert_eq!(&page(&d, dst).unwrap()[..5], b"hello");
         // A page programmed without data (a translation page) holds none.
         d.program(
@@ -276,5 +304,45 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         assert!(m.blocks() * 512 < 1 << 20, "sparse: {} blocks", m.blocks());
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn data_survives_a_power_cut_until_its_block_is_erased() {
+        let mut cfg = DeviceConfig::preset("tiny").unwrap();
+        cfg.payloads = true;
+        let mut d = Device::new(&cfg);
+        let (t, ppb) = (SimTime(0), d.geo().pages_per_block);
+        let program = |d: &mut Device, ppa: u32, lpn: u32, data: &[u8]| {
+            d.payloads_mut().unwrap().stage(Lpn(lpn), data);
+            d.program(
+                Ppa(ppa),
+                Oob::data(Lpn(lpn), ppa + 1),
+                Src::Host,
+                Cause::User,
+                t,
+            )
+        };
+        program(&mut d, 0, 1, b"old").unwrap();
+        program(&mut d, 1, 1, b"new").unwrap();
+        d.invalidate(Ppa(0)).unwrap();
+        program(&mut d, ppb, 2, b"gone").unwrap();
+        d.invalidate(Ppa(ppb)).unwrap();
+        // The program in flight is torn: no data, and its staged data is gone at power-on.
+        d.arm_power_cut(PowerCut::AfterOps(0));
+        assert_eq!(program(&mut d, 2, 3, b"torn"), Err(DeviceError::PowerLost));
+        d.power_on();
+        assert!(page(&d, Ppa(2)).is_none(), "a torn page holds no data");
+        assert!(d.payloads().unwrap().staged(Lpn(3)).is_none());
+        assert_eq!(
+            &page(&d, Ppa(0)).unwrap()[..3],
+            b"old",
+            "invalid, not erased"
+        );
+        assert_eq!(&page(&d, Ppa(1)).unwrap()[..3], b"new");
+        // An erase in flight tears its block, and its data with it.
+        d.arm_power_cut(PowerCut::AfterOps(0));
+        assert_eq!(d.erase(1, Cause::GcData, t), Err(DeviceError::PowerLost));
+        d.power_on();
+        assert!(page(&d, Ppa(ppb)).is_none());
     }
 }

@@ -306,8 +306,9 @@ impl Simulator {
         }
     }
 
-    /// Why power cuts cannot strike this simulator, if they cannot.
-    fn power_cut_refusal(&self) -> Option<String> {
+    /// Why power cuts cannot strike this simulator, if they cannot: its FTL is not in
+    /// [`ftl::RECOVERABLE`], or it was not built by FTL name.
+    pub fn power_cut_refusal(&self) -> Option<String> {
         let name = self.ftl.name();
         if !ftl::RECOVERABLE.contains(&name) {
             Some(format!(
@@ -316,8 +317,6 @@ impl Simulator {
             ))
         } else if self.recipe.is_none() {
             Some("the simulator was not built by FTL name (Simulator::new)".into())
-        } else if self.dev.payloads().is_some() {
-            Some("not with payloads=true (payloads do not survive recovery yet)".into())
         } else {
             None
         }
@@ -350,6 +349,26 @@ impl Simulator {
         self.phase.track_power_cuts();
         self.dev.arm_power_cut(cut);
         Ok(())
+    }
+
+    /// Cuts the power now, between two requests (none in flight: every request so far was
+    /// acknowledged), and recovers the FTL from flash at `t` (no earlier than the latest
+    /// arrival) as for a planned cut: checked when reads are verified, counted in the phase's
+    /// `power_cuts`. Returns when recovery completed. Refused, with the reason, where
+    /// [`Simulator::power_cut_refusal`] says so; the simulator is then unchanged.
+    pub fn cut_power_now(&mut self, t: SimTime) -> Result<SimTime, EngineError> {
+        if let Some(why) = self.power_cut_refusal() {
+            return Err(EngineError::PowerCuts(why));
+        }
+        self.phase.track_power_cuts();
+        self.dev.cut_power();
+        self.recover(None, t.max(self.last_arrival))
+    }
+
+    /// Reports the `power_cuts` block in the current phase even before any cut (a server
+    /// that cuts on demand reports zero cuts rather than no block).
+    pub fn track_power_cuts(&mut self) {
+        self.phase.track_power_cuts();
     }
 
     /// Changes verification and invariant checking from now on (the oracle keeps tracking

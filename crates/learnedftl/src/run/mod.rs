@@ -200,8 +200,7 @@ impl Experiment {
         }
     }
 
-    /// With power cuts, every FTL of `ftls` must be able to recover, and the device keep no
-    /// payloads.
+    /// With power cuts, every FTL of `ftls` must be able to recover.
     fn check_power_cuts(&self, ftls: &[&str]) -> Result<(), ConfigError> {
         if self.power_cut_every.is_none() {
             return Ok(());
@@ -219,12 +218,6 @@ impl Experiment {
                     cannot.join(", "),
                     ftl::RECOVERABLE.join(", ")
                 ),
-            ));
-        }
-        if self.device.payloads {
-            return Err(ConfigError::invalid(
-                "power_cut_every",
-                "not with payloads=true (payloads do not survive a recovery yet)",
             ));
         }
         Ok(())
