@@ -349,7 +349,14 @@ fn cuts(sim: &Simulator) -> u64 {
 /// window of 64 requests (each check clones the device, data included); reads along the way and a full read at the end check the bytes (the
 /// engine checks the stamps against its oracle after each cut).
 fn payloads_survive_random_cuts(ftl: &str, seed: u64) {
-    let mut params = Params::from_assignments(["payloads=true"], "test").unwrap();
+    // Every acknowledged write must survive, so LeaFTL's volatile write buffer is made durable
+    // (its bytes are programmed at the cut on capacitor energy).
+    let plp = if ftl == "leaftl" {
+        "power_loss_protection=on"
+    } else {
+        "power_loss_protection=off"
+    };
+    let mut params = Params::from_assignments(["payloads=true", plp], "test").unwrap();
     let cfg = DeviceConfig::from_params("tiny", &mut params).unwrap();
     let opts = SimOptions {
         verify: Verify::FailFast,
