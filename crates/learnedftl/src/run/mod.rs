@@ -196,30 +196,15 @@ impl Experiment {
                 u.iter().map(quote).collect::<Vec<_>>().join(", "),
                 ftls.join(", ")
             ))),
-            _ => self.check_power_cuts(ftls),
+            _ => self.check_power_cuts(),
         }
     }
 
-    /// With power cuts, every FTL of `ftls` must be able to recover, and the device keep no
-    /// payloads.
-    fn check_power_cuts(&self, ftls: &[&str]) -> Result<(), ConfigError> {
+    /// With power cuts, the device must keep no payloads (every FTL can recover:
+    /// [`ftl::RECOVERABLE`]).
+    fn check_power_cuts(&self) -> Result<(), ConfigError> {
         if self.power_cut_every.is_none() {
             return Ok(());
-        }
-        let cannot: Vec<&str> = ftls
-            .iter()
-            .copied()
-            .filter(|f| !ftl::RECOVERABLE.contains(f))
-            .collect();
-        if !cannot.is_empty() {
-            return Err(ConfigError::invalid(
-                "power_cut_every",
-                format!(
-                    "{} cannot recover from a power cut yet; recoverable: {} (choose with --ftl)",
-                    cannot.join(", "),
-                    ftl::RECOVERABLE.join(", ")
-                ),
-            ));
         }
         if self.device.payloads {
             return Err(ConfigError::invalid(
