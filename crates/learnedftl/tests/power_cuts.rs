@@ -297,6 +297,36 @@ fn every_ftl_recovers_and_unknown_names_are_refused() {
 }
 
 #[test]
+fn learnedftl_with_free_tp_writes_refuses_to_recover() {
+    // tp_write_cost=free writes no TP and no trim record: the first cut's recovery is refused
+    // by name.
+    let mut sim = prepared("learnedftl", &["tp_write_cost=free"], 17);
+    sim.arm_power_cut(PowerCut::AfterOps(10)).unwrap();
+    let mut t = sim.clock();
+    let e = (0..100u64)
+        .find_map(|i| {
+            let io = HostIo {
+                arrival: t,
+                op: Op::Write,
+                offset: i * 8 * 4096,
+                len: 8 * 4096,
+            };
+            match sim.submit(io) {
+                Ok(done) => {
+                    t = done;
+                    None
+                }
+                Err(e) => Some(e.to_string()),
+            }
+        })
+        .expect("the cut struck");
+    assert!(
+        e.contains("tp_write_cost") && e.contains("cannot recover"),
+        "{e}"
+    );
+}
+
+#[test]
 fn learnedftl_recovers_from_a_cut_during_a_training_collection() {
     // design=paper: groups are collected whole and trained; a collection programs its members'
     // TPs (cause gc_translation) after copying their pages and before erasing the old lines
@@ -326,7 +356,8 @@ fn learnedftl_recovers_from_a_cut_during_a_training_collection() {
         let m = random_requests(&mut sim, 600, 16);
         assert_eq!(m.verify.failures, 0, "cut at TP program {nth}");
         assert_eq!(m.power_cuts.map(|p| p.count), Some(1), "cut {nth}");
-        // Recovery retrained the models: reads are served by them again.
+        // Models serve reads again (recovery retrained them; the check after it enforced the
+        // bitmap invariant).
         let c = sim.ftl().extra_counters();
         assert!(c["bits_set"].as_u64().unwrap() > 0, "cut {nth}: {c}");
         sim.ftl().check_invariants(sim.device()).unwrap();

@@ -559,11 +559,16 @@ impl LearnedFtl {
     }
 
     /// A trim is durable (and acknowledged) once its record is programmed, on the translation
-    /// stream ([`trims::program_record`]), before the mappings change.
+    /// stream ([`trims::program_record`]), before the mappings change. Under
+    /// `tp_write_cost=free` (no translation page is ever on flash, so the translation stream
+    /// owns no line to put records in) trims are not persisted, and recovery is refused.
     fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         self.table.gtd.note_stamp(req.stamp);
-        let ppa = self.trans_page(dev, req.arrival)?;
-        let done = trims::program_record(dev, ppa, req)?;
+        let mut done = req.arrival;
+        if self.cfg.tp_write_charged {
+            let ppa = self.trans_page(dev, req.arrival)?;
+            done = trims::program_record(dev, ppa, req)?;
+        }
         for lpn in req.lpns() {
             if let Some(old) = self.table.set(lpn, None) {
                 dev.invalidate(old)?;

@@ -4,12 +4,13 @@
 //! lines). Everything else was DRAM and is rebuilt from the shared OOB scan:
 //!
 //! * the mappings and the GTD ([`TransTable::restore`](crate::mapping::TransTable::restore));
-//!   stale TPs are rewritten (cause `recovery`) unless TP programs are free
-//!   (`tp_write_cost=free`, where no TP is ever on flash);
+//!   stale TPs are rewritten (cause `recovery`); `tp_write_cost=free` (no TP and no trim
+//!   record on flash) is refused;
 //! * the lines: each written line belongs to the group of its first data page, or to the
 //!   translation stream; under `design=log` a line holding valid pages of another group is a
 //!   log line; under `design=paper` such a line is a lender's, and its guest is paired with it
-//!   again (with its encroachment: the guest's valid pages in other groups' lines);
+//!   again (with its encroachment: the guest's valid pages in other groups' lines); a line with
+//!   no readable page (a cut during a collection's erases) is erased;
 //! * the models: every TP is retrained from its mappings (CPU time, no flash operation), so a
 //!   set bit predicts its LPN exactly, as after a collection;
 //! * a collection the cut interrupted is finished while free lines are below the reserve.
@@ -20,7 +21,7 @@ use super::{Design, LearnedFtl};
 use crate::addr::{Lpn, SimTime, Tpn};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device};
-use crate::error::{FtlError, RecoverError};
+use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::{recovery, Allocator, LineState, Stream};
 use crate::params::Params;
 use std::cmp::Reverse;
@@ -36,6 +37,12 @@ impl LearnedFtl {
         t: SimTime,
     ) -> Result<(Self, SimTime), RecoverError> {
         let mut ftl = LearnedFtl::new(cfg, params)?;
+        if !ftl.cfg.tp_write_charged {
+            return Err(RecoverError::Config(ConfigError::invalid(
+                "tp_write_cost",
+                "free persists no trim: LearnedFTL cannot recover from a power cut with it",
+            )));
+        }
         let scan = recovery::scan(dev, t)?;
         scan.revalidate(dev)?;
         let stale = ftl.table.restore(dev, &scan)?;
@@ -69,16 +76,14 @@ impl LearnedFtl {
                 ftl.groups.trained_at[g as usize] = Some(t);
             }
         }
-        if ftl.cfg.tp_write_charged {
-            for tpn in stale {
-                // The scan gave every entry: a plain program, no read-modify-write.
-                let new = ftl.trans_page(dev, scan.done)?;
-                let d = ftl
-                    .table
-                    .gtd
-                    .program(dev, tpn, new, Cause::Recovery, scan.done)?;
-                done = done.max(d);
-            }
+        for tpn in stale {
+            // The scan gave every entry: a plain program, no read-modify-write.
+            let new = ftl.trans_page(dev, scan.done)?;
+            let d = ftl
+                .table
+                .gtd
+                .program(dev, tpn, new, Cause::Recovery, scan.done)?;
+            done = done.max(d);
         }
         let gc_done = ftl.finish_interrupted(dev, done)?;
         Ok((ftl, done.max(gc_done)))
