@@ -780,7 +780,7 @@ fn compare_draws_its_measured_phase_as_an_svg() {
 }
 
 #[test]
-fn power_cuts_are_reported_and_refused_for_ftls_that_cannot_recover() {
+fn power_cuts_are_reported_for_every_ftl_and_a_zero_period_refused() {
     let args = [
         "compare",
         "--ftl",
@@ -846,24 +846,23 @@ fn power_cuts_are_reported_and_refused_for_ftls_that_cannot_recover() {
     assert!(ok, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert!(v[0]["result"].get("power_cuts").is_none());
-    // The whole registry: the FTLs that cannot recover yet are named.
-    let (ok, _, stderr) = learnedftl(&[
+    // The whole registry recovers (LearnedFTL last joined).
+    let (ok, stdout, stderr) = learnedftl(&[
         "compare",
         "--preset",
         "tiny",
         "--rw",
-        "randread",
+        "randwrite",
         "--number-ios",
         "10",
         "--power-cut-every",
         "5",
+        "--verify",
     ]);
-    assert!(!ok);
+    assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("power_cut_every")
-            && stderr.contains("learnedftl")
-            && stderr.contains("cannot recover"),
-        "{stderr}"
+        stdout.contains("ideal 2 cuts") && stdout.contains("learnedftl 2 cuts"),
+        "{stdout}"
     );
     let (ok, _, stderr) = learnedftl(&["run", "--ftl", "ideal", "--power-cut-every", "0"]);
     assert!(

@@ -386,19 +386,3 @@ fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
     );
     assert_eq!(m["verify"]["failures"], 0, "{m}");
 }
-
-#[test]
-fn sigusr1_is_refused_for_an_ftl_that_cannot_recover() {
-    let Some(qemu) = tool("qemu-io") else {
-        return;
-    };
-    let dir = Scratch::new("nbd-cut-refused");
-    let sock = dir.join("nbd.sock");
-    let server = Server::start("learnedftl", &["--socket", sock.to_str().unwrap()]);
-    qemu_io(&qemu, &server, &["write -P 0x42 0 64k", "flush"]);
-    server.signal("USR1");
-    let line = server.wait_log("no power cut");
-    assert!(line.contains("learnedftl cannot recover"), "{line}");
-    qemu_io(&qemu, &server, &["read -P 0x42 0 64k"]);
-    server.stop();
-}

@@ -283,22 +283,3 @@ fn a_power_cut_between_requests_keeps_acknowledged_data_and_the_connection() {
         disconnect(c, h);
     }
 }
-
-#[test]
-fn power_cuts_are_refused_for_ftls_that_cannot_recover() {
-    let b = backend("learnedftl", Timing::None);
-    assert!(b.live_metrics().power_cuts.is_none());
-    let (mut c, h) = connect(b.clone());
-    go(&mut c);
-    let data = bytes(4, 4 * 4096);
-    write(&mut c, 0, &data, 0);
-    let e = b.cut_power().unwrap_err();
-    assert!(
-        e.starts_with("no power cut: learnedftl cannot recover"),
-        "{e}"
-    );
-    // Nothing happened: the device serves on.
-    assert_eq!(read(&mut c, 0, 4 * 4096), data);
-    assert!(b.live_metrics().power_cuts.is_none());
-    disconnect(c, h);
-}

@@ -23,7 +23,6 @@
 //! through the LUN timelines; a request completes when its own reads or programs do.
 
 use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
-use crate::addr::Tpn;
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
@@ -154,7 +153,7 @@ impl<C: Cmt> GcHooks for Core<C> {
     }
 
     fn keeps_record(&self, rec: TrimRecord) -> bool {
-        rec.range().any(|l| self.table.get(Lpn(l)).is_none())
+        self.table.needs_record(rec)
     }
 }
 
@@ -221,25 +220,8 @@ impl<C: Cmt> Demand<C> {
     pub fn recover(mut self, dev: &mut Device, t: SimTime) -> Result<(Self, SimTime), FtlError> {
         let scan = recovery::scan(dev, t)?;
         scan.revalidate(dev)?;
-        self.core.table.restore(&scan);
+        let stale = self.core.table.restore(dev, &scan)?;
         self.core.cache.restored(&self.core.table);
-        let gtd = &mut self.core.table.gtd;
-        let mut stale = Vec::new();
-        for tpn in (0..gtd.tps()).map(Tpn) {
-            let newest = gtd.lpns(tpn).map(|l| scan.stamp(Lpn(l))).max().unwrap_or(0);
-            match scan.tp(tpn) {
-                Some((ppa, stamp)) => {
-                    dev.revalidate(ppa)?;
-                    gtd.restore(tpn, ppa);
-                    if newest > stamp {
-                        stale.push(tpn);
-                    }
-                }
-                None if gtd.lpns(tpn).any(|l| scan.mapped(Lpn(l)).is_some()) => stale.push(tpn),
-                None => {}
-            }
-        }
-        gtd.note_stamp(scan.max_stamp());
         let policy = self.alloc.policy.clone();
         self.alloc = Allocator::recovered(dev.geo(), 2, policy, dev, |oob| {
             if oob.tpn().is_some() {

@@ -325,7 +325,15 @@ pub fn build(
 
 /// FTLs [`recover`] can rebuild after a power cut (docs/power.md).
 pub const RECOVERABLE: &[&str] = &[
-    "ideal", "dftl", "tpftl", "sftl", "leaftl", "hpftl", "fast", "mu-ftl",
+    "ideal",
+    "dftl",
+    "tpftl",
+    "sftl",
+    "leaftl",
+    "learnedftl",
+    "hpftl",
+    "fast",
+    "mu-ftl",
 ];
 
 /// Rebuilds the FTL `name` from flash after a power cut (docs/power.md): `dev` must have lost
@@ -357,6 +365,7 @@ pub fn recover(
         "tpftl" => boxed(tpftl::new(cfg, params)?.recover(dev, t)?),
         "sftl" => boxed(sftl::new(cfg, params)?.recover(dev, t)?),
         "leaftl" => boxed(leaftl::Leaftl::recover(cfg, params, dev, t)?),
+        "learnedftl" => boxed(learned::LearnedFtl::recover(cfg, params, dev, t)?),
         "hpftl" => boxed(hpftl::HpFtl::recover(cfg, params, dev, t)?),
         "fast" => boxed(fast::Fast::recover(cfg, params, dev, t)?),
         "mu-ftl" => boxed(mu::MuFtl::recover(cfg, params, dev, t)?),

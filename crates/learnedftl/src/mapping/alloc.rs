@@ -385,6 +385,31 @@ impl Allocator {
         self.free.push_back(line);
     }
 
+    /// After a power cut: hands written line `line` to stream `to` (the recovered allocator
+    /// labels a line by its first page; an FTL that knows better relabels it). An open line
+    /// stays open for `to` unless `to` has an open line already; then it is closed.
+    pub fn reassign(&mut self, line: u32, to: Stream) {
+        let (from, open) = match self.state[line as usize] {
+            LineState::Open(s) => (s, true),
+            LineState::Closed(s) => (s, false),
+            LineState::Free => return,
+        };
+        if from == to {
+            return;
+        }
+        self.owned[from.0 as usize] -= 1;
+        self.owned[to.0 as usize] += 1;
+        self.state[line as usize] = LineState::Closed(to);
+        if open {
+            let p = self.ptrs[from.0 as usize];
+            self.ptrs[from.0 as usize].line = Pointer::NONE;
+            if self.ptrs[to.0 as usize].line == Pointer::NONE {
+                self.ptrs[to.0 as usize] = p;
+                self.state[line as usize] = LineState::Open(to);
+            }
+        }
+    }
+
     /// Heap bytes of allocator state.
     pub fn state_bytes(&self) -> usize {
         self.free.capacity() * 4 + self.state.capacity() * std::mem::size_of::<LineState>()

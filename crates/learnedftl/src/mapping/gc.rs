@@ -47,6 +47,12 @@ pub trait GcHooks {
         let _ = rec;
         true
     }
+
+    /// The stream a kept trim record moves to: [`Stream::DATA`] by default; an FTL that keeps
+    /// its records on translation lines (LearnedFTL: its data lines belong to groups) says so.
+    fn record_stream(&self) -> Stream {
+        Stream::DATA
+    }
 }
 
 /// The order in which a collection programs a victim's pages. Either way every valid page is
@@ -182,7 +188,7 @@ fn move_record(
         .record(old)
         .ok_or_else(|| FtlError::Invariant(format!("trim record at {old:?} without contents")))?;
     if hooks.keeps_record(rec) {
-        let new = alloc.next_page(Stream::DATA)?;
+        let new = alloc.next_page(hooks.record_stream())?;
         let done = dev.program(new, oob, Src::Page(old), Cause::GcData, ready)?;
         out.done = out.done.max(done);
         out.data_moved += 1;

@@ -17,7 +17,7 @@ use super::gc::{self, GcHooks};
 use super::gtd::Gtd;
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob};
+use crate::device::{Cause, Device, Oob, TrimRecord};
 use crate::error::FtlError;
 use crate::ftl::{check_page_map, prefetch_page_map, FtlStats, Op, Upcoming};
 
@@ -155,9 +155,41 @@ impl TransTable {
         check_page_map(dev, self.iter(), tps + dev.valid_records())
     }
 
-    /// After a power cut: every mapping from the recovery scan (which re-validated the pages).
-    pub fn restore(&mut self, scan: &super::recovery::Scan) {
+    /// After a power cut (docs/power.md): every mapping from the recovery scan (which
+    /// re-validated the data pages), the GTD pointing at each TP's newest copy (re-validated
+    /// here), and the newest stamp on flash noted. Returns the **stale** TPs, for the caller to
+    /// rewrite: a TP older than the newest write or trim of an LPN it maps (by the stamp in its
+    /// OOB), or never written while it maps data.
+    pub fn restore(
+        &mut self,
+        dev: &mut Device,
+        scan: &super::recovery::Scan,
+    ) -> Result<Vec<Tpn>, FtlError> {
         self.l2p.copy_from_slice(scan.page_map());
+        let gtd = &mut self.gtd;
+        let mut stale = Vec::new();
+        for tpn in (0..gtd.tps()).map(Tpn) {
+            let newest = gtd.lpns(tpn).map(|l| scan.stamp(Lpn(l))).max().unwrap_or(0);
+            match scan.tp(tpn) {
+                Some((ppa, stamp)) => {
+                    dev.revalidate(ppa)?;
+                    gtd.restore(tpn, ppa);
+                    if newest > stamp {
+                        stale.push(tpn);
+                    }
+                }
+                None if gtd.lpns(tpn).any(|l| scan.mapped(Lpn(l)).is_some()) => stale.push(tpn),
+                None => {}
+            }
+        }
+        gtd.note_stamp(scan.max_stamp());
+        Ok(stale)
+    }
+
+    /// Whether GC must keep the trim record `rec` ([`GcHooks::keeps_record`]): while some LPN
+    /// it trimmed is still unmapped (none written since, so the record is its newest word).
+    pub fn needs_record(&self, rec: TrimRecord) -> bool {
+        rec.range().any(|l| self.l2p[l as usize] == UNMAPPED)
     }
 }
 

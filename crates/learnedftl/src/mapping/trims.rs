@@ -12,7 +12,7 @@
 
 use super::alloc::{Allocator, Stream};
 use super::gc::{self, GcHooks};
-use crate::addr::SimTime;
+use crate::addr::{Ppa, SimTime};
 use crate::device::{Cause, Device, TrimRecord};
 use crate::error::FtlError;
 use crate::ftl::{FtlStats, Request};
@@ -29,11 +29,16 @@ pub fn persist_trim(
     stats: &mut FtlStats,
     req: &Request,
 ) -> Result<SimTime, FtlError> {
-    let t = req.arrival;
-    let ppa = gc::alloc_page(dev, alloc, stream, t, hooks, stats)?;
+    let ppa = gc::alloc_page(dev, alloc, stream, req.arrival, hooks, stats)?;
+    program_record(dev, ppa, req)
+}
+
+/// Programs the trim request `req`'s record at `ppa`, a page the caller allocated (for an FTL
+/// whose own allocation or GC cannot go through [`persist_trim`]); returns when it is durable.
+pub fn program_record(dev: &mut Device, ppa: Ppa, req: &Request) -> Result<SimTime, FtlError> {
     let rec = TrimRecord {
         first: req.lpn,
         pages: req.pages,
     };
-    Ok(dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, t)?)
+    Ok(dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, req.arrival)?)
 }

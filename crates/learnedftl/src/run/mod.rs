@@ -196,31 +196,8 @@ impl Experiment {
                 u.iter().map(quote).collect::<Vec<_>>().join(", "),
                 ftls.join(", ")
             ))),
-            _ => self.check_power_cuts(ftls),
+            _ => Ok(()),
         }
-    }
-
-    /// With power cuts, every FTL of `ftls` must be able to recover.
-    fn check_power_cuts(&self, ftls: &[&str]) -> Result<(), ConfigError> {
-        if self.power_cut_every.is_none() {
-            return Ok(());
-        }
-        let cannot: Vec<&str> = ftls
-            .iter()
-            .copied()
-            .filter(|f| !ftl::RECOVERABLE.contains(f))
-            .collect();
-        if !cannot.is_empty() {
-            return Err(ConfigError::invalid(
-                "power_cut_every",
-                format!(
-                    "{} cannot recover from a power cut yet; recoverable: {} (choose with --ftl)",
-                    cannot.join(", "),
-                    ftl::RECOVERABLE.join(", ")
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// Checks that `runs` simulators of this experiment at once fit in `available` memory,

@@ -26,11 +26,12 @@
 //! * The translation stream has its own pointer; when it needs a line and lines are short (or it
 //!   owns [`TRANS_LINES`] already) its emptiest line is collected the baseline way.
 
+use super::copies::Copies;
 use super::model::{self, Piece, PIECES};
 use super::{Design, LearnedFtl};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::FtlError;
 use crate::mapping::{gc, radix, Allocator, GcHooks, LineState, Stream, TransTable};
 use std::ops::Range;
@@ -170,8 +171,9 @@ impl Groups {
     }
 }
 
-/// GC hooks for translation lines: moved TPs update the GTD.
-struct TransHooks<'a>(&'a mut TransTable);
+/// GC hooks for translation lines: moved TPs update the GTD. Trim records live on translation
+/// lines too (a data line belongs to one group or the log), so they move on there while needed.
+struct TransHooks<'a>(&'a mut TransTable, &'a Copies);
 
 impl GcHooks for TransHooks<'_> {
     fn moved(
@@ -190,6 +192,14 @@ impl GcHooks for TransHooks<'_> {
             ))),
         }
     }
+
+    fn keeps_record(&self, rec: TrimRecord) -> bool {
+        self.1.needs_record(self.0, rec)
+    }
+
+    fn record_stream(&self) -> Stream {
+        Stream::TRANS
+    }
 }
 
 /// Pages written in `line` (its blocks' write pointers).
@@ -201,7 +211,7 @@ fn line_written(dev: &Device, line: u32) -> u32 {
 }
 
 /// The valid pages of `line`, block by block.
-fn valid_pages(dev: &Device, line: u32) -> impl Iterator<Item = Ppa> + '_ {
+pub(super) fn valid_pages(dev: &Device, line: u32) -> impl Iterator<Item = Ppa> + '_ {
     let geo = dev.geo();
     (0..geo.blocks_per_line()).flat_map(move |i| {
         let block = geo.block_in_line(line, i);
@@ -348,7 +358,7 @@ impl LearnedFtl {
     /// valid), if any has one. Open lines count too (their unwritten room is not lost: the line
     /// is erased at once), else groups that each keep a half-written line would leave nothing
     /// to reclaim.
-    fn line_victim(&self, dev: &Device) -> Option<u32> {
+    pub(super) fn line_victim(&self, dev: &Device) -> Option<u32> {
         (0..self.geo.lines())
             .filter(|&line| match self.alloc.state(line) {
                 LineState::Open(s) | LineState::Closed(s) => self.groups.of_stream(s).is_some(),
@@ -427,6 +437,7 @@ impl LearnedFtl {
             let new = self.alloc.next_page(s)?;
             data_done =
                 data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, all_read)?);
+            self.copies.programmed(lpn);
             dev.invalidate(old)?;
             self.table.set(lpn, Some(new));
             let (tpn, x) = self.locate(lpn);
@@ -481,6 +492,7 @@ impl LearnedFtl {
         line: u32,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
+        self.copies.erasing(dev, line);
         let mut done = t;
         for i in 0..self.geo.blocks_per_line() {
             let block = self.geo.block_in_line(line, i);
@@ -505,6 +517,15 @@ impl LearnedFtl {
         (0..self.groups.count())
             .filter(|&g| invalid[g as usize] > 0)
             .max_by_key(|&g| (invalid[g as usize], std::cmp::Reverse(g)))
+    }
+
+    /// Fresh lines a collection of `members` writes into.
+    pub(super) fn lines_needed(&self, members: &[u32]) -> u32 {
+        let ppl = self.geo.pages_per_line();
+        members
+            .iter()
+            .map(|&g| self.groups.mapped[g as usize].div_ceil(ppl))
+            .sum()
     }
 
     /// Collects `members` (ascending) at `t`: TP reads, valid pages read wherever they are and
@@ -548,10 +569,7 @@ impl LearnedFtl {
         }
         moves.sort_unstable_by_key(|m| m.0);
         self.extra.sort_ns += clock.elapsed().as_nanos() as u64;
-        let need: u32 = members
-            .iter()
-            .map(|&g| self.groups.mapped[g as usize].div_ceil(self.geo.pages_per_line()))
-            .sum();
+        let need = self.lines_needed(members);
         if self.alloc.free_lines() < need {
             self.moves = moves;
             return Err(FtlError::NoSpace);
@@ -564,6 +582,7 @@ impl LearnedFtl {
             let new = self.alloc.next_page(s)?;
             data_done =
                 data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, read)?);
+            self.copies.programmed(lpn);
             dev.invalidate(old)?;
             self.table.set(lpn, Some(new));
             self.models
@@ -659,7 +678,7 @@ impl LearnedFtl {
 
     /// Trains TP `tpn` on its current mappings (at least `train_min_pages` of them; fewer leave
     /// it without a model).
-    fn train(&mut self, tpn: Tpn) {
+    pub(super) fn train(&mut self, tpn: Tpn) {
         self.gather(tpn, |_, _, _| true);
         self.fit_points();
         self.install_fit(tpn);
@@ -798,7 +817,7 @@ impl LearnedFtl {
             &mut self.alloc,
             victim,
             t,
-            &mut TransHooks(&mut self.table),
+            &mut TransHooks(&mut self.table, &self.copies),
         )?;
         self.stats.gc_events += 1;
         self.stats.gc_pages_moved += out.tp_moved as u64;

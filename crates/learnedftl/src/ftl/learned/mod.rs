@@ -13,10 +13,12 @@
 //! group by group, which rewrites each TP's pages in LPN order and trains its model
 //! ([`groups`]). The pieces are in [`model`], the fitting in [`plr`].
 
+mod copies;
 pub mod groups;
 pub mod log;
 pub mod model;
 pub mod plr;
+mod recover;
 #[cfg(test)]
 mod tests;
 
@@ -27,9 +29,11 @@ use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{quote, ConfigError, FtlError};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::{
-    Allocator, Budget, Credit, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache, TransTable,
+    trims, Allocator, Budget, Credit, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache,
+    TransTable,
 };
 use crate::params::{parse_duration_ns, Params};
+use copies::Copies;
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
 use plr::Training;
@@ -157,6 +161,8 @@ pub struct LearnedFtl {
     models: Models,
     alloc: Allocator,
     groups: Groups,
+    /// Data pages per LPN on flash, for the trim records' liveness.
+    copies: Copies,
     stats: FtlStats,
     extra: Counters,
     fixed_dram: u64,
@@ -367,6 +373,7 @@ impl LearnedFtl {
             cache,
             models,
             groups,
+            copies: Copies::new(dev.geometry.logical_pages as u32),
             stats: FtlStats::default(),
             extra: Counters::default(),
             fixed_dram: fixed,
@@ -503,6 +510,8 @@ impl LearnedFtl {
     fn write(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         let t = req.arrival;
         let mut done = t;
+        // TPs written from now on carry this stamp: recovery tells a stale one by it.
+        self.table.gtd.note_stamp(req.stamp);
         // The current run of pages of one TP with consecutive offsets and VPPNs:
         // (tpn, first offset, length, first VPPN).
         let mut run: Option<(Tpn, u32, u32, Vppn)> = None;
@@ -516,6 +525,7 @@ impl LearnedFtl {
             }
             done =
                 done.max(dev.program(ppa, Oob::data(lpn, req.stamp), Src::Host, Cause::User, t)?);
+            self.copies.programmed(lpn);
             match self.table.set(lpn, Some(ppa)) {
                 Some(old) => dev.invalidate(old)?,
                 None => self.groups.mapped[g as usize] += 1,
@@ -548,7 +558,17 @@ impl LearnedFtl {
         }
     }
 
+    /// A trim is durable (and acknowledged) once its record is programmed, on the translation
+    /// stream ([`trims::program_record`]), before the mappings change. Under
+    /// `tp_write_cost=free` (no translation page is ever on flash, so the translation stream
+    /// owns no line to put records in) trims are not persisted, and recovery is refused.
     fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
+        self.table.gtd.note_stamp(req.stamp);
+        let mut done = req.arrival;
+        if self.cfg.tp_write_charged {
+            let ppa = self.trans_page(dev, req.arrival)?;
+            done = trims::program_record(dev, ppa, req)?;
+        }
         for lpn in req.lpns() {
             if let Some(old) = self.table.set(lpn, None) {
                 dev.invalidate(old)?;
@@ -559,7 +579,7 @@ impl LearnedFtl {
             self.models.clear(tpn, x);
             self.cache_dirty(dev, lpn, req.last_lpn(), req.arrival)?;
         }
-        Ok(req.arrival)
+        Ok(done)
     }
 
     /// Checks the bitmap invariant: every set bit's prediction is the LPN's true VPPN.
@@ -747,6 +767,7 @@ impl Ftl for LearnedFtl {
         self.cache.check()?;
         self.check_bitmap()?;
         self.check_groups(dev)?;
+        self.copies.check(dev)?;
         let mapped: u64 = self.groups.mapped.iter().map(|&m| m as u64).sum();
         let truth = self.table.iter().filter(|(_, p)| p.is_some()).count() as u64;
         if mapped != truth {
