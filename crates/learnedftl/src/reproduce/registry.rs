@@ -420,19 +420,24 @@ pub const ABLATIONS: [&[(&str, &str)]; 9] = [
     &[("group_gc", "line"), ("lender", "any")],
 ];
 
+/// The label of the ablation run with `switches` changed from the paper design.
+pub fn ablation_label(switches: &[(&str, &str)]) -> String {
+    if switches.is_empty() {
+        "design=paper".to_string()
+    } else {
+        switches
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 fn ablations(_: &Ctx) -> Vec<RunSpec> {
     ABLATIONS
         .iter()
         .map(|switches| {
-            let label = if switches.is_empty() {
-                "design=paper".to_string()
-            } else {
-                switches
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
+            let label = ablation_label(switches);
             let mut r = paper_design(RunSpec::new(
                 label,
                 &["learnedftl"],

@@ -11,18 +11,8 @@ use serde_json::Value;
 /// Renders a section from the results.
 pub type Render = fn(&Results, &Def, &mut Section);
 
-/// The order FTLs appear in, whatever order the runs used.
-const ORDER: [&str; 9] = [
-    "ideal",
-    "dftl",
-    "tpftl",
-    "sftl",
-    "leaftl",
-    "hpftl",
-    "learnedftl",
-    "fast",
-    "mu-ftl",
-];
+/// The order FTLs appear in, whatever order the runs used: the registry's.
+const ORDER: &[&str] = crate::ftl::FTLS;
 
 // ---- reading reports --------------------------------------------------------------------------
 
@@ -689,15 +679,7 @@ pub(super) fn ablations(results: &Results, def: &Def, s: &mut Section) {
     let mut cats = vec![];
     let (mut waf, mut hit) = (vec![], vec![]);
     for switches in ABLATIONS {
-        let label = if switches.is_empty() {
-            "design=paper".to_string()
-        } else {
-            switches
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
+        let label = super::registry::ablation_label(switches);
         let Some(r) = report(e, &label) else { continue };
         let pre = phase(r, "precondition").unwrap_or(&Value::Null);
         let m = &r["result"];
