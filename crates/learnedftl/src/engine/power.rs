@@ -79,7 +79,7 @@ impl Simulator {
                 .map_err(|e| fail(format!("flush on capacitor energy: {e}")))?;
             self.dev.cut_power();
         } else {
-            self.ftl.unflushed(&mut unflushed);
+            self.ftl.unflushed(&self.dev, &mut unflushed);
         }
         let (name, params) = self
             .recipe

@@ -246,8 +246,8 @@ pub trait Ftl: Send + FtlClone {
     /// Appends to `out` every LPN whose newest acknowledged write sits only in a volatile DRAM
     /// buffer no FLUSH or FUA covered: what a power cut may lose (docs/power.md). The default:
     /// none (no buffer).
-    fn unflushed(&self, out: &mut Vec<Unflushed>) {
-        let _ = out;
+    fn unflushed(&self, dev: &Device, out: &mut Vec<Unflushed>) {
+        let _ = (dev, out);
     }
 
     /// Power-loss protection (`power_loss_protection=on`): the power was just cut, and the

@@ -89,10 +89,6 @@ struct Mapping {
     geo: Geometry,
     gamma: u32,
     l2p: Vec<u32>,
-    /// The write stamp of each LPN's page on flash (0: none), as its OOB says: simulator
-    /// bookkeeping for the power-cut check of the write buffer ([`Ftl::unflushed`]), not
-    /// charged as DRAM.
-    stamps: Vec<u32>,
     groups: Vec<GroupTable>,
     bytes: Vec<u32>,
     total_bytes: u64,
@@ -113,16 +109,17 @@ impl Mapping {
         lpn / GROUP_LPNS
     }
 
-    /// Records that `lpn` now lives at `ppa` (or nowhere: `stamp` 0), written with `stamp`,
-    /// invalidating the copy it replaces.
-    fn set_truth(
-        &mut self,
-        dev: &mut Device,
-        lpn: u32,
-        ppa: u32,
-        stamp: u32,
-    ) -> Result<(), FtlError> {
-        self.stamps[lpn as usize] = stamp;
+    /// The write stamp of `lpn`'s page on flash, as its OOB says (0: unmapped).
+    fn flash_stamp(&self, dev: &Device, lpn: u32) -> u32 {
+        match self.l2p[lpn as usize] {
+            UNMAPPED => 0,
+            p => dev.peek_oob(Ppa(p)).map_or(0, |o| o.stamp),
+        }
+    }
+
+    /// Records that `lpn` now lives at `ppa` (or nowhere: [`UNMAPPED`]), invalidating the copy
+    /// it replaces.
+    fn set_truth(&mut self, dev: &mut Device, lpn: u32, ppa: u32) -> Result<(), FtlError> {
         let old = std::mem::replace(&mut self.l2p[lpn as usize], ppa);
         if old != UNMAPPED {
             dev.invalidate(Ppa(old))?;
@@ -454,7 +451,6 @@ impl Leaftl {
                 geo: geo.clone(),
                 gamma,
                 l2p: vec![UNMAPPED; geo.logical_pages as usize],
-                stamps: vec![0; geo.logical_pages as usize],
                 groups: vec![GroupTable::default(); groups as usize],
                 bytes: vec![0; groups as usize],
                 total_bytes: 0,
@@ -499,11 +495,6 @@ impl Leaftl {
         scan.revalidate(dev)?;
         let geo = &cfg.geometry;
         ftl.map.l2p.copy_from_slice(scan.page_map());
-        for (l, s) in ftl.map.stamps.iter_mut().enumerate() {
-            if ftl.map.l2p[l] != UNMAPPED {
-                *s = scan.stamp(Lpn(l as u32));
-            }
-        }
         let policy = ftl.params.gc.clone();
         ftl.alloc = Allocator::recovered(geo, 2, policy, dev, |o| {
             if o.tpn().is_some() {
@@ -551,13 +542,13 @@ impl Leaftl {
 
     /// The acknowledged writes only the DRAM buffer holds — buffered, or in a flush batch a
     /// power cut interrupted and not programmed yet — as `(lpn, stamp)`.
-    fn pending(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+    fn pending<'a>(&'a self, dev: &'a Device) -> impl Iterator<Item = (u32, u32)> + 'a {
         self.buf
             .entries
             .iter()
             .chain(&self.batch)
             .copied()
-            .filter(|&(lpn, stamp)| self.map.stamps[lpn as usize] != stamp)
+            .filter(move |&(lpn, stamp)| self.map.flash_stamp(dev, lpn) != stamp)
     }
 
     /// Evicts least recently used groups until the cache fits its budget; a dirty one's TP is
@@ -626,7 +617,7 @@ impl Leaftl {
             let done = dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, t)?;
             self.buf.free_at.push(Reverse(done.0));
             self.buf.durable_at = self.buf.durable_at.max(done);
-            self.map.set_truth(dev, lpn, ppa.0, stamp)?;
+            self.map.set_truth(dev, lpn, ppa.0)?;
             placed.push((lpn, ppa));
         }
         self.map.c.flushes += 1;
@@ -747,7 +738,7 @@ impl Leaftl {
             while let Some(l) = lpn {
                 self.buf.remove(l, t);
                 if self.map.l2p[l as usize] != UNMAPPED {
-                    self.map.set_truth(dev, l, UNMAPPED, 0)?;
+                    self.map.set_truth(dev, l, UNMAPPED)?;
                     gone.insert((l % GROUP_LPNS) as u8);
                 }
                 lpn = lpns.next_if(|&n| Mapping::group(n) == g);
@@ -806,10 +797,10 @@ impl Ftl for Leaftl {
         self.enforce_budget(dev, now)
     }
 
-    fn unflushed(&self, out: &mut Vec<Unflushed>) {
-        out.extend(self.pending().map(|(lpn, acked)| Unflushed {
+    fn unflushed(&self, dev: &Device, out: &mut Vec<Unflushed>) {
+        out.extend(self.pending(dev).map(|(lpn, acked)| Unflushed {
             lpn: Lpn(lpn),
-            durable: self.map.stamps[lpn as usize],
+            durable: self.map.flash_stamp(dev, lpn),
             acked,
         }));
     }
@@ -817,7 +808,7 @@ impl Ftl for Leaftl {
     /// Programs every pending buffered page through the data write pointer, unsorted and
     /// unlearned: recovery rebuilds the segments from the pages' OOB.
     fn flush_on_power_loss(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
-        let pending: Vec<(u32, u32)> = self.pending().collect();
+        let pending: Vec<(u32, u32)> = self.pending(dev).collect();
         for (lpn, stamp) in pending {
             let ppa = gc::alloc_page(
                 dev,
@@ -828,7 +819,7 @@ impl Ftl for Leaftl {
                 &mut self.stats,
             )?;
             dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, now)?;
-            self.map.set_truth(dev, lpn, ppa.0, stamp)?;
+            self.map.set_truth(dev, lpn, ppa.0)?;
         }
         Ok(())
     }
