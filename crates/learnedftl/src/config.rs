@@ -383,6 +383,11 @@ pub struct DeviceConfig {
     /// Power-loss protection (`power_loss_protection=on`): at a power cut the capacitors let
     /// the FTL program its volatile buffers, so no acknowledged write is lost (docs/power.md).
     pub power_loss_protection: bool,
+    /// Host page writes between two mapping checkpoints (`checkpoint_every=N`; 0, the
+    /// default: none, and recovery scans every programmed page). Each checkpoint writes the
+    /// FTL's mapping DRAM to a checkpoint area, and recovery then scans only what was
+    /// programmed since (docs/power.md "Checkpoints").
+    pub checkpoint_every: u64,
 }
 
 /// Names of the built-in presets.
@@ -427,14 +432,15 @@ impl DeviceConfig {
             },
             payloads: false,
             power_loss_protection: false,
+            checkpoint_every: 0,
         })
     }
 
     /// A preset with the device keys of `params` applied (and removed from it), validated.
     ///
     /// Keys: the geometry fields, `logical_ratio` (logical / physical, replaces `logical_pages`),
-    /// the timing fields (`timing=femu|backfill` sets `mode`), the energy fields, `payloads`
-    /// and `power_loss_protection`.
+    /// the timing fields (`timing=femu|backfill` sets `mode`), the energy fields, `payloads`,
+    /// `power_loss_protection` and `checkpoint_every`.
     pub fn from_params(preset: &str, params: &mut Params) -> Result<Self, ConfigError> {
         let mut c = Self::preset(preset)?;
         let g = &mut c.geometry;
@@ -526,6 +532,9 @@ impl DeviceConfig {
         }
         if let Some(v) = params.take_bool("power_loss_protection")? {
             c.power_loss_protection = v;
+        }
+        if let Some(v) = params.take::<u64>("checkpoint_every")? {
+            c.checkpoint_every = v;
         }
         c.validate()?;
         Ok(c)

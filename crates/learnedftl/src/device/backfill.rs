@@ -185,6 +185,12 @@ impl Backfill {
         end
     }
 
+    /// Books an operation of `dur` ns issued at `t` on `lun` outside the data blocks (the
+    /// checkpoint area: no page or block order to follow); returns its completion.
+    pub(super) fn book_unordered(&mut self, lun: usize, busy: &mut u64, t: u64, dur: u64) -> u64 {
+        self.place(lun, busy, t, dur) + dur
+    }
+
     /// The start of an operation of `dur` ns issued at `t` on `lun`: the earliest gap that
     /// holds it (split around it), else the tail (leaving `[busy, t)` as a new gap).
     fn place(&mut self, lun: usize, busy: &mut u64, t: u64, dur: u64) -> u64 {

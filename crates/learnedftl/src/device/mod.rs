@@ -40,11 +40,13 @@ pub enum Cause {
     TrimRecord = 7,
     /// Reads and programs of a recovery after a power cut (docs/power.md).
     Recovery = 8,
+    /// Programs of a mapping checkpoint (`checkpoint_every`, docs/power.md).
+    Checkpoint = 9,
 }
 
 impl Cause {
     /// Number of causes.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     /// Every cause, in report order.
     pub const ALL: [Cause; Cause::COUNT] = [
         Cause::User,
@@ -56,6 +58,7 @@ impl Cause {
         Cause::Mispredict,
         Cause::TrimRecord,
         Cause::Recovery,
+        Cause::Checkpoint,
     ];
     /// The key used in reports.
     pub fn key(self) -> &'static str {
@@ -69,6 +72,7 @@ impl Cause {
             Cause::Mispredict => "misprediction",
             Cause::TrimRecord => "trim_record",
             Cause::Recovery => "recovery",
+            Cause::Checkpoint => "checkpoint",
         }
     }
 }
@@ -255,6 +259,12 @@ pub struct Device {
     /// side table keeps [`Oob`] at 8 bytes a page).
     records: BTreeMap<u32, TrimRecord>,
     power: Power,
+    /// The last committed mapping checkpoint: per block, how many of its pages it covers (its
+    /// write pointer when the checkpoint was taken; 0 once the block is erased), so that
+    /// recovery scans only what was programmed since (docs/power.md "Checkpoints").
+    ckpt_written: Vec<u32>,
+    /// Pages of the last committed checkpoint (0: none yet).
+    ckpt_pages: u64,
 }
 
 impl Device {
@@ -295,6 +305,8 @@ impl Device {
                 .then(|| PayloadStore::new(geo.page_size as usize, geo.pages())),
             records: BTreeMap::new(),
             power: Power::On,
+            ckpt_written: vec![0; blocks],
+            ckpt_pages: 0,
             math: AddrMath::new(&geo),
             geo,
             cfg: cfg.clone(),
@@ -607,6 +619,7 @@ impl Device {
                 p.on_erase(Ppa(block * ppb), ppb);
             }
             self.blk_next[b] = ppb;
+            self.ckpt_written[b] = 0;
             self.blk_erases[b] += 1;
             self.counters.erases[cause as usize] += 1;
             return Err(DeviceError::PowerLost);
@@ -617,6 +630,7 @@ impl Device {
             p.on_erase(first, self.geo.pages_per_block);
         }
         self.blk_next[b] = 0;
+        self.ckpt_written[b] = 0;
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;
         Ok(self.occupy(first, t, self.cfg.timing.erase_ns, Access::Erase))
@@ -644,6 +658,66 @@ impl Device {
             };
         }
         done
+    }
+
+    /// Writes a mapping checkpoint of `pages` pages at `t` and, once every page is programmed,
+    /// commits it: from then on recovery reads it and scans only pages programmed after it
+    /// ([`Device::checkpoint_covers`]). The checkpoint area is outside the data blocks (as
+    /// controllers keep metadata in reserved blocks): its programs take LUN time (one page per
+    /// LUN in turn) and count under [`Cause::Checkpoint`], and its wear is not modelled. A cut
+    /// during the writing leaves the previous checkpoint the committed one. Returns completion.
+    pub fn checkpoint(&mut self, pages: u64, t: SimTime) -> Result<SimTime, DeviceError> {
+        let mut done = t;
+        for i in 0..pages {
+            if self.power != Power::On && self.power_check(Cause::Checkpoint)? {
+                self.counters.programs[Cause::Checkpoint as usize] += 1;
+                return Err(DeviceError::PowerLost);
+            }
+            self.counters.programs[Cause::Checkpoint as usize] += 1;
+            done = done.max(self.occupy_unordered(i, t, self.cfg.timing.program_ns));
+        }
+        self.ckpt_written.copy_from_slice(&self.blk_next);
+        self.ckpt_pages = pages;
+        Ok(done)
+    }
+
+    /// Reads the committed checkpoint at `t` (recovery; cause [`Cause::Recovery`]); returns
+    /// the pages read and completion (none and `t` if no checkpoint was ever committed).
+    pub fn read_checkpoint(&mut self, t: SimTime) -> Result<(u64, SimTime), DeviceError> {
+        if self.power == Power::Lost {
+            return Err(DeviceError::PowerLost);
+        }
+        let mut done = t;
+        for i in 0..self.ckpt_pages {
+            self.counters.reads[Cause::Recovery as usize] += 1;
+            done = done.max(self.occupy_unordered(i, t, self.cfg.timing.read_ns));
+        }
+        Ok((self.ckpt_pages, done))
+    }
+
+    /// How many of `block`'s first pages the committed checkpoint covers: their mapping is in
+    /// the checkpoint (and the translation pages it points at), so recovery need not read them.
+    #[inline]
+    pub fn checkpoint_covers(&self, block: u32) -> u32 {
+        self.ckpt_written[block as usize]
+    }
+
+    /// Pages of the committed checkpoint (0: none).
+    pub fn checkpoint_pages(&self) -> u64 {
+        self.ckpt_pages
+    }
+
+    /// Books the `i`th operation of a checkpoint-area access at `t` on LUN `i mod LUNs`;
+    /// returns its completion. The channel model adds its transfer to the LUN's time.
+    fn occupy_unordered(&mut self, i: u64, t: SimTime, array_ns: u64) -> SimTime {
+        let lun = (i % self.lun_busy.len() as u64) as usize;
+        let dur = array_ns + self.xfer_ns;
+        let busy = &mut self.lun_busy[lun];
+        if let Some(b) = self.backfill.as_mut() {
+            return SimTime(b.book_unordered(lun, busy, t.0, dur));
+        }
+        *busy = t.0.max(*busy) + dur;
+        SimTime(*busy)
     }
 
     /// Valid trim record pages (the valid pages that are neither data nor translation).
@@ -809,7 +883,8 @@ impl Device {
             + (self.blk_next.capacity()
                 + self.blk_valid.capacity()
                 + self.blk_erases.capacity()
-                + self.blk_seq.capacity())
+                + self.blk_seq.capacity()
+                + self.ckpt_written.capacity())
                 * 4
             + self.line_valid.capacity() * 4
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8

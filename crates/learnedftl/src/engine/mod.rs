@@ -11,7 +11,7 @@ pub use power::PowerCutPlan;
 use crate::addr::{Lpn, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Device, PowerCut};
-use crate::error::{ConfigError, FtlError};
+use crate::error::{ConfigError, DeviceError, FtlError};
 use crate::ftl::{self, Ftl, Op, ReadSink, Request, Served, Upcoming};
 use crate::params::Params;
 use crate::stats::{Collector, Metrics, VerifySummary};
@@ -252,6 +252,8 @@ pub struct Simulator {
     recipe: Option<(String, Params)>,
     /// Planned power cuts, and host requests served since they were planned.
     cuts: Option<(PowerCutPlan, u64)>,
+    /// Host page writes since the last mapping checkpoint (`checkpoint_every`).
+    ckpt_due: u64,
 }
 
 impl Simulator {
@@ -303,6 +305,7 @@ impl Simulator {
             served: Vec::new(),
             recipe: None,
             cuts: None,
+            ckpt_due: 0,
         }
     }
 
@@ -572,6 +575,10 @@ impl Simulator {
             Err(e) if !e.is_power_lost() => return Err(ftl_error(e)),
             _ => {}
         }
+        if io.op == Op::Write {
+            self.checkpoint_if_due(pages, io.arrival)
+                .map_err(|e| ftl_error(e.into()))?;
+        }
         if planned.is_some() && self.dev.power_cut_armed() {
             // The cut's offset lay beyond this request's work: it strikes after it.
             self.dev.cut_power();
@@ -595,6 +602,30 @@ impl Simulator {
         self.phase.note_unmapped_reads(unmapped);
         self.phase.note_dram(self.ftl.dram_total());
         Ok(done)
+    }
+
+    /// Counts `pages` host page writes towards the next mapping checkpoint and writes it at `t`
+    /// when `checkpoint_every` of them have been written since the last (docs/power.md
+    /// "Checkpoints"): the FTL's whole mapping DRAM, the list of live trim records (4 B each)
+    /// and every block's write pointer (4 B each), in pages. A power cut during it is not an
+    /// error: the caller recovers, from the previous checkpoint.
+    fn checkpoint_if_due(&mut self, pages: u32, t: SimTime) -> Result<(), DeviceError> {
+        let every = self.dev.config().checkpoint_every;
+        if every == 0 || self.dev.power_lost() {
+            return Ok(());
+        }
+        self.ckpt_due += pages as u64;
+        if self.ckpt_due < every {
+            return Ok(());
+        }
+        self.ckpt_due = 0;
+        let geo = self.dev.geo();
+        let bytes =
+            self.ftl.dram_total() + 4 * self.dev.valid_records() + 4 * geo.blocks() as u64;
+        match self.dev.checkpoint(bytes.div_ceil(geo.page_size as u64), t) {
+            Err(e) if e != DeviceError::PowerLost => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Checks that `io` can move `data`: payloads kept, whole pages, a buffer of its length.

@@ -10,8 +10,14 @@
 //! ([`Device::block_seq`]), pages within a line by VPPN (a write pointer's order); the later
 //! copy wins, so an interrupted collection's victim is left with nothing valid.
 //!
-//! The scan is full (every programmed page), not bounded by a checkpoint: docs/power.md says
-//! why and reports its cost.
+//! With a committed mapping checkpoint (`checkpoint_every`, [`Device::checkpoint`]) the scan
+//! first reads the checkpoint, then only the pages programmed after it, plus the newest copy
+//! of every translation page that the checkpoint covers: what the checkpoint covers is in it
+//! (the FTL's DRAM mapping, the live trim records) and in the translation pages it points at.
+//! The simulator still derives the covered pages' part of the result from their OOB, which
+//! gives what the checkpoint and those translation pages hold (docs/power.md "Checkpoints"
+//! says why), but charges no read for them. Without a checkpoint every programmed page is
+//! read.
 
 use super::alloc::{Allocator, GcPolicy, LineState, Pointer, Stream};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
@@ -90,12 +96,25 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
             geo.ppa_to_vppn(Ppa(p)).0,
         )
     };
+    // The checkpoint first: it says what the rest of the scan must read.
+    let (ckpt_reads, t) = dev.read_checkpoint(t)?;
+    s.reads += ckpt_reads;
+    s.done = t;
+    let covered = |dev: &Device, p: u32| p % ppb < dev.checkpoint_covers(p / ppb);
     for block in 0..geo.blocks() {
+        let covers = dev.checkpoint_covers(block);
         for pg in 0..dev.block_written(block) {
             let ppa = Ppa(block * ppb + pg);
-            let (oob, done) = dev.read(ppa, Cause::Recovery, t)?;
-            s.reads += 1;
-            s.done = s.done.max(done);
+            let oob = if pg < covers {
+                dev.peek_oob(ppa).ok_or_else(|| {
+                    FtlError::Invariant(format!("recovery scan: {ppa:?} below its block's write pointer is not programmed"))
+                })?
+            } else {
+                let (oob, done) = dev.read(ppa, Cause::Recovery, t)?;
+                s.reads += 1;
+                s.done = s.done.max(done);
+                oob
+            };
             if oob.is_torn() {
                 continue;
             }
@@ -132,6 +151,15 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
                     s.stamp[i] = oob.stamp;
                 }
             }
+        }
+    }
+    // The translation pages whose newest copy the checkpoint covers were not read above, and
+    // recovery needs their contents.
+    for &p in &s.tp_ppa {
+        if p != NONE && covered(dev, p) {
+            let (_, done) = dev.read(Ppa(p), Cause::Recovery, t)?;
+            s.reads += 1;
+            s.done = s.done.max(done);
         }
     }
     // Newest record first: an LPN belongs to the newest record newer than its data, and a
@@ -259,7 +287,8 @@ impl Allocator {
 mod tests {
     use super::*;
     use crate::config::DeviceConfig;
-    use crate::device::{Src, TrimRecord};
+    use crate::device::{PowerCut, Src, TrimRecord};
+    use crate::error::DeviceError;
 
     #[test]
     fn newest_stamp_wins_records_unmap_and_later_copies_win_ties() {
@@ -319,5 +348,84 @@ mod tests {
         s.revalidate(&mut dev).unwrap();
         assert_eq!(dev.valid_records(), 1);
         dev.check_consistency().unwrap();
+    }
+
+    /// The same flash history with and without a checkpoint in its middle: data and a TP in
+    /// line 0, then (the checkpoint) more pages in line 0, a newer TP 1 in line 1, and a block
+    /// of line 2 whose covered page was erased and whose first page was written again.
+    fn history(checkpoint: bool) -> (Device, Vec<Ppa>) {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let geo = cfg.geometry.clone();
+        let mut dev = Device::new(&cfg);
+        let t = SimTime(0);
+        let mut at = vec![];
+        let mut put = |dev: &mut Device, stripe: &mut Stripe, oob: Oob| {
+            let p = stripe.next_ppa();
+            dev.program(p, oob, Src::None, Cause::User, t).unwrap();
+            at.push(p);
+            p
+        };
+        let (mut l0, mut l1) = (Stripe::new(&geo, 0), Stripe::new(&geo, 1));
+        for l in 1..=4 {
+            put(&mut dev, &mut l0, Oob::data(Lpn(l), l));
+        }
+        put(&mut dev, &mut l0, Oob::tp_at(Tpn(0), 4));
+        put(&mut dev, &mut l0, Oob::tp_at(Tpn(1), 4));
+        let gone = put(&mut dev, &mut Stripe::new(&geo, 2), Oob::data(Lpn(7), 5));
+        if checkpoint {
+            dev.checkpoint(3, t).unwrap();
+        }
+        dev.invalidate(gone).unwrap();
+        dev.erase(geo.block_in_line(2, 0), Cause::GcData, t).unwrap();
+        put(&mut dev, &mut Stripe::new(&geo, 2), Oob::data(Lpn(8), 6));
+        put(&mut dev, &mut l0, Oob::data(Lpn(2), 7));
+        put(&mut dev, &mut l1, Oob::data(Lpn(3), 8));
+        put(&mut dev, &mut l1, Oob::tp_at(Tpn(1), 8));
+        dev.cut_power();
+        dev.power_on();
+        (dev, at)
+    }
+
+    #[test]
+    fn a_checkpoint_bounds_the_scan_to_what_was_programmed_after_it() {
+        let t = SimTime(0);
+        let (mut full_dev, at) = history(false);
+        let full = scan(&mut full_dev, t).unwrap();
+        assert_eq!(full.reads, 10);
+        let (mut dev, _) = history(true);
+        // Seven pages were covered; one of them was erased since.
+        let (ckpt, covered) = (dev.checkpoint_pages(), 6);
+        assert_eq!(ckpt, 3);
+        let s = scan(&mut dev, t).unwrap();
+        // The checkpoint, the four pages after it (line 2's rewritten block among them) and TP
+        // 0, whose newest copy the checkpoint covers; not the other five covered pages.
+        assert_eq!(s.reads, ckpt + 4 + 1);
+        assert_eq!(s.reads, ckpt + full.reads - covered + 1);
+        // What it finds is what the full scan finds.
+        assert_eq!(s.page_map(), full.page_map());
+        for tp in 0..2 {
+            assert_eq!(s.tp(Tpn(tp)), full.tp(Tpn(tp)));
+        }
+        assert_eq!(s.mapped(Lpn(8)), Some(at[7]));
+        assert_eq!(s.mapped(Lpn(2)), Some(at[8]));
+        assert_eq!(s.tp(Tpn(1)).map(|x| x.0), Some(at[10]));
+        assert_eq!(dev.counters().reads[Cause::Recovery as usize], s.reads);
+    }
+
+    #[test]
+    fn a_cut_while_a_checkpoint_is_written_leaves_the_previous_one_committed() {
+        let (mut dev, _) = history(true);
+        let l1 = Stripe::new(dev.geo(), 1).next_ppa();
+        let covers = dev.checkpoint_covers(l1.0 / dev.geo().pages_per_block);
+        dev.arm_power_cut(PowerCut::AfterOps(4));
+        assert_eq!(dev.checkpoint(9, SimTime(0)), Err(DeviceError::PowerLost));
+        assert!(dev.power_lost());
+        assert_eq!(dev.checkpoint_pages(), 3);
+        assert_eq!(dev.checkpoint_covers(l1.0 / dev.geo().pages_per_block), covers);
+        assert_eq!(dev.counters().programs[Cause::Checkpoint as usize], 3 + 5);
+        dev.power_on();
+        dev.checkpoint(2, SimTime(0)).unwrap();
+        assert_eq!(dev.checkpoint_pages(), 2);
+        assert!(dev.checkpoint_covers(l1.0 / dev.geo().pages_per_block) > covers);
     }
 }
