@@ -869,4 +869,23 @@ fn power_cuts_are_reported_for_every_ftl_and_a_zero_period_refused() {
         !ok && stderr.contains("--power-cut-every: 0 requests"),
         "{stderr}"
     );
+    // An FTL whose parameters persist too little is refused before anything runs (the paper
+    // preset's preconditioning would take minutes).
+    let (ok, stdout, stderr) = learnedftl(&[
+        "run",
+        "--ftl",
+        "learnedftl",
+        "--preset",
+        "paper",
+        "--set",
+        "tp_write_cost=free",
+        "--precondition",
+        "randwrite:512k:6",
+        "--power-cut-every",
+        "5",
+    ]);
+    assert!(
+        !ok && stdout.is_empty() && stderr.contains("tp_write_cost=free"),
+        "{stderr}"
+    );
 }

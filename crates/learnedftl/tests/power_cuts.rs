@@ -346,33 +346,22 @@ fn every_ftl_recovers_and_unknown_names_are_refused() {
 }
 
 #[test]
-fn learnedftl_with_free_tp_writes_refuses_to_recover() {
-    // tp_write_cost=free writes no TP and no trim record: the first cut's recovery is refused
-    // by name.
+fn learnedftl_with_free_tp_writes_refuses_power_cuts_before_any_strikes() {
+    // tp_write_cost=free writes no TP and no trim record: cuts are refused when planned or
+    // armed, naming the parameter, before the workload runs.
     let mut sim = prepared("learnedftl", &["tp_write_cost=free"], 17);
-    sim.arm_power_cut(PowerCut::AfterOps(10)).unwrap();
-    let mut t = sim.clock();
-    let e = (0..100u64)
-        .find_map(|i| {
-            let io = HostIo {
-                arrival: t,
-                op: Op::Write,
-                offset: i * 8 * 4096,
-                len: 8 * 4096,
-            };
-            match sim.submit(io) {
-                Ok(done) => {
-                    t = done;
-                    None
-                }
-                Err(e) => Some(e.to_string()),
-            }
-        })
-        .expect("the cut struck");
-    assert!(
-        e.contains("tp_write_cost") && e.contains("cannot recover"),
-        "{e}"
-    );
+    for e in [
+        sim.arm_power_cut(PowerCut::AfterOps(10)).unwrap_err(),
+        sim.plan_power_cuts(PowerCutPlan { every: 5, seed: 1 })
+            .unwrap_err(),
+    ] {
+        let e = e.to_string();
+        assert!(
+            e.contains("tp_write_cost=free") && e.contains("cannot recover"),
+            "{e}"
+        );
+    }
+    assert!(!sim.device().power_cut_armed());
 }
 
 #[test]

@@ -310,7 +310,8 @@ impl Simulator {
     }
 
     /// Why power cuts cannot strike this simulator, if they cannot: its FTL is not in
-    /// [`ftl::RECOVERABLE`], or it was not built by FTL name.
+    /// [`ftl::RECOVERABLE`], it was not built by FTL name, or its parameters persist too
+    /// little ([`Ftl::power_cut_refusal`]).
     pub fn power_cut_refusal(&self) -> Option<String> {
         let name = self.ftl.name();
         if !ftl::RECOVERABLE.contains(&name) {
@@ -321,7 +322,7 @@ impl Simulator {
         } else if self.recipe.is_none() {
             Some("the simulator was not built by FTL name (Simulator::new)".into())
         } else {
-            None
+            self.ftl.power_cut_refusal()
         }
     }
 
@@ -620,8 +621,7 @@ impl Simulator {
         }
         self.ckpt_due = 0;
         let geo = self.dev.geo();
-        let bytes =
-            self.ftl.dram_total() + 4 * self.dev.valid_records() + 4 * geo.blocks() as u64;
+        let bytes = self.ftl.dram_total() + 4 * self.dev.valid_records() + 4 * geo.blocks() as u64;
         match self.dev.checkpoint(bytes.div_ceil(geo.page_size as u64), t) {
             Err(e) if e != DeviceError::PowerLost => Err(e),
             _ => Ok(()),

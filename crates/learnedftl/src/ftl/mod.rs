@@ -258,6 +258,12 @@ pub trait Ftl: Send + FtlClone {
         Ok(())
     }
 
+    /// Why this FTL, as configured, cannot recover from a power cut, if it cannot (its name
+    /// being in [`RECOVERABLE`] is checked apart). The default: it can.
+    fn power_cut_refusal(&self) -> Option<String> {
+        None
+    }
+
     /// Counters since the last reset.
     fn stats(&self) -> &FtlStats;
 

@@ -107,7 +107,9 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
             let ppa = Ppa(block * ppb + pg);
             let oob = if pg < covers {
                 dev.peek_oob(ppa).ok_or_else(|| {
-                    FtlError::Invariant(format!("recovery scan: {ppa:?} below its block's write pointer is not programmed"))
+                    FtlError::Invariant(format!(
+                        "recovery scan: {ppa:?} below its block's write pointer is not programmed"
+                    ))
                 })?
             } else {
                 let (oob, done) = dev.read(ppa, Cause::Recovery, t)?;
@@ -376,7 +378,8 @@ mod tests {
             dev.checkpoint(3, t).unwrap();
         }
         dev.invalidate(gone).unwrap();
-        dev.erase(geo.block_in_line(2, 0), Cause::GcData, t).unwrap();
+        dev.erase(geo.block_in_line(2, 0), Cause::GcData, t)
+            .unwrap();
         put(&mut dev, &mut Stripe::new(&geo, 2), Oob::data(Lpn(8), 6));
         put(&mut dev, &mut l0, Oob::data(Lpn(2), 7));
         put(&mut dev, &mut l1, Oob::data(Lpn(3), 8));
@@ -421,7 +424,10 @@ mod tests {
         assert_eq!(dev.checkpoint(9, SimTime(0)), Err(DeviceError::PowerLost));
         assert!(dev.power_lost());
         assert_eq!(dev.checkpoint_pages(), 3);
-        assert_eq!(dev.checkpoint_covers(l1.0 / dev.geo().pages_per_block), covers);
+        assert_eq!(
+            dev.checkpoint_covers(l1.0 / dev.geo().pages_per_block),
+            covers
+        );
         assert_eq!(dev.counters().programs[Cause::Checkpoint as usize], 3 + 5);
         dev.power_on();
         dev.checkpoint(2, SimTime(0)).unwrap();

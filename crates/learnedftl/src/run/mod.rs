@@ -183,7 +183,10 @@ impl Experiment {
         let mut unknown: Option<BTreeSet<String>> = None;
         for name in ftls {
             let mut p = self.params.clone();
-            ftl::build(name, &self.device, &mut p)?;
+            let built = ftl::build(name, &self.device, &mut p)?;
+            if let Some(why) = self.power_cut_every.and(built.power_cut_refusal()) {
+                return Err(ConfigError::invalid("--power-cut-every", why));
+            }
             let left: BTreeSet<String> = p.keys().map(str::to_string).collect();
             unknown = Some(match unknown {
                 None => left,

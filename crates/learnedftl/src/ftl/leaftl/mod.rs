@@ -482,7 +482,8 @@ impl Leaftl {
     /// issued at `t`: the OOB scan gives every LPN's newest page (the reverse mappings every
     /// page carries, trims from their records), each group's segments are learned again from
     /// its pages sorted by LPN, and every non-empty group's TP is programmed as a fresh
-    /// checkpoint (the TPs on flash are not used: the scan covers every page). The write buffer
+    /// checkpoint (the scan gives every LPN's page; the TPs on flash are only read when a
+    /// checkpoint covers them). The write buffer
     /// and the group cache start empty. Returns the FTL and when its last operation completes.
     pub fn recover(
         cfg: &DeviceConfig,

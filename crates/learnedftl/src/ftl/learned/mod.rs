@@ -676,6 +676,14 @@ impl Ftl for LearnedFtl {
         self.cache.bytes() + self.fixed_dram
     }
 
+    fn power_cut_refusal(&self) -> Option<String> {
+        (!self.cfg.tp_write_charged).then(|| {
+            "learnedftl with tp_write_cost=free persists no trim: it cannot recover from a power \
+             cut"
+            .to_string()
+        })
+    }
+
     fn params(&self) -> serde_json::Value {
         let c = &self.cfg;
         serde_json::json!({

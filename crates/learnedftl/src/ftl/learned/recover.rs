@@ -22,6 +22,7 @@ use crate::addr::{Lpn, SimTime, Tpn};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device};
 use crate::error::{ConfigError, FtlError, RecoverError};
+use crate::ftl::Ftl;
 use crate::mapping::{recovery, Allocator, LineState, Stream};
 use crate::params::Params;
 use std::cmp::Reverse;
@@ -37,10 +38,10 @@ impl LearnedFtl {
         t: SimTime,
     ) -> Result<(Self, SimTime), RecoverError> {
         let mut ftl = LearnedFtl::new(cfg, params)?;
-        if !ftl.cfg.tp_write_charged {
+        if let Some(why) = ftl.power_cut_refusal() {
             return Err(RecoverError::Config(ConfigError::invalid(
                 "tp_write_cost",
-                "free persists no trim: LearnedFTL cannot recover from a power cut with it",
+                why,
             )));
         }
         let scan = recovery::scan(dev, t)?;
