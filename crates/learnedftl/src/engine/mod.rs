@@ -514,13 +514,6 @@ impl Simulator {
                 store.stage(lpn, page);
             }
         }
-        let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
-        self.served.clear();
-        let mut sink = Delivery {
-            oracle: self.oracle.as_mut(),
-            unmapped: 0,
-            served: moves_data.then_some(&mut self.served),
-        };
         let ftl_error = |source| EngineError::Ftl {
             op: io.op,
             lpn,
@@ -535,23 +528,28 @@ impl Simulator {
         if let Some(cut) = planned {
             self.dev.arm_power_cut(cut);
         }
-        let result = self.ftl.submit(&mut self.dev, &req, &mut sink);
-        let unmapped = sink.unmapped;
-        if let Some(o) = self.oracle.as_mut() {
-            if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
-                return Err(EngineError::Verify(
-                    o.messages().last().cloned().unwrap_or_default(),
-                ));
-            }
-        }
+        let (result, mut unmapped) = self.serve(&req, moves_data)?;
         let done = match result {
             Ok(done) => done,
             Err(e) if e.is_power_lost() => {
                 // Not acknowledged: each of its pages may hold the old or the new version.
-                let done = self.recover(Some(&req), io.arrival)?;
-                self.requests += 1;
-                self.phase.record(io.op, pages, io.len, io.arrival, done);
-                return Ok(done);
+                let mut done = self.recover(Some(&req), io.arrival)?;
+                if io.op == Op::Read {
+                    // The host sees the read fail and issues it again once the device is back:
+                    // it returns what recovery rebuilt, its latency including the recovery.
+                    let retry = Request {
+                        arrival: done,
+                        ..req
+                    };
+                    let (result, n) = self.serve(&retry, moves_data)?;
+                    done = result.map_err(ftl_error)?;
+                    unmapped = n;
+                } else {
+                    self.requests += 1;
+                    self.phase.record(io.op, pages, io.len, io.arrival, done);
+                    return Ok(done);
+                }
+                done
             }
             Err(e) => return Err(ftl_error(e)),
         };
@@ -603,6 +601,33 @@ impl Simulator {
         self.phase.note_unmapped_reads(unmapped);
         self.phase.note_dram(self.ftl.dram_total());
         Ok(done)
+    }
+
+    /// Has the FTL serve `req`, its pages delivered to the oracle (when reads are verified) and,
+    /// when the request moves data, to `self.served`; returns the FTL's result and how
+    /// many pages it read unmapped. A wrong read under fail-fast verification is the error.
+    fn serve(
+        &mut self,
+        req: &Request,
+        moves_data: bool,
+    ) -> Result<(Result<SimTime, FtlError>, u64), EngineError> {
+        let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
+        self.served.clear();
+        let mut sink = Delivery {
+            oracle: self.oracle.as_mut(),
+            unmapped: 0,
+            served: moves_data.then_some(&mut self.served),
+        };
+        let result = self.ftl.submit(&mut self.dev, req, &mut sink);
+        let unmapped = sink.unmapped;
+        if let Some(o) = self.oracle.as_ref() {
+            if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
+                return Err(EngineError::Verify(
+                    o.messages().last().cloned().unwrap_or_default(),
+                ));
+            }
+        }
+        Ok((result, unmapped))
     }
 
     /// Counts `pages` host page writes towards the next mapping checkpoint and writes it at `t`
