@@ -38,6 +38,11 @@ pub struct ReproduceOpts {
     /// Where the sample traces are (websearch-small.disksim, tpcc-small.disksim).
     #[arg(long, default_value = "../shared/traces", value_name = "DIR")]
     traces: PathBuf,
+    /// Also run LearnedFTL's paper-literal design (design=paper) where an experiment is about
+    /// its mechanism, and the ablations of its switches: its preconditionings simulate its
+    /// collapse under writes, several times the rest of the suite's time.
+    #[arg(long)]
+    paper_design: bool,
     /// Ignore the cache: simulate every run again (the cache is still refreshed).
     #[arg(long)]
     fresh: bool,
@@ -71,6 +76,7 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
         setup,
         seed: o.seed,
         traces_dir: o.traces.clone(),
+        paper_design: o.paper_design,
     };
     let out = o.out.clone().unwrap_or_else(|| {
         PathBuf::from("results").join(match setup {

@@ -14,12 +14,14 @@ impl Drop for Scratch {
     }
 }
 
+/// The suite's settings on `tiny`, with LearnedFTL's paper design.
 fn config(seed: u64) -> Config {
     Config {
         preset: "tiny".into(),
         setup: Setup::Default,
         seed,
         traces_dir: "no/traces/here".into(),
+        paper_design: true,
     }
 }
 
@@ -89,4 +91,49 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     );
     assert!(doc.charts().len() >= 4);
     assert!(doc.html().unwrap().contains("<figure class=\"plot\""));
+}
+
+#[test]
+fn the_paper_design_runs_only_with_its_flag_and_the_report_says_so() {
+    let cache = Cache::new(None, "test-build");
+    let defs = reproduce::select(&["randread".into(), "learnedftl-ablations".into()]).unwrap();
+    let with = Plan::new(&config(1), &defs, &cache).unwrap();
+    let without_config = Config {
+        paper_design: false,
+        ..config(1)
+    };
+    let without = Plan::new(&without_config, &defs, &cache).unwrap();
+    let paper = |p: &Plan| {
+        p.units()
+            .iter()
+            .filter(|u| u.ftl == "learnedftl" && p.name(u).contains("design=paper"))
+            .count()
+    };
+    // Random reads' design=paper row and the nine ablations (their baseline included).
+    assert_eq!(paper(&with), 2);
+    assert_eq!(with.units().len() - without.units().len(), 1 + 9);
+    assert_eq!(paper(&without), 0);
+    for def in &defs {
+        let n = match def.name {
+            "randread" => 1,
+            "learnedftl-ablations" => 9,
+            _ => 0,
+        };
+        assert_eq!(
+            reproduce::registry::paper_design_runs(def, &without_config).unwrap(),
+            n,
+            "{}",
+            def.name
+        );
+    }
+    let results = without.execute(&cache, 2, |_| NoProgress, |_, _| {});
+    let md = reproduce::document(&without_config, &defs, &results).markdown();
+    assert!(
+        md.contains("`design=paper`, 1 run) is left out of this report: add `--paper-design`"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Not run: its 9 runs are of LearnedFTL's paper design"),
+        "{md}"
+    );
 }

@@ -95,6 +95,10 @@ pub struct Config {
     /// Where the sample traces are (`websearch-small.disksim`, `tpcc-small.disksim`); the
     /// trace experiment skips those absent.
     pub traces_dir: PathBuf,
+    /// Also run LearnedFTL's paper-literal design (`design=paper`) where an experiment is
+    /// about its mechanism, and the ablations of its switches (`--paper-design`;
+    /// docs/reproduction.md says why they are not in the default suite).
+    pub paper_design: bool,
 }
 
 /// The experiments named (all when none is), in registry order. A derived experiment (one

@@ -111,6 +111,29 @@ impl Ctx<'_> {
             .filter(|f| !matches!(*f, "fast" | "mu-ftl"))
             .collect()
     }
+
+    /// `r` on LearnedFTL's paper-literal design, if the suite runs it (`--paper-design`: its
+    /// preconditionings simulate its collapse, most of the suite's time otherwise).
+    fn learned_paper(&self, r: RunSpec) -> Option<RunSpec> {
+        self.config.paper_design.then(|| paper_design(r))
+    }
+}
+
+/// How many runs `def` adds under `config` with `--paper-design` (LearnedFTL's paper design).
+pub fn paper_design_runs(def: &Def, config: &Config) -> Result<usize, ReproduceError> {
+    let scale = Scale::of(&config.preset)?;
+    let count = |paper_design| {
+        let config = Config {
+            paper_design,
+            ..config.clone()
+        };
+        (def.runs)(&Ctx {
+            config: &config,
+            scale: &scale,
+        })
+        .len()
+    };
+    Ok(count(true) - count(false))
 }
 
 /// One experiment.
@@ -149,17 +172,20 @@ fn paper_design(r: RunSpec) -> RunSpec {
 }
 
 fn randread(c: &Ctx) -> Vec<RunSpec> {
-    vec![
-        RunSpec::new("randread", &c.paper_ftls(), WorkloadSpec::Job("randread")).pre(RAND6),
-        // The paper's LearnedFTL (whole-group GC and training): its model hits are the
-        // experiment.
-        paper_design(RunSpec::new(
-            "learnedftl design=paper",
-            &["learnedftl"],
-            WorkloadSpec::Job("randread"),
-        ))
-        .pre(RAND6),
-    ]
+    let mut runs =
+        vec![RunSpec::new("randread", &c.paper_ftls(), WorkloadSpec::Job("randread")).pre(RAND6)];
+    // The paper's LearnedFTL (whole-group GC and training): its model hits are the experiment.
+    runs.extend(
+        c.learned_paper(
+            RunSpec::new(
+                "learnedftl design=paper",
+                &["learnedftl"],
+                WorkloadSpec::Job("randread"),
+            )
+            .pre(RAND6),
+        ),
+    );
+    runs
 }
 
 fn seqread(c: &Ctx) -> Vec<RunSpec> {
@@ -179,23 +205,19 @@ fn seqread_shared(c: &Ctx) -> Vec<RunSpec> {
 /// any group lending room, the only paper-design setting that sustains small writes.
 fn write_variants(label: &str, pre: &'static str, w: WorkloadSpec, c: &Ctx) -> Vec<RunSpec> {
     let mut runs = vec![RunSpec::new(label, &c.paper_ftls(), w.clone()).pre(pre)];
-    runs.push(
-        paper_design(RunSpec::new(
-            "learnedftl design=paper",
-            &["learnedftl"],
-            w.clone(),
-        ))
-        .pre(pre),
-    );
-    runs.push(
-        paper_design(RunSpec::new(
-            "learnedftl design=paper group_gc=line lender=any",
-            &["learnedftl"],
-            w,
-        ))
-        .set("group_gc", "line")
-        .set("lender", "any")
-        .pre(pre),
+    runs.extend(c.learned_paper(
+        RunSpec::new("learnedftl design=paper", &["learnedftl"], w.clone()).pre(pre),
+    ));
+    runs.extend(
+        c.learned_paper(
+            RunSpec::new(
+                "learnedftl design=paper group_gc=line lender=any",
+                &["learnedftl"],
+                w,
+            )
+            .pre(pre),
+        )
+        .map(|r| r.set("group_gc", "line").set("lender", "any")),
     );
     runs
 }
@@ -261,13 +283,15 @@ fn traces(c: &Ctx) -> Vec<RunSpec> {
             let label = format!("{t} speed={speed}");
             runs.push(RunSpec::new(&label, &c.paper_ftls(), w.clone()).pre("randwrite:512k:2"));
             // The paper's LearnedFTL, whose tail latencies Fig. 21 reports.
-            runs.push(
-                paper_design(RunSpec::new(
-                    format!("{label} learnedftl design=paper"),
-                    &["learnedftl"],
-                    w,
-                ))
-                .pre("randwrite:512k:2"),
+            runs.extend(
+                c.learned_paper(
+                    RunSpec::new(
+                        format!("{label} learnedftl design=paper"),
+                        &["learnedftl"],
+                        w,
+                    )
+                    .pre("randwrite:512k:2"),
+                ),
             );
         }
     }
@@ -433,21 +457,17 @@ pub fn ablation_label(switches: &[(&str, &str)]) -> String {
     }
 }
 
-fn ablations(_: &Ctx) -> Vec<RunSpec> {
+fn ablations(c: &Ctx) -> Vec<RunSpec> {
     ABLATIONS
         .iter()
-        .map(|switches| {
+        .filter_map(|switches| {
             let label = ablation_label(switches);
-            let mut r = paper_design(RunSpec::new(
-                label,
-                &["learnedftl"],
-                WorkloadSpec::Job("randread"),
-            ))
-            .pre(RAND6);
+            let r = RunSpec::new(label, &["learnedftl"], WorkloadSpec::Job("randread")).pre(RAND6);
+            let mut r = c.learned_paper(r)?;
             for (k, v) in *switches {
                 r = r.set(k, v);
             }
-            r
+            Some(r)
         })
         .collect()
 }

@@ -11,11 +11,19 @@ pub fn document(config: &Config, defs: &[&Def], results: &Results) -> Document {
     let mut sections = vec![];
     for def in defs {
         let mut s = Section::new(def.name, def.title);
+        // Runs of LearnedFTL's paper design this suite left out (no `--paper-design`).
+        let left_out = match config.paper_design {
+            true => 0,
+            false => super::registry::paper_design_runs(def, config).unwrap_or(0),
+        };
         if !def.reads.iter().any(|n| results.get(n).is_some()) {
-            // An experiment that planned no run (the traces, when none is in `--traces`), or a
-            // derived one whose sources did not run.
+            // An experiment that planned no run (the traces, when none is in `--traces`; the
+            // paper design's ablations, without `--paper-design`), or a derived one whose
+            // sources did not run.
             if results.experiments.iter().any(|e| e.experiment == def.name) {
-                s.text(if def.reads == [def.name] {
+                s.text(if left_out > 0 {
+                    format!("Not run: its {left_out} runs are of LearnedFTL's paper design, which the suite runs with `--paper-design` (docs/reproduction.md).")
+                } else if def.reads == [def.name] {
                     format!(
                         "Not run: no run was planned (the trace experiment replays the samples \
                          it finds in `--traces`, here `{}`).",
@@ -49,6 +57,13 @@ pub fn document(config: &Config, defs: &[&Def], results: &Results) -> Document {
             );
         }
         (def.section)(results, def, &mut s);
+        if left_out > 0 {
+            s.text(format!(
+                "LearnedFTL's paper-literal design (`design=paper`, {left_out} run{}) is left \
+                 out of this report: add `--paper-design` to run it (docs/reproduction.md).",
+                if left_out == 1 { "" } else { "s" }
+            ));
+        }
         s.text(format!(
             "**Why ours differs from the paper.** {}",
             def.differences
