@@ -201,7 +201,14 @@ impl Backfill {
         let live = self.floor + self.min_op_ns;
         let dead = gaps.iter().take_while(|g| g.end < live).count();
         gaps.drain(..dead);
-        let fit = gaps.iter().position(|g| g.start.max(t) + dur <= g.end);
+        // No gap ends later than the last: if the operation cannot end before that, none
+        // holds it (the common case for an operation issued late, e.g. a copy's program).
+        let fit = match gaps.last() {
+            Some(last) if t + dur <= last.end => {
+                gaps.iter().position(|g| g.start.max(t) + dur <= g.end)
+            }
+            _ => None,
+        };
         if let Some(i) = fit {
             let g = gaps[i];
             let start = g.start.max(t);

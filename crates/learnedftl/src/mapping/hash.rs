@@ -144,6 +144,17 @@ impl HashFamily {
         }
     }
 
+    /// Every function of `key` in order, `hash(0, key)` first, computed as they are taken (one
+    /// digest for `Md5Shift`).
+    #[inline]
+    pub fn each(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
+        let digest = (self.kind == HashKind::Md5Shift).then(|| Self::md5(key));
+        (0..self.count()).map(move |i| match digest {
+            Some(d) => self.md5_window(d, i),
+            None => self.hash(i, key),
+        })
+    }
+
     /// Every function of `key`: `out[i] = hash(i, key)` (one digest for `Md5Shift`).
     #[inline]
     pub fn all(&self, key: u32, out: &mut [u32]) {

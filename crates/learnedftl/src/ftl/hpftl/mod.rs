@@ -669,12 +669,8 @@ impl HpFtl {
     /// `lpn` (the first such, or with `cand_pick=idle-lun` the one whose LUN is free soonest):
     /// its page and primary destination.
     fn primary_slot(&self, dev: &Device, lpn: u32, first: u32) -> Option<(Ppa, Dest)> {
-        let mut buf = [0u32; 256];
-        let n = self.codec.functions();
-        let cand = &mut buf[..n as usize];
-        self.hashes.all(lpn, cand);
-        let mut fits = (first..=n).filter_map(|hid| {
-            let block = cand[hid as usize - 1];
+        let hids = (1..).zip(self.hashes.each(lpn)).skip(first as usize - 1);
+        let mut fits = hids.filter_map(|(hid, block)| {
             if self.victim_idx[block as usize] != NONE {
                 return None; // a GC victim, about to be (or just) erased
             }
@@ -814,7 +810,10 @@ impl HpFtl {
                     .sec
                     .insert(lpn, new.0)
                     .ok_or_else(|| FtlError::TableFull(SEC_FULL.into()))?;
-                self.cands.add(lpn, &self.hashes, &self.sec);
+                // Only moves back read the index: without their budget it is not kept.
+                if self.move_credit.rate() > 0.0 {
+                    self.cands.add(lpn, &self.hashes, &self.sec);
+                }
                 self.codec.encode(self.codec.sec_hid(), seg)
             }
         };
