@@ -2,9 +2,10 @@
 # Thin wrapper kept for old habits: the experiments live in the binary now
 # (`learnedftl reproduce`, docs/reproduction.md).
 #
-#   scripts/reproduce.sh [quick|paper|tiny] [experiment ...]
+#   scripts/reproduce.sh [quick|paper|tiny] [experiment ...] [--paper-design]
 #
-# is `learnedftl reproduce --preset PRESET [experiment ...]` with the release build, writing
+# is `learnedftl reproduce --preset PRESET [experiment ...]` with the release build (any further
+# `reproduce` option, e.g. --paper-design, passed on), writing
 # results/<preset>/ (results/<preset>-femu/ with SETUP=femu): report.html, report.md, plots/,
 # one JSON per experiment, jobs/, cache/. Environment: SEED (default 1), SETUP (default or
 # femu), TRACES_DIR (default ../shared/traces), JOBS (default: every core).
