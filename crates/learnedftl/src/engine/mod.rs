@@ -533,23 +533,22 @@ impl Simulator {
             Ok(done) => done,
             Err(e) if e.is_power_lost() => {
                 // Not acknowledged: each of its pages may hold the old or the new version.
-                let mut done = self.recover(Some(&req), io.arrival)?;
-                if io.op == Op::Read {
-                    // The host sees the read fail and issues it again once the device is back:
-                    // it returns what recovery rebuilt, its latency including the recovery.
-                    let retry = Request {
-                        arrival: done,
-                        ..req
-                    };
-                    let (result, n) = self.serve(&retry, moves_data)?;
-                    done = result.map_err(ftl_error)?;
-                    unmapped = n;
-                } else {
+                let recovered = self.recover(Some(&req), io.arrival)?;
+                if io.op != Op::Read {
                     self.requests += 1;
-                    self.phase.record(io.op, pages, io.len, io.arrival, done);
-                    return Ok(done);
+                    self.phase
+                        .record(io.op, pages, io.len, io.arrival, recovered);
+                    return Ok(recovered);
                 }
-                done
+                // The host sees the read fail and issues it again once the device is back: it
+                // returns what recovery rebuilt, its latency including the recovery.
+                let retry = Request {
+                    arrival: recovered,
+                    ..req
+                };
+                let (result, n) = self.serve(&retry, moves_data)?;
+                unmapped = n;
+                result.map_err(ftl_error)?
             }
             Err(e) => return Err(ftl_error(e)),
         };
