@@ -305,6 +305,9 @@ pub struct HpFtl {
     blk_primary: Vec<u16>,
     victims: Vec<(u32, u32)>,
     victim_idx: Vec<u32>,
+    /// Per block, a bit set iff it has a free page and is not a GC victim: a write probes its
+    /// candidates here (2 KiB on `quick`) and reads a write pointer only for open ones.
+    open: Vec<u64>,
     /// Per block, the secondary entries hashing there (for move-back).
     cands: CandidateIndex,
     /// Blocks by LUN and free pages (for the secondary writer).
@@ -551,6 +554,13 @@ impl HpFtl {
             blk_primary: vec![0; geo.blocks() as usize],
             victims: Vec::new(),
             victim_idx: vec![NONE; geo.blocks() as usize],
+            open: {
+                let mut open = vec![!0u64; geo.blocks().div_ceil(64) as usize];
+                if geo.blocks() % 64 != 0 {
+                    *open.last_mut().unwrap() = (1 << (geo.blocks() % 64)) - 1;
+                }
+                open
+            },
             cands: CandidateIndex::new(geo.blocks()),
             levels: FreeLevels::new(geo.luns(), geo.planes_per_lun * geo.blocks_per_plane, ppb),
             blk_invalid: vec![0; geo.blocks() as usize],
@@ -591,6 +601,7 @@ impl HpFtl {
         for b in 0..f.blocks {
             let w = dev.block_written(b);
             if w > 0 {
+                f.set_open(b, w < ppb);
                 f.levels.moved(b, ppb, ppb - w);
                 f.free_pages -= w as u64;
                 f.set_invalid(b, w - dev.block_valid(b));
@@ -683,21 +694,58 @@ impl HpFtl {
     /// `lpn` (the first such, or with `cand_pick=idle-lun` the one whose LUN is free soonest):
     /// its page and primary destination.
     fn primary_slot(&self, dev: &Device, lpn: u32, first: u32) -> Option<(Ppa, Dest)> {
-        let hids = (1..).zip(self.hashes.each(lpn)).skip(first as usize - 1);
-        let mut fits = hids.filter_map(|(hid, block)| {
-            if self.victim_idx[block as usize] != NONE {
-                return None; // a GC victim, about to be (or just) erased
+        // Two walks so that the `mix` one compiles to a plain loop (the general iterator was
+        // not inlined and its digest option tested per function).
+        match self.hashes.kind() {
+            HashKind::Mix => {
+                let n = self.codec.functions();
+                let hids = (first..=n).map(|hid| (hid, self.hashes.hash(hid - 1, lpn)));
+                self.first_fit(dev, lpn, hids)
             }
-            let w = dev.block_written(block);
-            if w >= self.ppb {
+            HashKind::Md5Shift => {
+                let hids = (1..).zip(self.hashes.each(lpn)).skip(first as usize - 1);
+                self.first_fit(dev, lpn, hids)
+            }
+        }
+    }
+
+    /// [`Self::primary_slot`] over candidates `(hid, block)` in probing order.
+    #[inline(always)]
+    fn first_fit(
+        &self,
+        dev: &Device,
+        lpn: u32,
+        hids: impl Iterator<Item = (u32, u32)>,
+    ) -> Option<(Ppa, Dest)> {
+        let mut fits = hids.filter_map(|(hid, block)| {
+            // Not open: full, or a GC victim about to be (or just) erased.
+            if !self.is_open(block) {
                 return None;
             }
+            let w = dev.block_written(block);
             let ppid = self.codec.ppid_for(lpn, w)?;
             Some((Ppa(block * self.ppb + w), Dest::Primary { hid, ppid }))
         });
         match self.cfg.cand_pick {
             CandPick::First => fits.next(),
             CandPick::IdleLun => fits.min_by_key(|&(ppa, _)| dev.lun_free_at(ppa)),
+        }
+    }
+
+    /// Whether block `b` has a free page and is not a GC victim.
+    #[inline]
+    fn is_open(&self, b: u32) -> bool {
+        self.open[b as usize / 64] >> (b % 64) & 1 != 0
+    }
+
+    #[inline]
+    fn set_open(&mut self, b: u32, open: bool) {
+        let word = &mut self.open[b as usize / 64];
+        let bit = 1u64 << (b % 64);
+        if open {
+            *word |= bit;
+        } else {
+            *word &= !bit;
         }
     }
 
@@ -737,6 +785,9 @@ impl HpFtl {
         let block = ppa.0 / self.ppb;
         let free = self.ppb - dev.block_written(block) + 1;
         self.levels.moved(block, free, free - 1);
+        if free == 1 {
+            self.set_open(block, false);
+        }
         self.free_pages -= 1;
         self.lun_programs[dev.geo().lun_of(ppa) as usize] += 1;
     }
@@ -1057,8 +1108,10 @@ impl HpFtl {
                 }
             }
         }
-        for (i, &(_, b)) in v.iter().enumerate() {
+        for i in 0..self.victims.len() {
+            let b = self.victims[i].1;
             self.victim_idx[b as usize] = i as u32;
+            self.set_open(b, false);
         }
     }
 
@@ -1107,6 +1160,7 @@ impl HpFtl {
         let moved = self.move_back(dev, &victims, t);
         for &b in &victims {
             self.victim_idx[b as usize] = NONE;
+            self.set_open(b, dev.block_written(b) < self.ppb);
         }
         moved.map(|_| true)
     }
@@ -1529,6 +1583,10 @@ impl Ftl for HpFtl {
         self.levels.check(|b| self.ppb - dev.block_written(b))?;
         let mut invalid_blocks = vec![0; self.ppb as usize + 1];
         for b in 0..self.blocks {
+            let open = self.victim_idx[b as usize] == NONE && dev.block_written(b) < self.ppb;
+            if self.is_open(b) != open {
+                return Err(format!("block {b}: open bit {} but open {open}", self.is_open(b)));
+            }
             let invalid = dev.block_written(b) - dev.block_valid(b);
             if self.blk_invalid[b as usize] as u32 != invalid {
                 return Err(format!(
