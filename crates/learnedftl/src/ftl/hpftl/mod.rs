@@ -756,8 +756,10 @@ impl HpFtl {
         let emptiest = self.cfg.sec_pick == SecPick::Emptiest;
         for _ in 0..luns {
             let lun = self.sec_lun;
-            self.sec_lun = (lun + 1) % luns;
-            let victim = |b: u32| self.victim_idx[b as usize] != NONE;
+            self.sec_lun = if lun + 1 == luns { 0 } else { lun + 1 };
+            // Levels list blocks with a free page, which are open unless GC victims: the
+            // bitset answers from 2 KiB instead of the victim index's 64 KiB.
+            let victim = |b: u32| !self.is_open(b);
             if let Some(b) = self.levels.pick(lun, emptiest, victim) {
                 return Some(Ppa(b * self.ppb + dev.block_written(b)));
             }
