@@ -305,10 +305,19 @@ pub struct HpFtl {
     blk_primary: Vec<u16>,
     victims: Vec<(u32, u32)>,
     victim_idx: Vec<u32>,
+    /// Per block, a bit set iff it has a free page and is not a GC victim: a write probes its
+    /// candidates here (2 KiB on `quick`) and reads a write pointer only for open ones.
+    open: Vec<u64>,
     /// Per block, the secondary entries hashing there (for move-back).
     cands: CandidateIndex,
     /// Blocks by LUN and free pages (for the secondary writer).
     levels: FreeLevels,
+    /// Per block, its invalid pages, and per count the blocks with that many: victim choice
+    /// reads these (16 KiB on `quick`) instead of the device's per-block counts.
+    blk_invalid: Vec<u16>,
+    invalid_blocks: Vec<u32>,
+    /// Victim candidates of a round, `(rank, block)`.
+    victim_cands: Vec<(u32, u32)>,
     /// Move-back candidates of a round, ordered by key, function and slot.
     moves: Vec<MoveBack>,
     /// The same, as generated (bucketed by key into `moves`).
@@ -545,8 +554,22 @@ impl HpFtl {
             blk_primary: vec![0; geo.blocks() as usize],
             victims: Vec::new(),
             victim_idx: vec![NONE; geo.blocks() as usize],
+            open: {
+                let mut open = vec![!0u64; geo.blocks().div_ceil(64) as usize];
+                if geo.blocks() % 64 != 0 {
+                    *open.last_mut().unwrap() = (1 << (geo.blocks() % 64)) - 1;
+                }
+                open
+            },
             cands: CandidateIndex::new(geo.blocks()),
             levels: FreeLevels::new(geo.luns(), geo.planes_per_lun * geo.blocks_per_plane, ppb),
+            blk_invalid: vec![0; geo.blocks() as usize],
+            invalid_blocks: {
+                let mut n = vec![0; ppb as usize + 1];
+                n[0] = geo.blocks();
+                n
+            },
+            victim_cands: Vec::new(),
             moves: Vec::new(),
             moves_raw: Vec::new(),
             move_start: Vec::new(),
@@ -578,8 +601,10 @@ impl HpFtl {
         for b in 0..f.blocks {
             let w = dev.block_written(b);
             if w > 0 {
+                f.set_open(b, w < ppb);
                 f.levels.moved(b, ppb, ppb - w);
                 f.free_pages -= w as u64;
+                f.set_invalid(b, w - dev.block_valid(b));
             }
         }
         let mut buf = [0u32; 256];
@@ -669,21 +694,58 @@ impl HpFtl {
     /// `lpn` (the first such, or with `cand_pick=idle-lun` the one whose LUN is free soonest):
     /// its page and primary destination.
     fn primary_slot(&self, dev: &Device, lpn: u32, first: u32) -> Option<(Ppa, Dest)> {
-        let hids = (1..).zip(self.hashes.each(lpn)).skip(first as usize - 1);
-        let mut fits = hids.filter_map(|(hid, block)| {
-            if self.victim_idx[block as usize] != NONE {
-                return None; // a GC victim, about to be (or just) erased
+        // Two walks so that the `mix` one compiles to a plain loop (the general iterator was
+        // not inlined and its digest option tested per function).
+        match self.hashes.kind() {
+            HashKind::Mix => {
+                let n = self.codec.functions();
+                let hids = (first..=n).map(|hid| (hid, self.hashes.hash(hid - 1, lpn)));
+                self.first_fit(dev, lpn, hids)
             }
-            let w = dev.block_written(block);
-            if w >= self.ppb {
+            HashKind::Md5Shift => {
+                let hids = (1..).zip(self.hashes.each(lpn)).skip(first as usize - 1);
+                self.first_fit(dev, lpn, hids)
+            }
+        }
+    }
+
+    /// [`Self::primary_slot`] over candidates `(hid, block)` in probing order.
+    #[inline(always)]
+    fn first_fit(
+        &self,
+        dev: &Device,
+        lpn: u32,
+        hids: impl Iterator<Item = (u32, u32)>,
+    ) -> Option<(Ppa, Dest)> {
+        let mut fits = hids.filter_map(|(hid, block)| {
+            // Not open: full, or a GC victim about to be (or just) erased.
+            if !self.is_open(block) {
                 return None;
             }
+            let w = dev.block_written(block);
             let ppid = self.codec.ppid_for(lpn, w)?;
             Some((Ppa(block * self.ppb + w), Dest::Primary { hid, ppid }))
         });
         match self.cfg.cand_pick {
             CandPick::First => fits.next(),
             CandPick::IdleLun => fits.min_by_key(|&(ppa, _)| dev.lun_free_at(ppa)),
+        }
+    }
+
+    /// Whether block `b` has a free page and is not a GC victim.
+    #[inline]
+    fn is_open(&self, b: u32) -> bool {
+        self.open[b as usize / 64] >> (b % 64) & 1 != 0
+    }
+
+    #[inline]
+    fn set_open(&mut self, b: u32, open: bool) {
+        let word = &mut self.open[b as usize / 64];
+        let bit = 1u64 << (b % 64);
+        if open {
+            *word |= bit;
+        } else {
+            *word &= !bit;
         }
     }
 
@@ -694,8 +756,10 @@ impl HpFtl {
         let emptiest = self.cfg.sec_pick == SecPick::Emptiest;
         for _ in 0..luns {
             let lun = self.sec_lun;
-            self.sec_lun = (lun + 1) % luns;
-            let victim = |b: u32| self.victim_idx[b as usize] != NONE;
+            self.sec_lun = if lun + 1 == luns { 0 } else { lun + 1 };
+            // Levels list blocks with a free page, which are open unless GC victims: the
+            // bitset answers from 2 KiB instead of the victim index's 64 KiB.
+            let victim = |b: u32| !self.is_open(b);
             if let Some(b) = self.levels.pick(lun, emptiest, victim) {
                 return Some(Ppa(b * self.ppb + dev.block_written(b)));
             }
@@ -723,6 +787,9 @@ impl HpFtl {
         let block = ppa.0 / self.ppb;
         let free = self.ppb - dev.block_written(block) + 1;
         self.levels.moved(block, free, free - 1);
+        if free == 1 {
+            self.set_open(block, false);
+        }
         self.free_pages -= 1;
         self.lun_programs[dev.geo().lun_of(ppa) as usize] += 1;
     }
@@ -759,14 +826,30 @@ impl HpFtl {
             self.program(dev, new, c.oob, Src::Page(c.from), Cause::GcData, c.read)?;
             self.stats.gc_pages_moved += 1;
         }
-        dev.invalidate(c.from)?;
+        self.invalidate(dev, c.from)
+    }
+
+    /// Invalidates `ppa`, keeping the per-block invalid counts.
+    fn invalidate(&mut self, dev: &mut Device, ppa: Ppa) -> Result<(), FtlError> {
+        dev.invalidate(ppa)?;
+        let b = ppa.0 / self.ppb;
+        self.set_invalid(b, self.blk_invalid[b as usize] as u32 + 1);
         Ok(())
+    }
+
+    /// Block `b` now has `invalid` invalid pages.
+    #[inline]
+    fn set_invalid(&mut self, b: u32, invalid: u32) {
+        let old = std::mem::replace(&mut self.blk_invalid[b as usize], invalid as u16);
+        self.invalid_blocks[old as usize] -= 1;
+        self.invalid_blocks[invalid as usize] += 1;
     }
 
     /// Erases block `b` (cause `GcData`), keeping the free-page counts.
     fn erase(&mut self, dev: &mut Device, b: u32, t: SimTime) -> Result<(), FtlError> {
         let written = dev.block_written(b);
         dev.erase(b, Cause::GcData, t)?;
+        self.set_invalid(b, 0);
         self.free_pages += written as u64;
         self.levels.moved(b, self.ppb - written, self.ppb);
         Ok(())
@@ -783,7 +866,7 @@ impl HpFtl {
         dest: Dest,
     ) -> Result<(), FtlError> {
         if let Some(p) = old.ppa() {
-            dev.invalidate(p)?;
+            self.invalidate(dev, p)?;
         }
         if let Loc::Primary { ppa, .. } = old {
             self.blk_primary[(ppa.0 / self.ppb) as usize] -= 1;
@@ -966,16 +1049,6 @@ impl HpFtl {
         let v = &mut self.victims;
         v.clear();
         let per_lun = self.cfg.gc_victims == Victims::PerLun;
-        for b in 0..self.blocks {
-            let valid = dev.block_valid(b);
-            let invalid = dev.block_written(b) - valid;
-            if invalid < min_invalid {
-                continue;
-            }
-            // Ranked by invalid pages (what erasing gains), then valid pages (what it costs):
-            // for full blocks, the paper's "fewest valid pages".
-            v.push(((self.ppb - invalid) * (self.ppb + 1) + valid, b));
-        }
         // Every moved page needs a free page outside the victims, and every primary-mapped one
         // may need a slot (even primary-first, when no candidate fits; secondary-mapped pages
         // keep theirs): take the best victims that fit. Host writes leave `slot_reserve` = a
@@ -987,43 +1060,60 @@ impl HpFtl {
             Design::Grow => u64::MAX,
         };
         let mut room = self.cfg.gc_batch;
-        // Usually only the best few are looked at: order those, and the rest only if needed.
-        let mut sorted = (4 * room as usize).min(v.len());
-        if sorted < v.len() {
-            v.select_nth_unstable(sorted);
+        // Ranked by invalid pages (what erasing gains), then valid pages (what it costs), then
+        // block: for full blocks, the paper's "fewest valid pages". Usually only the best few
+        // are looked at: gather the blocks of the top invalid-page counts that hold about
+        // `4 · room` of them (the counts per level say where to stop), order those, and gather
+        // the next levels only if needed. A block's valid plus free pages are `ppb − invalid`,
+        // so levels whose blocks cannot fit the free pages are never gathered.
+        let lowest = min_invalid.max(self.ppb - pages.min(self.ppb as u64) as u32);
+        // Levels below `end` are not gathered yet.
+        let mut end = self.ppb + 1;
+        let want = 4 * room;
+        'bands: while room > 0 && end > lowest {
+            let mut start = end;
+            let mut n = 0;
+            while start > lowest && n < want {
+                start -= 1;
+                n += self.invalid_blocks[start as usize];
+            }
+            let cands = &mut self.victim_cands;
+            cands.clear();
+            if n > 0 {
+                let levels = end - start;
+                for (b, &invalid) in self.blk_invalid.iter().enumerate() {
+                    let invalid = invalid as u32;
+                    if invalid.wrapping_sub(start) < levels {
+                        let key = (self.ppb - invalid) * (self.ppb + 1) + dev.block_valid(b as u32);
+                        cands.push((key, b as u32));
+                    }
+                }
+                cands.sort_unstable();
+            }
+            end = start;
+            for &(key, b) in cands.iter() {
+                let unusable = (self.ppb - self.blk_invalid[b as usize] as u32) as u64;
+                // No later block fits either: its invalid pages are no more.
+                if room == 0 || unusable > pages {
+                    break 'bands;
+                }
+                let lun = b / self.blocks_per_lun;
+                if per_lun && v.iter().any(|&(_, t)| t / self.blocks_per_lun == lun) {
+                    continue;
+                }
+                let need = self.blk_primary[b as usize] as u64;
+                if need <= slots {
+                    pages -= unusable;
+                    slots -= need;
+                    room -= 1;
+                    v.push((key, b));
+                }
+            }
         }
-        v[..sorted].sort_unstable();
-        let mut taken = 0;
-        for i in 0..v.len() {
-            if room == 0 {
-                break;
-            }
-            if i == sorted {
-                v[i..].sort_unstable();
-                sorted = v.len();
-            }
-            let b = v[i].1;
-            let lun = b / self.blocks_per_lun;
-            if per_lun
-                && v[..taken]
-                    .iter()
-                    .any(|&(_, t)| t / self.blocks_per_lun == lun)
-            {
-                continue;
-            }
-            let need = self.blk_primary[b as usize] as u64;
-            let unusable = (dev.block_valid(b) + self.ppb - dev.block_written(b)) as u64;
-            if unusable <= pages && need <= slots {
-                pages -= unusable;
-                slots -= need;
-                room -= 1;
-                v[taken] = v[i];
-                taken += 1;
-            }
-        }
-        v.truncate(taken);
-        for (i, &(_, b)) in v.iter().enumerate() {
+        for i in 0..self.victims.len() {
+            let b = self.victims[i].1;
             self.victim_idx[b as usize] = i as u32;
+            self.set_open(b, false);
         }
     }
 
@@ -1072,6 +1162,7 @@ impl HpFtl {
         let moved = self.move_back(dev, &victims, t);
         for &b in &victims {
             self.victim_idx[b as usize] = NONE;
+            self.set_open(b, dev.block_written(b) < self.ppb);
         }
         moved.map(|_| true)
     }
@@ -1369,11 +1460,11 @@ impl Ftl for HpFtl {
                     match old {
                         Loc::Unmapped => {}
                         Loc::Primary { ppa, .. } => {
-                            dev.invalidate(ppa)?;
+                            self.invalidate(dev, ppa)?;
                             self.blk_primary[(ppa.0 / self.ppb) as usize] -= 1;
                         }
                         Loc::Secondary { pos, ppa } => {
-                            dev.invalidate(ppa)?;
+                            self.invalidate(dev, ppa)?;
                             self.sec.remove(pos);
                         }
                     }
@@ -1492,6 +1583,24 @@ impl Ftl for HpFtl {
         }
         self.sec.check()?;
         self.levels.check(|b| self.ppb - dev.block_written(b))?;
+        let mut invalid_blocks = vec![0; self.ppb as usize + 1];
+        for b in 0..self.blocks {
+            let open = self.victim_idx[b as usize] == NONE && dev.block_written(b) < self.ppb;
+            if self.is_open(b) != open {
+                return Err(format!("block {b}: open bit {} but open {open}", self.is_open(b)));
+            }
+            let invalid = dev.block_written(b) - dev.block_valid(b);
+            if self.blk_invalid[b as usize] as u32 != invalid {
+                return Err(format!(
+                    "block {b}: {invalid} invalid pages, {} counted",
+                    self.blk_invalid[b as usize]
+                ));
+            }
+            invalid_blocks[invalid as usize] += 1;
+        }
+        if invalid_blocks != self.invalid_blocks {
+            return Err("blocks per invalid-page count disagree with the blocks".into());
+        }
         if blk_primary != self.blk_primary {
             return Err("per-block primary-mapped counts disagree with the tables".into());
         }
