@@ -850,6 +850,8 @@ impl HpFtl {
         let written = dev.block_written(b);
         dev.erase(b, Cause::GcData, t)?;
         self.set_invalid(b, 0);
+        // GC erases its victims, which reopen when the round ends.
+        self.set_open(b, self.victim_idx[b as usize] == NONE);
         self.free_pages += written as u64;
         self.levels.moved(b, self.ppb - written, self.ppb);
         Ok(())
@@ -1587,7 +1589,10 @@ impl Ftl for HpFtl {
         for b in 0..self.blocks {
             let open = self.victim_idx[b as usize] == NONE && dev.block_written(b) < self.ppb;
             if self.is_open(b) != open {
-                return Err(format!("block {b}: open bit {} but open {open}", self.is_open(b)));
+                return Err(format!(
+                    "block {b}: open bit {} but open {open}",
+                    self.is_open(b)
+                ));
             }
             let invalid = dev.block_written(b) - dev.block_valid(b);
             if self.blk_invalid[b as usize] as u32 != invalid {

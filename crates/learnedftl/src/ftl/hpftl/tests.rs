@@ -125,7 +125,7 @@ fn probing_starts_at_the_current_hid_or_the_first() {
                     SimTime(0),
                 )
                 .unwrap();
-                d.invalidate(p).unwrap();
+                f.invalidate(&mut d, p).unwrap();
                 lpn += 1;
                 stamp += 1;
             }
@@ -144,6 +144,7 @@ fn probing_starts_at_the_current_hid_or_the_first() {
             "{probe}"
         );
         assert_eq!(f.sec.used(), if expect_first { used - 1 } else { used });
+        f.check_invariants(&d).unwrap();
     }
 }
 
