@@ -46,6 +46,10 @@ pub trait Cmt: Send + Clone + 'static {
     fn evict_for(&mut self, range: &Range<u32>, table: &TransTable) -> Evict;
     /// Loads `range` after a TP read completing at `ready`; `lpn` is the one asked for.
     fn load(&mut self, lpn: Lpn, range: Range<u32>, ready: SimTime, table: &TransTable);
+    /// Hints the state [`Cmt::gc_update`] of `lpn` will read into cache. Default: nothing.
+    fn prefetch(&self, lpn: Lpn) {
+        let _ = lpn;
+    }
     /// `lpn` (cached) was written or trimmed; its new mapping is already in `table`.
     fn mark_dirty(&mut self, lpn: Lpn, table: &TransTable);
     /// GC moved `lpn`'s data (new mapping in `table`): update the cache if it holds the mapping
@@ -122,6 +126,14 @@ struct Core<C> {
 }
 
 impl<C: Cmt> GcHooks for Core<C> {
+    #[inline]
+    fn prefetch_moved(&self, oob: Oob) {
+        if let Some(lpn) = oob.lpn() {
+            self.table.prefetch_entry(lpn);
+            self.cache.prefetch(lpn);
+        }
+    }
+
     #[inline]
     fn moved(
         &mut self,

@@ -174,6 +174,11 @@ impl Cmt for EntryLru {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, lpn: Lpn) {
+        self.index.prefetch(lpn.0);
+    }
+
     fn gc_update(&mut self, lpn: Lpn, _: &TransTable) -> bool {
         let s = self.index.slot(lpn.0);
         if s == NIL {

@@ -27,6 +27,13 @@ struct Table {
 
 impl GcHooks for Table {
     #[inline]
+    fn prefetch_moved(&self, oob: Oob) {
+        if let Some(lpn) = oob.lpn() {
+            crate::mapping::prefetch(&self.l2p[lpn.idx()]);
+        }
+    }
+
+    #[inline]
     fn moved(
         &mut self,
         _: &mut Device,

@@ -103,6 +103,11 @@ impl Cmt for TpCache {
         TpCache::gc_update(self, lpn)
     }
 
+    #[inline]
+    fn prefetch(&self, lpn: Lpn) {
+        TpCache::prefetch(self, lpn)
+    }
+
     fn dram_parts(&self, parts: &mut Vec<(&'static str, u64)>) {
         parts.push(("cmt_entries", self.entry_bytes()));
         if self.config().node_bytes > 0 {

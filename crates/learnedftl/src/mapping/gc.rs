@@ -34,6 +34,14 @@ pub trait GcHooks {
         Ok(())
     }
 
+    /// GC will soon move a page holding `oob`: hint the mapping state [`GcHooks::moved`] will
+    /// touch for it into cache. Collections call it a few pages ahead, so the random lookups
+    /// of tables sized by the logical space overlap instead of stalling one by one. A hint
+    /// only (default: nothing).
+    fn prefetch_moved(&self, oob: Oob) {
+        let _ = oob;
+    }
+
     /// How GC moves this FTL's data pages. [`GcOrder::Physical`] by default.
     fn order(&self) -> GcOrder {
         GcOrder::Physical
@@ -78,6 +86,11 @@ pub struct GcOutcome {
     /// When the last operation of the GC completes.
     pub done: SimTime,
 }
+
+/// How many pages ahead of its moves a collection hints their mapping state
+/// ([`GcHooks::prefetch_moved`]): enough to cover a cache miss with the work of the moves
+/// between.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Cleans `victim`: reads every valid page, programs it through the write pointer of its stream
 /// (data or translation), lets the FTL update its mapping, then erases every block of the line
@@ -125,7 +138,10 @@ pub fn collect_line(
             e.3 = all_read;
         }
     }
-    for &(_, old, oob, ready) in &buf {
+    for (i, &(_, old, oob, ready)) in buf.iter().enumerate() {
+        if let Some(ahead) = buf.get(i + PREFETCH_AHEAD) {
+            hooks.prefetch_moved(ahead.2);
+        }
         move_page(dev, alloc, old, oob, ready, hooks, &mut out)?;
     }
     alloc.gc_buffer = buf;

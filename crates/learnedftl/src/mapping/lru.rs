@@ -223,6 +223,11 @@ impl SlotIndex {
     pub fn slot(&self, key: u32) -> u32 {
         self.slot_of[key as usize]
     }
+    /// Hints `key`'s entry into cache ([`crate::mapping::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, key: u32) {
+        super::prefetch(&self.slot_of[key as usize]);
+    }
     /// The key in `slot`, or [`NIL`] if the slot is free.
     #[inline]
     pub fn key(&self, slot: u32) -> u32 {

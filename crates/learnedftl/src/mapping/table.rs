@@ -63,6 +63,12 @@ impl TransTable {
         prefetch_page_map(dev, &self.l2p, UNMAPPED, op, lpn, when);
     }
 
+    /// Hints `lpn`'s entry into cache ([`super::prefetch`]).
+    #[inline]
+    pub fn prefetch_entry(&self, lpn: Lpn) {
+        super::prefetch(&self.l2p[lpn.idx()]);
+    }
+
     /// Sets the mapping of `lpn`; returns the old one (for the caller to invalidate).
     #[inline]
     pub fn set(&mut self, lpn: Lpn, ppa: Option<Ppa>) -> Option<Ppa> {

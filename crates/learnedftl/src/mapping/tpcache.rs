@@ -273,6 +273,12 @@ impl TpCache {
         Tpn(lpn / self.epp)
     }
 
+    /// Hints what [`TpCache::gc_update`] of `lpn` reads first into cache.
+    #[inline]
+    pub fn prefetch(&self, lpn: Lpn) {
+        self.index.prefetch(lpn.0);
+    }
+
     /// Whether `lpn` is cached (no LRU change).
     #[inline]
     pub fn contains(&self, lpn: Lpn) -> bool {
