@@ -4,6 +4,8 @@
 
 use learnedftl::engine::NoProgress;
 use learnedftl::reproduce::{self, Cache, Config, Plan, Setup};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
 /// A scratch directory removed when the test ends, pass or fail.
 struct Scratch(std::path::PathBuf);
@@ -47,7 +49,11 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     let defs = reproduce::select(&["randread".into(), "randwrite".into()]).unwrap();
     let plan = Plan::new(&config(1), &defs, &cache).unwrap();
     let (todo, starts) = plan.work(&cache);
-    assert_eq!(todo, plan.units().len());
+    assert_eq!(
+        todo,
+        plan.units().len(),
+        "no two of these runs are identical"
+    );
     assert!(
         starts < todo,
         "{starts} preparations for {todo} runs: nothing shared"
@@ -91,6 +97,37 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     );
     assert!(doc.charts().len() >= 4);
     assert!(doc.html().unwrap().contains("<figure class=\"plot\""));
+}
+
+#[test]
+fn a_run_two_experiments_share_is_simulated_once() {
+    let cache = Cache::new(None, "test-build");
+    // Both start each workload with the same ideal-FTL run.
+    let defs = reproduce::select(&["hpftl-fig2".into(), "hpftl-secondary".into()]).unwrap();
+    let plan = Plan::new(&config(1), &defs, &cache).unwrap();
+    let units = plan.units();
+    let keys: BTreeSet<&str> = units.iter().map(|u| u.key.as_str()).collect();
+    assert!(keys.len() < units.len(), "no identical runs");
+    assert_eq!(plan.work(&cache).0, keys.len());
+    let seen = Mutex::new(vec![None; units.len()]);
+    plan.execute(
+        &cache,
+        2,
+        |_| NoProgress,
+        |u, o| {
+            let i = units.iter().position(|x| std::ptr::eq(x, u)).unwrap();
+            seen.lock().unwrap()[i] = Some((o.cached, o.report.clone().ok()));
+        },
+    );
+    let seen = seen.into_inner().unwrap();
+    let simulated_units = seen.iter().filter(|s| !s.as_ref().unwrap().0).count();
+    assert_eq!(simulated_units, keys.len());
+    for (i, u) in units.iter().enumerate() {
+        let first = units.iter().position(|x| x.key == u.key).unwrap();
+        let (cached, report) = seen[i].clone().unwrap();
+        assert_eq!(cached, i != first, "{}", plan.name(u));
+        assert_eq!(report, seen[first].clone().unwrap().1, "{}", plan.name(u));
+    }
 }
 
 #[test]

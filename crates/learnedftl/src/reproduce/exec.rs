@@ -46,7 +46,8 @@ pub struct Outcome {
     /// Wall time of the unit's own work (its share of a shared preparation not included),
     /// seconds; for a cached unit, the time it took when it ran.
     pub wall_seconds: f64,
-    /// Loaded from the cache.
+    /// Loaded from the cache, or copied from the identical unit of another experiment that
+    /// ran in the same suite.
     pub cached: bool,
 }
 
@@ -131,13 +132,18 @@ impl Plan {
     }
 
     /// How the units share preparations: (units to run, preparations they need) after the
-    /// cache.
+    /// cache; identical units (the same key) run once.
     pub fn work(&self, cache: &Cache) -> (usize, usize) {
+        let distinct = |mut v: Vec<&str>| {
+            v.sort_unstable();
+            v.dedup();
+            v.len()
+        };
         let todo: Vec<&Unit> = self.units.iter().filter(|u| !cache.has(&u.key)).collect();
-        let mut groups: Vec<&str> = todo.iter().map(|u| u.group.as_str()).collect();
-        groups.sort_unstable();
-        groups.dedup();
-        (todo.len(), groups.len())
+        (
+            distinct(todo.iter().map(|u| u.key.as_str()).collect()),
+            distinct(todo.iter().map(|u| u.group.as_str()).collect()),
+        )
     }
 
     /// Checks that `jobs` workers fit in `available` memory: each worker holds one simulator
@@ -166,6 +172,8 @@ impl Plan {
     /// preparation: the first worker to take the group prepares it, and the units' runs are
     /// queued at the front, each starting from a clone (the last one takes the original), so a
     /// snapshot lives only until its last unit has started and at most one per worker is alive.
+    /// A unit identical to an earlier one (the same key: experiments may share a run) is not
+    /// run again; it gets that unit's outcome, counted as cached.
     pub fn execute<P: Progress>(
         &self,
         cache: &Cache,
@@ -177,12 +185,20 @@ impl Plan {
             self.units.iter().map(|_| Mutex::new(None)).collect();
         let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         let mut order: Vec<&str> = vec![];
+        // (unit, the earlier identical unit that runs for it)
+        let mut copies: Vec<(usize, usize)> = vec![];
+        let mut first_of: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, u) in self.units.iter().enumerate() {
             if let Some(o) = cache.load(&u.key) {
                 done(u, &o);
                 *outcomes[i].lock().expect("no panic holding it") = Some(o);
                 continue;
             }
+            if let Some(&j) = first_of.get(u.key.as_str()) {
+                copies.push((i, j));
+                continue;
+            }
+            first_of.insert(u.key.as_str(), i);
             let g = groups.entry(u.group.as_str()).or_default();
             if g.is_empty() {
                 order.push(u.group.as_str());
@@ -275,6 +291,18 @@ impl Plan {
             }
             worker();
         });
+        for (i, j) in copies {
+            let o = Outcome {
+                cached: true,
+                ..outcomes[j]
+                    .lock()
+                    .expect("no panic holding it")
+                    .clone()
+                    .expect("it ran")
+            };
+            done(&self.units[i], &o);
+            *outcomes[i].lock().expect("no panic holding it") = Some(o);
+        }
         let outcomes: Vec<Outcome> = outcomes
             .into_iter()
             .map(|o| {
