@@ -207,6 +207,8 @@ pub struct SlotIndex {
     slot_of: Vec<u32>,
     key_of: Vec<u32>,
     free: Vec<u32>,
+    /// Inserts and removals so far.
+    changes: u64,
 }
 
 impl SlotIndex {
@@ -216,7 +218,13 @@ impl SlotIndex {
             slot_of: vec![NIL; keys],
             key_of: vec![NIL; capacity],
             free: (0..capacity as u32).rev().collect(),
+            changes: 0,
         }
+    }
+    /// Inserts and removals so far: while it is unchanged, so is which keys have slots.
+    #[inline]
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
     /// The slot holding `key`, or [`NIL`].
     #[inline]
@@ -247,6 +255,7 @@ impl SlotIndex {
     #[inline]
     pub fn insert(&mut self, key: u32) -> Option<u32> {
         let s = self.free.pop()?;
+        self.changes += 1;
         self.slot_of[key as usize] = s;
         self.key_of[s as usize] = key;
         Some(s)
@@ -255,6 +264,7 @@ impl SlotIndex {
     #[inline]
     pub fn remove(&mut self, slot: u32) {
         let key = std::mem::replace(&mut self.key_of[slot as usize], NIL);
+        self.changes += 1;
         self.slot_of[key as usize] = NIL;
         self.free.push(slot);
     }

@@ -183,6 +183,11 @@ pub struct TpCache {
     full: bool,
     selective_on: bool,
     counter: i32,
+    /// The range [`TpCache::evict_for`] was last asked about, how many of its LPNs were not
+    /// cached, and the index's [`SlotIndex::changes`] then: the driver asks once per eviction
+    /// for the same range, and counting its up to a TP of entries each time made a load
+    /// quadratic in its length.
+    missing: (Range<u32>, u32, u64),
     stats: TpCacheStats,
 }
 
@@ -214,6 +219,7 @@ impl TpCache {
             full: false,
             selective_on: cfg.selective_prefetch,
             counter: 0,
+            missing: (0..0, 0, u64::MAX),
             stats: TpCacheStats::default(),
         }
     }
@@ -336,8 +342,12 @@ impl TpCache {
     }
 
     /// Bytes loading `range` (all in one TP) would add.
-    fn load_cost(&self, range: &Range<u32>) -> u64 {
-        let new = range.clone().filter(|&l| self.index.slot(l) == NIL).count() as u64;
+    fn load_cost(&mut self, range: &Range<u32>) -> u64 {
+        if (&self.missing.0, self.missing.2) != (range, self.index.changes()) {
+            let n = range.clone().filter(|&l| self.index.slot(l) == NIL).count() as u32;
+            self.missing = (range.clone(), n, self.index.changes());
+        }
+        let new = self.missing.1 as u64;
         let node = if new > 0 && self.nodes[self.tpn(range.start).idx()].entries.is_empty() {
             self.cfg.node_bytes
         } else {
@@ -364,8 +374,8 @@ impl TpCache {
         }
         let node = self.nodes[t as usize];
         let mut victim = node.entries.tail();
-        if node.dirty > 0 {
-            // Least recent clean entry, else the least recent entry.
+        // Least recent clean entry, else the least recent entry (no walk when all are dirty).
+        if node.dirty > 0 && node.dirty < node.entries.len() {
             let mut s = victim;
             while s != NIL && self.slots[s as usize].dirty {
                 s = self.entry_links.prev(s);
@@ -384,7 +394,13 @@ impl TpCache {
         } else {
             self.stats.evicted_clean += 1;
         }
+        let counted = self.missing.2 == self.index.changes();
         self.remove_slot(Tpn(t), victim);
+        if counted {
+            // One more LPN not cached, in the counted range or not.
+            self.missing.1 += self.missing.0.contains(&lpn.0) as u32;
+            self.missing.2 = self.index.changes();
+        }
         Some(Evicted {
             lpn,
             tpn: Tpn(t),
@@ -583,6 +599,13 @@ impl TpCache {
                 "{entries} entries in nodes ({dirty} dirty), {} indexed ({} dirty)",
                 self.index.used(),
                 self.dirty
+            ));
+        }
+        let (range, n, at) = &self.missing;
+        let missing = range.clone().filter(|&l| self.index.slot(l) == NIL).count() as u32;
+        if *at == self.index.changes() && missing != *n {
+            return Err(format!(
+                "{range:?}: {missing} LPNs not cached, remembered {n}"
             ));
         }
         if self.bytes() > self.capacity {
