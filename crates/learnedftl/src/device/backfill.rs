@@ -22,6 +22,99 @@ struct Gap {
     end: u64,
 }
 
+/// One LUN's gaps, `[head..]` of two parallel arrays (starts, ends), sorted. Searches read the
+/// ends alone (half the cache lines of whole gaps). Forgetting the earliest gaps (dead ones, or
+/// one beyond the bound) only advances `head`; the slots before it are reclaimed once they are
+/// as many as the gaps kept, so a LUN at its bound does not shift all its gaps for every new one.
+#[derive(Clone, Debug, Default)]
+struct Gaps {
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    head: usize,
+}
+
+impl Gaps {
+    #[inline]
+    fn len(&self) -> usize {
+        self.ends.len() - self.head
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Gap {
+        Gap {
+            start: self.starts[self.head + i],
+            end: self.ends[self.head + i],
+        }
+    }
+
+    /// How many of the earliest gaps end before `t`.
+    #[inline]
+    fn ending_before(&self, t: u64) -> usize {
+        self.ends[self.head..]
+            .iter()
+            .take_while(|&&e| e < t)
+            .count()
+    }
+
+    /// The earliest gap that holds `dur` ns from `t` on: `max(start, t) + dur ≤ end`. Gaps
+    /// ending before `t + dur` cannot; the first that does not holds it if it starts by `t`, and
+    /// every later one starts after `t`, so it needs only `dur` of room.
+    #[inline]
+    fn find(&self, t: u64, dur: u64) -> Option<usize> {
+        let ends = &self.ends[self.head..];
+        // No gap ends later than the last: if the operation cannot end before that, none
+        // holds it (the common case for an operation issued late, e.g. a copy's program).
+        if ends.last().is_none_or(|&e| t + dur > e) {
+            return None;
+        }
+        let first = ends.iter().position(|&e| e >= t + dur)?;
+        let starts = &self.starts[self.head..];
+        if starts[first].max(t) + dur <= ends[first] {
+            return Some(first);
+        }
+        (first + 1..ends.len()).find(|&i| starts[i] + dur <= ends[i])
+    }
+
+    /// Forgets the `n` earliest gaps.
+    #[inline]
+    fn forget(&mut self, n: usize) {
+        self.head += n;
+        if self.head > 0 && 2 * self.head >= self.ends.len() {
+            self.starts.drain(..self.head);
+            self.ends.drain(..self.head);
+            self.head = 0;
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, g: Gap) {
+        self.starts[self.head + i] = g.start;
+        self.ends[self.head + i] = g.end;
+    }
+
+    #[inline]
+    fn insert(&mut self, i: usize, g: Gap) {
+        self.starts.insert(self.head + i, g.start);
+        self.ends.insert(self.head + i, g.end);
+    }
+
+    #[inline]
+    fn remove(&mut self, i: usize) {
+        self.starts.remove(self.head + i);
+        self.ends.remove(self.head + i);
+    }
+
+    #[inline]
+    fn push(&mut self, g: Gap) {
+        self.starts.push(g.start);
+        self.ends.push(g.end);
+    }
+
+    fn heap_bytes(&self) -> usize {
+        (self.starts.capacity() + self.ends.capacity()) * std::mem::size_of::<u64>()
+    }
+}
+
 /// What an operation does (decides what it must wait for); pages are global page indices.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum Access {
@@ -102,7 +195,7 @@ impl Order {
 pub(super) struct Backfill {
     /// Per LUN, disjoint and sorted (so both starts and ends increase), each at least
     /// `min_op_ns` long and ending at or before the LUN's busy-until time.
-    gaps: Vec<Vec<Gap>>,
+    gaps: Vec<Gaps>,
     max_gaps: usize,
     /// The shortest operation: a shorter gap can never be used.
     min_op_ns: u64,
@@ -124,7 +217,7 @@ impl Backfill {
         min_op_ns: u64,
     ) -> Backfill {
         Backfill {
-            gaps: vec![Vec::new(); luns],
+            gaps: vec![Gaps::default(); luns],
             max_gaps,
             min_op_ns: min_op_ns.max(1),
             floor: 0,
@@ -156,11 +249,8 @@ impl Backfill {
 
     /// Heap bytes of this state.
     pub(super) fn state_bytes(&self) -> usize {
-        self.gaps
-            .iter()
-            .map(|g| g.capacity() * std::mem::size_of::<Gap>())
-            .sum::<usize>()
-            + self.gaps.capacity() * std::mem::size_of::<Vec<Gap>>()
+        self.gaps.iter().map(Gaps::heap_bytes).sum::<usize>()
+            + self.gaps.capacity() * std::mem::size_of::<Gaps>()
             + self.order.state_bytes()
     }
 
@@ -198,19 +288,10 @@ impl Backfill {
         // Ends increase, so the dead gaps (no room for any operation at or after the floor) are
         // a prefix. Linear scans: the lists are short and contiguous, and a binary search's
         // dependent loads cost more than reading them in order.
-        let live = self.floor + self.min_op_ns;
-        let dead = gaps.iter().take_while(|g| g.end < live).count();
-        gaps.drain(..dead);
-        // No gap ends later than the last: if the operation cannot end before that, none
-        // holds it (the common case for an operation issued late, e.g. a copy's program).
-        let fit = match gaps.last() {
-            Some(last) if t + dur <= last.end => {
-                gaps.iter().position(|g| g.start.max(t) + dur <= g.end)
-            }
-            _ => None,
-        };
-        if let Some(i) = fit {
-            let g = gaps[i];
+        let dead = gaps.ending_before(self.floor + self.min_op_ns);
+        gaps.forget(dead);
+        if let Some(i) = gaps.find(t, dur) {
+            let g = gaps.get(i);
             let start = g.start.max(t);
             let rest = [
                 Gap {
@@ -227,9 +308,9 @@ impl Backfill {
                 (None, _) => {
                     gaps.remove(i);
                 }
-                (Some(&a), None) => gaps[i] = a,
+                (Some(&a), None) => gaps.set(i, a),
                 (Some(&a), Some(&b)) => {
-                    gaps[i] = a;
+                    gaps.set(i, a);
                     gaps.insert(i + 1, b);
                     self.bound(lun);
                 }
@@ -253,7 +334,7 @@ impl Backfill {
     fn bound(&mut self, lun: usize) {
         let gaps = &mut self.gaps[lun];
         if gaps.len() > self.max_gaps {
-            gaps.remove(0);
+            gaps.forget(1);
             self.counters.gaps_dropped += 1;
         }
     }
@@ -261,7 +342,10 @@ impl Backfill {
     /// `lun`'s gaps as `(start, end)` pairs (for tests).
     #[cfg(test)]
     fn gaps(&self, lun: usize) -> Vec<(u64, u64)> {
-        self.gaps[lun].iter().map(|g| (g.start, g.end)).collect()
+        let g = &self.gaps[lun];
+        (0..g.len())
+            .map(|i| (g.get(i).start, g.get(i).end))
+            .collect()
     }
 }
 
