@@ -698,8 +698,9 @@ impl HpFtl {
         // not inlined and its digest option tested per function).
         match self.hashes.kind() {
             HashKind::Mix => {
+                // A half-open range: an inclusive one's iterator was not inlined.
                 let n = self.codec.functions();
-                let hids = (first..=n).map(|hid| (hid, self.hashes.hash(hid - 1, lpn)));
+                let hids = (first..n + 1).map(|hid| (hid, self.hashes.hash(hid - 1, lpn)));
                 self.first_fit(dev, lpn, hids)
             }
             HashKind::Md5Shift => {
