@@ -209,6 +209,8 @@ pub struct Allocator {
     /// Scratch space of [`collect_line`](super::gc::collect_line): the victim's pages between
     /// their reads and their programs, kept so a collection allocates nothing.
     pub(super) gc_buffer: Vec<(u32, Ppa, Oob, SimTime)>,
+    /// The second buffer of the GC buffer's radix sort.
+    pub(super) gc_scratch: Vec<(u32, Ppa, Oob, SimTime)>,
     /// GC thresholds.
     pub policy: GcPolicy,
 }
@@ -232,6 +234,7 @@ impl Allocator {
             owned: vec![0; streams as usize],
             idle_at: None,
             gc_buffer: Vec::new(),
+            gc_scratch: Vec::new(),
             policy,
         }
     }

@@ -132,8 +132,9 @@ pub fn collect_line(
         }
     }
     if hooks.order() == GcOrder::ByLpn {
-        // Data pages (tags without the TP flag) in LPN order after every read; TPs last.
-        buf.sort_unstable_by_key(|&(tag, ..)| tag);
+        // Data pages (tags without the TP flag) in LPN order after every read; TPs last (then
+        // trim records, in the victim's order).
+        super::radix::sort_by_u32_key(&mut buf, &mut alloc.gc_scratch, |e| e.0);
         for e in buf.iter_mut().filter(|e| e.2.lpn().is_some()) {
             e.3 = all_read;
         }

@@ -29,7 +29,7 @@ use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::{
-    gc, persist_trim, recovery, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Gtd, Stream,
+    gc, persist_trim, radix, recovery, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Gtd, Stream,
 };
 use crate::params::Params;
 use serde::Serialize;
@@ -403,6 +403,8 @@ pub struct Leaftl {
     writes_since_compaction: u64,
     /// Scratch for a flush: the batch and where its pages went.
     batch: Vec<(u32, u32)>,
+    /// The second buffer of the batch's radix sort.
+    batch_scratch: Vec<(u32, u32)>,
     placed: Vec<(u32, Ppa)>,
 }
 
@@ -474,6 +476,7 @@ impl Leaftl {
             },
             writes_since_compaction: 0,
             batch: Vec::new(),
+            batch_scratch: Vec::new(),
             placed: Vec::new(),
         })
     }
@@ -601,7 +604,7 @@ impl Leaftl {
         // The batch stays in `self.batch` while it is programmed: a power cut in the middle
         // leaves what was not programmed yet for `unflushed` and `flush_on_power_loss`.
         std::mem::swap(&mut self.batch, &mut self.buf.entries);
-        self.batch.sort_unstable_by_key(|e| e.0);
+        radix::sort_by_u32_key(&mut self.batch, &mut self.batch_scratch, |e| e.0);
         let mut placed = std::mem::take(&mut self.placed);
         placed.clear();
         for i in 0..self.batch.len() {
