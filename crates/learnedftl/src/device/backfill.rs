@@ -141,18 +141,16 @@ struct Order {
     /// Per page: completion of its latest program. Per page rather than per block: a block
     /// being filled would otherwise hold every read of it behind its newest program.
     programmed: Vec<u64>,
-    /// Per block: completion of its latest program or erase.
-    written: Vec<u64>,
-    /// Per block: completion of its latest operation of any kind.
-    touched: Vec<u64>,
+    /// Per block, side by side (one cache line for both on a random block):
+    /// `[completion of its latest program or erase, completion of its latest operation]`.
+    blocks: Vec<[u64; 2]>,
 }
 
 impl Order {
     fn new(blocks: usize, pages: usize) -> Order {
         Order {
             programmed: vec![0; pages],
-            written: vec![0; blocks],
-            touched: vec![0; blocks],
+            blocks: vec![[0; 2]; blocks],
         }
     }
 
@@ -164,29 +162,30 @@ impl Order {
             // that is already past the page's own time cannot matter: skipping the per-page
             // load (a cache miss into an array as large as the device's pages) is what keeps a
             // random read's booking cheap.
-            Access::Read(_) if self.written[blk] <= t => t,
+            Access::Read(_) if self.blocks[blk][0] <= t => t,
             Access::Read(page) => self.programmed[page as usize],
-            Access::Program(_) => self.written[blk],
-            Access::Erase => self.touched[blk],
+            Access::Program(_) => self.blocks[blk][0],
+            Access::Erase => self.blocks[blk][1],
         })
     }
 
     /// Records an operation on block `blk` completing at `end`.
     #[inline]
     fn done(&mut self, blk: usize, access: Access, end: u64) {
-        self.touched[blk] = self.touched[blk].max(end);
+        let [written, touched] = &mut self.blocks[blk];
+        *touched = (*touched).max(end);
         match access {
             Access::Read(_) => {}
             Access::Program(page) => {
                 self.programmed[page as usize] = end;
-                self.written[blk] = end;
+                *written = end;
             }
-            Access::Erase => self.written[blk] = end,
+            Access::Erase => *written = end,
         }
     }
 
     fn state_bytes(&self) -> usize {
-        (self.programmed.capacity() + self.written.capacity() + self.touched.capacity()) * 8
+        (self.programmed.capacity() + 2 * self.blocks.capacity()) * 8
     }
 }
 
@@ -229,8 +228,7 @@ impl Backfill {
     /// Hints the ordering state of block `blk` into cache.
     #[inline]
     pub(super) fn prefetch(&self, blk: usize) {
-        crate::mapping::prefetch(&self.order.written[blk]);
-        crate::mapping::prefetch(&self.order.touched[blk]);
+        crate::mapping::prefetch(&self.order.blocks[blk]);
     }
 
     /// Notes that no operation will be issued before `t` any more.
