@@ -22,6 +22,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The simulator's large tables on huge pages (learnedftl::host::huge_pages: less CPU time for
+/// the same results).
+#[global_allocator]
+static ALLOC: learnedftl::host::huge_pages::HugePages = learnedftl::host::huge_pages::HugePages;
+
 /// A fast, checked SSD workbench: LearnedFTL and its rivals on one device model.
 #[derive(Parser)]
 #[command(name = "learnedftl", version, about, long_about = None)]

@@ -1,4 +1,7 @@
-//! The machine the simulator runs on: the memory a run may use.
+//! The machine the simulator runs on: the memory a run may use, and an allocator for the
+//! binaries that backs the simulator's large tables with huge pages.
+
+pub mod huge_pages;
 
 /// Memory assumed available where the system does not say (no `/proc/meminfo`).
 pub const FALLBACK_AVAILABLE_BYTES: u64 = 8 << 30;

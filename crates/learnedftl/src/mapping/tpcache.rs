@@ -397,7 +397,7 @@ impl TpCache {
         let counted = self.missing.2 == self.index.changes();
         self.remove_slot(Tpn(t), victim);
         if counted {
-            // One more LPN not cached, in the counted range or not.
+            // The evicted LPN is no longer cached: one more missing if the range holds it.
             self.missing.1 += self.missing.0.contains(&lpn.0) as u32;
             self.missing.2 = self.index.changes();
         }
