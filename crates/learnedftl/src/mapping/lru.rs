@@ -231,7 +231,7 @@ impl SlotIndex {
     pub fn slot(&self, key: u32) -> u32 {
         self.slot_of[key as usize]
     }
-    /// Hints `key`'s entry into cache ([`crate::mapping::prefetch`]).
+    /// Hints `key`'s entry into cache ([`crate::mapping::prefetch()`]).
     #[inline]
     pub fn prefetch(&self, key: u32) {
         super::prefetch(&self.slot_of[key as usize]);

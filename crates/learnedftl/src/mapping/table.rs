@@ -63,7 +63,7 @@ impl TransTable {
         prefetch_page_map(dev, &self.l2p, UNMAPPED, op, lpn, when);
     }
 
-    /// Hints `lpn`'s entry into cache ([`super::prefetch`]).
+    /// Hints `lpn`'s entry into cache ([`super::prefetch()`]).
     #[inline]
     pub fn prefetch_entry(&self, lpn: Lpn) {
         super::prefetch(&self.l2p[lpn.idx()]);
