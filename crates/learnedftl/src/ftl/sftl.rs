@@ -29,7 +29,7 @@ use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::error::quote;
 use crate::error::ConfigError;
 use crate::mapping::lru::{Links, List};
-use crate::mapping::{Lookup, TransTable, WriteBack};
+use crate::mapping::{Bits, Lookup, TransTable, WriteBack};
 use crate::params::Params;
 use serde::Serialize;
 use std::ops::Range;
@@ -89,7 +89,7 @@ pub struct TpLru {
     links: Links,
     lru: List,
     /// One bit per LPN: the entry starts a run in its TP's current content.
-    head_bits: Vec<u64>,
+    head_bits: Bits,
     bytes: u64,
     dirty: u32,
     stats: TpLruStats,
@@ -115,13 +115,13 @@ impl TpLru {
             ],
             links: Links::new(tps),
             lru: List::default(),
-            head_bits: vec![0; (geo.logical_pages as usize).div_ceil(64)],
+            head_bits: Bits::new(geo.logical_pages as usize, false),
             bytes: 0,
             dirty: 0,
             stats: TpLruStats::default(),
         };
         for t in 0..tps as u32 {
-            c.set_head_bit(t * epp, true);
+            c.head_bits.set((t * epp) as usize, true);
         }
         c
     }
@@ -151,19 +151,6 @@ impl TpLru {
         }
     }
 
-    fn head_bit(&self, lpn: u32) -> bool {
-        self.head_bits[lpn as usize >> 6] >> (lpn & 63) & 1 == 1
-    }
-
-    fn set_head_bit(&mut self, lpn: u32, on: bool) {
-        let (w, b) = (lpn as usize >> 6, 1u64 << (lpn & 63));
-        if on {
-            self.head_bits[w] |= b;
-        } else {
-            self.head_bits[w] &= !b;
-        }
-    }
-
     /// Bytes a TP with `heads` runs and `entries` entries costs.
     fn cost(heads: u32, entries: u32) -> u64 {
         heads as u64 * HEAD_BYTES + (entries as u64).div_ceil(4)
@@ -187,9 +174,9 @@ impl TpLru {
             if l >= end {
                 break;
             }
-            let (was, now) = (self.head_bit(l), self.is_head(l, table));
+            let (was, now) = (self.head_bits.get(l as usize), self.is_head(l, table));
             if was != now {
-                self.set_head_bit(l, now);
+                self.head_bits.set(l as usize, now);
                 let st = &mut self.tps[t as usize];
                 if now {
                     st.heads += 1;
@@ -246,7 +233,7 @@ impl Cmt for TpLru {
         for t in 0..self.tps.len() as u32 {
             for l in self.lpns(Tpn(t), table) {
                 let head = self.is_head(l, table);
-                self.set_head_bit(l, head);
+                self.head_bits.set(l as usize, head);
             }
             self.tps[t as usize].heads = self.count_heads(Tpn(t), table);
         }
@@ -334,7 +321,7 @@ impl Cmt for TpLru {
     fn check(&self, table: &TransTable) -> Result<(), String> {
         // Every TP's runs, cached or not: a miss trusts them.
         for l in 0..table.logical_pages() {
-            if self.head_bit(l) != self.is_head(l, table) {
+            if self.head_bits.get(l as usize) != self.is_head(l, table) {
                 return Err(format!("SFTL: stale run head bit of LPN {l}"));
             }
         }

@@ -1,10 +1,11 @@
 //! Machinery shared by the FTLs: line allocation through striped write pointers, the free-line
 //! list, greedy victim choice and line garbage collection (SPEC §3.5); translation pages with
 //! their directory and the translation table of demand-based FTLs (SPEC §5.0); the mapping DRAM
-//! budget and the credit that bounds optional flash work; intrusive LRU lists and TPFTL's two-level mapping cache, reused by LearnedFTL; bit-packed tables and hash families
+//! budget and the credit that bounds optional flash work; dense bit sets; intrusive LRU lists and TPFTL's two-level mapping cache, reused by LearnedFTL; bit-packed tables and hash families
 //! for hash-based mappings (HP-FTL).
 
 pub mod alloc;
+pub mod bits;
 pub mod budget;
 pub mod credit;
 pub mod gc;
@@ -20,6 +21,7 @@ pub mod tpcache;
 pub mod trims;
 
 pub use alloc::{Allocator, GcPolicy, GcRule, LineState, Stream};
+pub use bits::Bits;
 pub use budget::Budget;
 pub use credit::Credit;
 pub use gc::{GcHooks, GcOrder, GcOutcome};

@@ -44,7 +44,7 @@ use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
-use crate::mapping::{recovery, Credit, GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
+use crate::mapping::{recovery, Bits, Credit, GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
 use crate::params::Params;
 use serde::Serialize;
 use std::str::FromStr;
@@ -307,7 +307,7 @@ pub struct HpFtl {
     victim_idx: Vec<u32>,
     /// Per block, a bit set iff it has a free page and is not a GC victim: a write probes its
     /// candidates here (2 KiB on `quick`) and reads a write pointer only for open ones.
-    open: Vec<u64>,
+    open: Bits,
     /// Per block, the secondary entries hashing there (for move-back).
     cands: CandidateIndex,
     /// Blocks by LUN and free pages (for the secondary writer).
@@ -554,13 +554,7 @@ impl HpFtl {
             blk_primary: vec![0; geo.blocks() as usize],
             victims: Vec::new(),
             victim_idx: vec![NONE; geo.blocks() as usize],
-            open: {
-                let mut open = vec![!0u64; geo.blocks().div_ceil(64) as usize];
-                if geo.blocks() % 64 != 0 {
-                    *open.last_mut().unwrap() = (1 << (geo.blocks() % 64)) - 1;
-                }
-                open
-            },
+            open: Bits::new(geo.blocks() as usize, true),
             cands: CandidateIndex::new(geo.blocks()),
             levels: FreeLevels::new(geo.luns(), geo.planes_per_lun * geo.blocks_per_plane, ppb),
             blk_invalid: vec![0; geo.blocks() as usize],
@@ -736,18 +730,12 @@ impl HpFtl {
     /// Whether block `b` has a free page and is not a GC victim.
     #[inline]
     fn is_open(&self, b: u32) -> bool {
-        self.open[b as usize / 64] >> (b % 64) & 1 != 0
+        self.open.get(b as usize)
     }
 
     #[inline]
     fn set_open(&mut self, b: u32, open: bool) {
-        let word = &mut self.open[b as usize / 64];
-        let bit = 1u64 << (b % 64);
-        if open {
-            *word |= bit;
-        } else {
-            *word &= !bit;
-        }
+        self.open.set(b as usize, open);
     }
 
     /// The next page of the secondary writer: LUNs in turn; in a LUN, the block chosen by
