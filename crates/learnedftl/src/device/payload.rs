@@ -2,8 +2,9 @@
 //! garbage collection really moves bytes and a mapping bug shows up as wrong data.
 //!
 //! FTLs never touch payloads directly: they say where a programmed page's data comes from with
-//! [`Src`], and the device moves bytes accordingly. Host data is staged by LPN before a write
-//! request is submitted, so an FTL that buffers writes in DRAM still finds it when it flushes.
+//! [`Src`], and the device moves bytes accordingly. Host data is staged by LPN and write stamp
+//! before a write request is submitted, so an FTL that buffers writes in DRAM still finds each
+//! version's data when it flushes, even a flush that the next write of the same LPN triggers.
 
 use super::Oob;
 use crate::addr::{Lpn, Ppa};
@@ -27,14 +28,23 @@ pub enum Src {
 /// Page buffers kept for reuse at most (beyond, freed ones go back to the allocator).
 const SPARE_PAGES: usize = 4096;
 
-/// Page payloads by PPA, plus host data staged by LPN.
+/// Page payloads by PPA, plus host data staged by LPN and write stamp.
 ///
 /// A page's data stays as long as flash holds it: it is dropped when its block is erased (or
 /// torn by an erase the power cut interrupted), not when the page is invalidated, because
 /// validity is DRAM state a power cut forgets and recovery may pick an invalidated page's
 /// version again (the newest version on flash). So memory follows the programmed, not yet
 /// erased pages (at most the physical space, over-provisioning included), not everything ever
-/// written. A torn page (a program the cut interrupted) holds no data. Staged host data is
+/// written.
+///
+/// Staged data is keyed by version, not only by LPN: a write of LPN `x` is staged before the
+/// FTL sees it, and serving it may first flush a buffer that still holds an older version of
+/// `x` (LeaFTL flushes when its buffer fills, in the middle of a multi-page write). That flush
+/// must program the older version's bytes, not the newer ones staged a moment before; keyed
+/// by LPN alone it took the newer bytes and left the newer version with none. So each LPN has
+/// its newest staged version, and a version superseded while not yet programmed waits in
+/// `older` until the request that superseded it is acknowledged ([`PayloadStore::settle`]): by
+/// then the FTL has programmed it or replaced it in its buffer. A torn page (a program the cut interrupted) holds no data. Staged host data is
 /// controller DRAM: a power cut drops it (at `Device::power_on`). Freed page buffers are
 /// reused for the next staged write, so a steady stream of writes allocates nothing. With
 /// [`PayloadStore::use_file`] pages live in a sparse file instead (at `PPA × page size`), for
@@ -46,7 +56,11 @@ const SPARE_PAGES: usize = 4096;
 pub struct PayloadStore {
     page_size: usize,
     pages: Pages,
-    staged: HashMap<Lpn, Box<[u8]>>,
+    /// The newest staged version of each LPN: its stamp and data.
+    staged: HashMap<Lpn, (u32, Box<[u8]>)>,
+    /// Versions superseded by a newer staged one before they were programmed, by LPN and
+    /// stamp; empty between requests.
+    older: HashMap<(Lpn, u32), Box<[u8]>>,
     spare: Vec<Box<[u8]>>,
 }
 
@@ -67,6 +81,7 @@ impl PayloadStore {
             page_size,
             pages: Pages::Memory((0..physical_pages).map(|_| None).collect()),
             staged: HashMap::new(),
+            older: HashMap::new(),
             spare: Vec::new(),
         }
     }
@@ -98,28 +113,60 @@ impl PayloadStore {
         self.page_size
     }
 
-    /// Stages the host's data for `lpn` before a write of it is submitted (shorter data is
-    /// zero-padded to a page).
-    pub fn stage(&mut self, lpn: Lpn, data: &[u8]) {
+    /// Stages the host's data for version `stamp` of `lpn` before a write of it is submitted
+    /// (shorter data is zero-padded to a page). A newer version does not replace an older one
+    /// not yet programmed: the FTL may still program the older one while serving this write.
+    pub fn stage(&mut self, lpn: Lpn, stamp: u32, data: &[u8]) {
         let mut page = self.take_buffer();
         let n = data.len().min(self.page_size);
         page[..n].copy_from_slice(&data[..n]);
         page[n..].fill(0);
-        if let Some(old) = self.staged.insert(lpn, page) {
-            self.recycle(old);
+        if let Some((old_stamp, old)) = self.staged.insert(lpn, (stamp, page)) {
+            if old_stamp == stamp {
+                self.recycle(old);
+            } else if let Some(older) = self.older.insert((lpn, old_stamp), old) {
+                self.recycle(older);
+            }
         }
     }
 
-    /// Drops staged data of a trimmed LPN.
+    /// The write request that staged the newest versions was acknowledged: the versions it
+    /// superseded are programmed or gone from the FTL's buffer by now, so their data goes.
+    pub fn settle(&mut self) {
+        for (_, page) in std::mem::take(&mut self.older) {
+            self.recycle(page);
+        }
+    }
+
+    /// Drops every staged version of a trimmed LPN.
     pub fn unstage(&mut self, lpn: Lpn) {
-        if let Some(old) = self.staged.remove(&lpn) {
+        if let Some((_, old)) = self.staged.remove(&lpn) {
             self.recycle(old);
+        }
+        if !self.older.is_empty() {
+            let gone: Vec<_> = self.older.keys().filter(|k| k.0 == lpn).copied().collect();
+            for k in gone {
+                let page = self.older.remove(&k).expect("listed");
+                self.recycle(page);
+            }
         }
     }
 
-    /// Host data staged for `lpn` and not yet programmed (an FTL's DRAM buffer serves these).
-    pub fn staged(&self, lpn: Lpn) -> Option<&[u8]> {
-        self.staged.get(&lpn).map(|b| &b[..])
+    /// Host data staged for version `stamp` of `lpn` and not yet programmed (an FTL's DRAM
+    /// buffer serves these).
+    pub fn staged(&self, lpn: Lpn, stamp: u32) -> Option<&[u8]> {
+        match self.staged.get(&lpn) {
+            Some((s, page)) if *s == stamp => Some(page),
+            _ => self.older.get(&(lpn, stamp)).map(|b| &b[..]),
+        }
+    }
+
+    /// Takes the staged data of version `stamp` of `lpn` (it is being programmed).
+    fn take_staged(&mut self, lpn: Lpn, stamp: u32) -> Option<Box<[u8]>> {
+        match self.staged.get(&lpn) {
+            Some((s, _)) if *s == stamp => self.staged.remove(&lpn).map(|(_, page)| page),
+            _ => self.older.remove(&(lpn, stamp)),
+        }
     }
 
     /// Copies the data stored at `ppa` into `dst` (a page long); false if the page holds none
@@ -156,7 +203,7 @@ impl PayloadStore {
 
     pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) -> io::Result<()> {
         let data = match src {
-            Src::Host => oob.lpn().and_then(|l| self.staged.remove(&l)),
+            Src::Host => oob.lpn().and_then(|l| self.take_staged(l, oob.stamp)),
             Src::Page(from) => {
                 let mut page = self.take_buffer();
                 if self.read(from, &mut page)? {
@@ -213,9 +260,10 @@ impl PayloadStore {
 
     /// Power comes back: host data staged in controller DRAM and not programmed is gone.
     pub(super) fn on_power_on(&mut self) {
-        for (_, page) in std::mem::take(&mut self.staged) {
+        for (_, (_, page)) in std::mem::take(&mut self.staged) {
             self.recycle(page);
         }
+        self.settle();
     }
 }
 
@@ -249,7 +297,7 @@ mod tests {
         if let Some(f) = file {
             d.payloads_mut().unwrap().use_file(f).unwrap();
         }
-        d.payloads_mut().unwrap().stage(Lpn(5), b"hello");
+        d.payloads_mut().unwrap().stage(Lpn(5), 1, b"hello");
         d.program(
             Ppa(0),
             Oob::data(Lpn(5), 1),
@@ -258,7 +306,7 @@ mod tests {
             SimTime(0),
         )
         .unwrap();
-        assert!(d.payloads().unwrap().staged(Lpn(5)).is_none());
+        assert!(d.payloads().unwrap().staged(Lpn(5), 1).is_none());
         assert_eq!(&page(&d, Ppa(0)).unwrap()[..5], b"hello");
         let dst = Ppa(d.geo().pages_per_block);
         d.program(
@@ -313,7 +361,7 @@ mod tests {
         let mut d = Device::new(&cfg);
         let (t, ppb) = (SimTime(0), d.geo().pages_per_block);
         let program = |d: &mut Device, ppa: u32, lpn: u32, data: &[u8]| {
-            d.payloads_mut().unwrap().stage(Lpn(lpn), data);
+            d.payloads_mut().unwrap().stage(Lpn(lpn), ppa + 1, data);
             d.program(
                 Ppa(ppa),
                 Oob::data(Lpn(lpn), ppa + 1),
@@ -332,7 +380,7 @@ mod tests {
         assert_eq!(program(&mut d, 2, 3, b"torn"), Err(DeviceError::PowerLost));
         d.power_on();
         assert!(page(&d, Ppa(2)).is_none(), "a torn page holds no data");
-        assert!(d.payloads().unwrap().staged(Lpn(3)).is_none());
+        assert!(d.payloads().unwrap().staged(Lpn(3), 3).is_none());
         assert_eq!(
             &page(&d, Ppa(0)).unwrap()[..3],
             b"old",

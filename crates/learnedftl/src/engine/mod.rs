@@ -511,7 +511,7 @@ impl Simulator {
         if let Payload::Write(bytes) = data {
             let store = self.dev.payloads_mut().expect("checked: payloads kept");
             for (lpn, page) in req.lpns().zip(bytes.chunks(ps as usize)) {
-                store.stage(lpn, page);
+                store.stage(lpn, stamp, page);
             }
         }
         let ftl_error = |source| EngineError::Ftl {
@@ -556,9 +556,12 @@ impl Simulator {
             self.copy_out(req.lpn, buf)
                 .map_err(|e| EngineError::Payload(format!("reading back {lpn}+{pages}: {e}")))?;
         }
-        if io.op == Op::Trim {
-            if let Some(store) = self.dev.payloads_mut() {
-                req.lpns().for_each(|l| store.unstage(l));
+        if let Some(store) = self.dev.payloads_mut() {
+            match io.op {
+                // Acknowledged: the versions this write superseded are programmed or replaced.
+                Op::Write => store.settle(),
+                Op::Trim => req.lpns().for_each(|l| store.unstage(l)),
+                _ => {}
             }
         }
         // Acknowledged: a cut in the background work after it leaves it durable.
@@ -691,7 +694,7 @@ impl Simulator {
             };
             let found = match from {
                 Served::Flash { ppa, .. } => store.read(ppa, dst)?,
-                Served::Buffer { .. } => match store.staged(lpn) {
+                Served::Buffer { stamp } => match store.staged(lpn, stamp) {
                     Some(page) => {
                         dst.copy_from_slice(page);
                         true
@@ -1042,6 +1045,65 @@ mod tests {
             }
         }
         std::fs::remove_file(&file).unwrap();
+    }
+
+    /// LeaFTL's buffer fills in the middle of a write whose later pages it still holds in an
+    /// older version: the flush must program those pages' older bytes, and the write's own
+    /// bytes must stay for its buffered pages (issue 26: ext4 on LeaFTL read back wrong files).
+    #[test]
+    fn a_flush_inside_a_write_keeps_each_versions_bytes() {
+        let mut cfg = DeviceConfig::preset("tiny").unwrap();
+        cfg.payloads = true;
+        let ps = cfg.geometry.page_size as usize;
+        let mut params = Params::new();
+        params.insert("write_buffer_pages", "4", "test");
+        let mut s = Simulator::new(&cfg, "leaftl", params, SimOptions::checked()).unwrap();
+        s.begin_phase("t");
+        let mut t = SimTime(0);
+        let mut write = |s: &mut Simulator, first: u64, pages: u64, version: u64| {
+            let mut buf = vec![0u8; pages as usize * ps];
+            for (i, page) in buf.chunks_exact_mut(ps).enumerate() {
+                pattern(first + i as u64, version, page);
+            }
+            let io = HostIo {
+                arrival: t,
+                op: Op::Write,
+                offset: first * ps as u64,
+                len: buf.len() as u64,
+            };
+            t = s.submit_data(io, Payload::Write(&buf)).unwrap();
+        };
+        // LPN 3 buffered; then LPNs 0..5: the buffer fills at LPN 2 and its flush programs LPN
+        // 3's first version while LPN 3's second is already staged.
+        write(&mut s, 3, 1, 1);
+        write(&mut s, 0, 5, 2);
+        let mut want = vec![0u8; ps];
+        let mut got = vec![0u8; 5 * ps];
+        let io = HostIo {
+            arrival: t,
+            op: Op::Read,
+            offset: 0,
+            len: got.len() as u64,
+        };
+        s.submit_data(io, Payload::Read(&mut got)).unwrap();
+        for (l, page) in got.chunks_exact(ps).enumerate() {
+            pattern(l as u64, 2, &mut want);
+            assert!(page == want, "LPN {l}: not the second version's bytes");
+        }
+        // And once flushed to flash, from there.
+        let flush = HostIo {
+            arrival: t,
+            op: Op::Flush,
+            offset: 0,
+            len: 0,
+        };
+        let t = s.submit(flush).unwrap();
+        s.submit_data(HostIo { arrival: t, ..io }, Payload::Read(&mut got))
+            .unwrap();
+        for (l, page) in got.chunks_exact(ps).enumerate() {
+            pattern(l as u64, 2, &mut want);
+            assert!(page == want, "LPN {l} after a flush");
+        }
     }
 
     #[test]
