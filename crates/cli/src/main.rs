@@ -2,6 +2,7 @@
 //! [`Experiment`], runs it on one FTL (`run`) or several
 //! (`compare`), and prints aligned tables (and JSON with `--json`).
 
+mod check;
 mod output;
 mod progress;
 mod reproduce;
@@ -66,6 +67,11 @@ enum Cmd {
     /// Run the papers' experiments (SPEC §7) and write a report: report.html with plots,
     /// report.md, the JSON of every run; shared preconditioning, parallel runs, cached results.
     Reproduce(reproduce::ReproduceOpts),
+    /// Conformance checks: seeded streams of every host operation (reads, writes, trims,
+    /// flushes, FUA, write-zeroes; 512 B to MiBs; queue depths 1-64) on a full device, every
+    /// read compared byte for byte with what was acknowledged, optional power cuts; a failure is
+    /// shrunk and saved with a command that replays it. Exit status 1 on any failure.
+    Check(check::CheckOpts),
     /// List the implemented FTLs and the device presets.
     List,
     /// Trace tools: statistics and format conversion.
@@ -468,6 +474,7 @@ fn main_inner() -> Result<bool> {
         Cmd::Reproduce(o) => return reproduce::reproduce(o),
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
         Cmd::Serve(o) => serve::serve(o)?,
+        Cmd::Check(o) => return check::check(o),
         Cmd::List => output::print(&format!(
             "FTLs: {}\npresets: {}\n",
             FTLS.join(", "),

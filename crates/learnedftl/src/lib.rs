@@ -11,6 +11,7 @@
 //! and plane), **lun** (a die: the unit of parallelism).
 
 pub mod addr;
+pub mod check;
 pub mod config;
 pub mod device;
 pub mod engine;

@@ -5,8 +5,11 @@
 //! The protocol is implemented directly (fixed newstyle handshake, simple replies) so that the
 //! server owns its timing: [`proto`] is the wire format, [`handshake`] the negotiation,
 //! [`server`] the transmission phase over any [`server::Backend`], and [`sim`] the backend
-//! that runs requests on a [`learnedftl::engine::Simulator`].
+//! that runs requests on a [`learnedftl::engine::Simulator`]. [`client`] is a minimal client
+//! and [`check`] drives `learnedftl check` streams through the server with it.
 
+pub mod check;
+pub mod client;
 pub mod handshake;
 pub mod proto;
 pub mod server;

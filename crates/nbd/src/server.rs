@@ -20,48 +20,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// A command the server checked (in range, aligned, within the payload limit) for the
-/// backend to execute.
-#[derive(Debug)]
-pub enum Cmd<'a> {
-    /// Fill `buf` from `offset`.
-    Read {
-        /// First byte.
-        offset: u64,
-        /// Where the data goes (its length is the request's).
-        buf: &'a mut [u8],
-    },
-    /// Write `data` at `offset`.
-    Write {
-        /// First byte.
-        offset: u64,
-        /// The data.
-        data: &'a [u8],
-        /// Reply only once durable.
-        fua: bool,
-    },
-    /// Make every write completed so far durable.
-    Flush,
-    /// Discard a range (reads of it may return zeroes).
-    Trim {
-        /// First byte.
-        offset: u64,
-        /// Bytes.
-        len: u64,
-        /// Reply only once durable.
-        fua: bool,
-    },
-    /// Make a range read as zeroes.
-    WriteZeroes {
-        /// First byte.
-        offset: u64,
-        /// Bytes.
-        len: u64,
-        /// Reply only once durable.
-        fua: bool,
-        /// Write zeroes rather than discard.
-        no_hole: bool,
-    },
-}
+/// backend to execute: the library's byte-addressed host command.
+pub use learnedftl::engine::bytes::Cmd;
 
 /// What a server exports: the device behind every connection. Called from every
 /// connection's thread; commands of one connection arrive in order.

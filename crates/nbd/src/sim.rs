@@ -5,21 +5,21 @@
 //! than the previous one, so arrivals from every connection stay in order) and completes when
 //! the FTL says. With [`Timing::Realtime`] its reply is held until that completion on the wall
 //! clock, as FEMU does; with [`Timing::None`] it is sent at once and the simulated latency is
-//! only recorded. The FTL works on whole pages: a request that covers part of a page reads the
-//! covering pages first (a write then writes them back merged: read-modify-write, as SSD
-//! firmware does), and a trim discards only the pages it covers entirely.
+//! only recorded. Commands run through the library's byte path ([`HostBytes`]): a request that
+//! covers part of a page reads the covering pages first (a write then writes them back merged:
+//! read-modify-write, as SSD firmware does), and a trim discards only the pages it covers
+//! entirely.
 
 use crate::handshake::Export;
 use crate::proto::*;
 use crate::server::{Backend, Cmd};
 use learnedftl::addr::SimTime;
-use learnedftl::engine::{EngineError, Payload, Simulator};
+use learnedftl::engine::bytes::HostBytes;
+use learnedftl::engine::{EngineError, Simulator};
 use learnedftl::error::FtlError;
-use learnedftl::ftl::Op;
 use learnedftl::run::RunReport;
 use learnedftl::stats::Metrics;
 use learnedftl::trace::{TraceError, TraceRecord, TraceWriter};
-use learnedftl::workload::HostIo;
 use std::fmt;
 use std::io::Write;
 use std::str::FromStr;
@@ -59,8 +59,6 @@ impl fmt::Display for Timing {
 pub const MAX_PAYLOAD: u32 = 32 << 20;
 /// Smallest request alignment accepted; smaller-than-page writes are read-modify-write.
 pub const MIN_BLOCK: u32 = 512;
-/// Zeroes written per request by a `NBD_CMD_WRITE_ZEROES` with `NBD_CMD_FLAG_NO_HOLE`.
-const ZERO_CHUNK: usize = 1 << 20;
 
 /// Where requests are recorded as a trace.
 pub type Recorder = TraceWriter<Box<dyn Write + Send>>;
@@ -79,12 +77,8 @@ struct State {
     sim: Simulator,
     /// Arrival of the latest request.
     last_arrival: SimTime,
-    /// Latest completion of any write so far: a flush completes after it.
-    writes_done: SimTime,
-    /// Covering pages of a partial-page request (reused).
-    scratch: Vec<u8>,
-    /// A page's worth or more of zeroes.
-    zeroes: Vec<u8>,
+    /// The byte path (journaling the page-level requests when they are recorded).
+    bytes: HostBytes,
     record: Option<Recorder>,
     /// Requests the simulator failed, and the last failure.
     failures: u64,
@@ -145,9 +139,7 @@ impl SimBackend {
             state: Mutex::new(State {
                 sim,
                 last_arrival: start,
-                writes_done: start,
-                scratch: Vec::new(),
-                zeroes: vec![0; ZERO_CHUNK.max(ps as usize)],
+                bytes: HostBytes::new(record.is_some()),
                 record,
                 failures: 0,
                 last_failure: None,
@@ -164,6 +156,11 @@ impl SimBackend {
     /// The metrics of everything served so far.
     pub fn live_metrics(&self) -> Metrics {
         self.lock().sim.live_metrics()
+    }
+
+    /// Calls `f` with the simulator, between two requests.
+    pub fn with_sim<R>(&self, f: impl FnOnce(&mut Simulator) -> R) -> R {
+        f(&mut self.lock().sim)
     }
 
     /// Requests the simulator failed so far (answered `NBD_EIO` or `NBD_ENOSPC`), and the last
@@ -260,194 +257,39 @@ impl Backend for SimBackend {
 }
 
 impl State {
-    fn page_size(&self) -> u64 {
-        self.sim.device().geo().page_size as u64
-    }
-
-    /// One request to the simulator, recorded.
-    fn submit(
-        &mut self,
-        op: Op,
-        offset: u64,
-        len: u64,
-        data: Payload<'_>,
-        arrival: SimTime,
-    ) -> Result<SimTime, NbdError> {
-        if let Some(r) = self.record.as_mut() {
-            let rec = TraceRecord {
-                line: 0,
-                time_ns: arrival.0,
-                op,
-                offset,
-                len,
-                device: 0,
-            };
-            if let Err(e) = r.write(&rec) {
-                self.last_failure = Some(format!("recording stopped: {e}"));
-                self.record = None;
-            }
-        }
-        let io = HostIo {
-            arrival,
-            op,
-            offset,
-            len,
-        };
-        match self.sim.submit_data(io, data) {
-            Ok(done) => {
-                if op == Op::Write {
-                    self.writes_done = self.writes_done.max(done);
-                }
-                Ok(done)
-            }
-            Err(e) => {
-                self.failures += 1;
-                let code = match &e {
-                    EngineError::Ftl {
-                        source: FtlError::NoSpace | FtlError::TableFull(_),
-                        ..
-                    } => NbdError::ENOSPC,
-                    _ => NbdError::EIO,
-                };
-                self.last_failure = Some(e.to_string());
-                Err(code)
-            }
-        }
-    }
-
+    /// Executes `cmd` at `t` through the byte path, records the page-level requests it
+    /// issued, and maps a failure to its NBD error.
     fn execute(&mut self, cmd: Cmd<'_>, t: SimTime) -> Result<SimTime, NbdError> {
-        match cmd {
-            Cmd::Read { offset, buf } => self.read(offset, buf, t),
-            Cmd::Write { offset, data, fua } => {
-                let done = self.write(offset, data, t)?;
-                self.durable(done, fua, t)
-            }
-            Cmd::Flush => self.durable(t, true, t),
-            Cmd::Trim { offset, len, fua } => {
-                let done = self.trim(offset, len, t)?;
-                self.durable(done, fua, t)
-            }
-            Cmd::WriteZeroes {
-                offset,
-                len,
-                fua,
-                no_hole,
-            } => {
-                let done = self.write_zeroes(offset, len, no_hole, t)?;
-                self.durable(done, fua, t)
+        let r = self.bytes.execute(&mut self.sim, cmd, t);
+        if let Some(rec) = self.record.as_mut() {
+            for issued in self.bytes.drain_journal() {
+                let io = issued.io;
+                let line = TraceRecord {
+                    line: 0,
+                    time_ns: io.arrival.0,
+                    op: io.op,
+                    offset: io.offset,
+                    len: io.len,
+                    device: 0,
+                };
+                if let Err(e) = rec.write(&line) {
+                    self.last_failure = Some(format!("recording stopped: {e}"));
+                    self.record = None;
+                    break;
+                }
             }
         }
-    }
-
-    /// With `flush`, completes `done` only once every write so far is durable (the FTL's write
-    /// buffer drained).
-    fn durable(&mut self, done: SimTime, flush: bool, t: SimTime) -> Result<SimTime, NbdError> {
-        if !flush {
-            return Ok(done);
-        }
-        let flushed = self.submit(Op::Flush, 0, 0, Payload::None, t)?;
-        Ok(done.max(flushed).max(self.writes_done))
-    }
-
-    /// The whole pages covering `[offset, offset + len)`.
-    fn cover(&self, offset: u64, len: u64) -> (u64, u64) {
-        let ps = self.page_size();
-        let first = offset / ps * ps;
-        (first, (offset + len).div_ceil(ps) * ps - first)
-    }
-
-    fn read(&mut self, offset: u64, buf: &mut [u8], t: SimTime) -> Result<SimTime, NbdError> {
-        let (c0, clen) = self.cover(offset, buf.len() as u64);
-        if (c0, clen) == (offset, buf.len() as u64) {
-            return self.submit(Op::Read, offset, clen, Payload::Read(buf), t);
-        }
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.resize(clen as usize, 0);
-        let r = self.submit(Op::Read, c0, clen, Payload::Read(&mut scratch), t);
-        let at = (offset - c0) as usize;
-        buf.copy_from_slice(&scratch[at..at + buf.len()]);
-        self.scratch = scratch;
-        r
-    }
-
-    fn write(&mut self, offset: u64, data: &[u8], t: SimTime) -> Result<SimTime, NbdError> {
-        let (c0, clen) = self.cover(offset, data.len() as u64);
-        if (c0, clen) == (offset, data.len() as u64) {
-            return self.submit(Op::Write, offset, clen, Payload::Write(data), t);
-        }
-        // Read-modify-write of the covering pages; the write is issued with the read (the
-        // engine serves requests in arrival order), and completes after both.
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.resize(clen as usize, 0);
-        let r = self
-            .submit(Op::Read, c0, clen, Payload::Read(&mut scratch), t)
-            .and_then(|read| {
-                let at = (offset - c0) as usize;
-                scratch[at..at + data.len()].copy_from_slice(data);
-                let written = self.submit(Op::Write, c0, clen, Payload::Write(&scratch), t)?;
-                Ok(read.max(written))
-            });
-        self.scratch = scratch;
-        r
-    }
-
-    /// The whole pages inside `[offset, offset + len)`, if any.
-    fn inner(&self, offset: u64, len: u64) -> Option<(u64, u64)> {
-        let ps = self.page_size();
-        let a = offset.div_ceil(ps) * ps;
-        let b = (offset + len) / ps * ps;
-        (a < b).then_some((a, b - a))
-    }
-
-    fn trim(&mut self, offset: u64, len: u64, t: SimTime) -> Result<SimTime, NbdError> {
-        match self.inner(offset, len) {
-            Some((a, n)) => self.submit(Op::Trim, a, n, Payload::None, t),
-            None => Ok(t),
-        }
-    }
-
-    fn write_zeroes(
-        &mut self,
-        offset: u64,
-        len: u64,
-        no_hole: bool,
-        t: SimTime,
-    ) -> Result<SimTime, NbdError> {
-        let zeroes = std::mem::take(&mut self.zeroes);
-        let r = self.zero_range(offset, len, no_hole, &zeroes, t);
-        self.zeroes = zeroes;
-        r
-    }
-
-    fn zero_range(
-        &mut self,
-        offset: u64,
-        len: u64,
-        no_hole: bool,
-        zeroes: &[u8],
-        t: SimTime,
-    ) -> Result<SimTime, NbdError> {
-        let end = offset + len;
-        let Some((a, n)) = self.inner(offset, len) else {
-            return self.write(offset, &zeroes[..len as usize], t);
-        };
-        let mut done = t;
-        if offset < a {
-            done = done.max(self.write(offset, &zeroes[..(a - offset) as usize], t)?);
-        }
-        if a + n < end {
-            done = done.max(self.write(a + n, &zeroes[..(end - a - n) as usize], t)?);
-        }
-        if !no_hole {
-            return Ok(done.max(self.submit(Op::Trim, a, n, Payload::None, t)?));
-        }
-        let mut at = a;
-        while at < a + n {
-            let k = (a + n - at).min(zeroes.len() as u64);
-            let w = self.submit(Op::Write, at, k, Payload::Write(&zeroes[..k as usize]), t)?;
-            done = done.max(w);
-            at += k;
-        }
-        Ok(done)
+        r.map_err(|e| {
+            self.failures += 1;
+            let code = match &e {
+                EngineError::Ftl {
+                    source: FtlError::NoSpace | FtlError::TableFull(_),
+                    ..
+                } => NbdError::ENOSPC,
+                _ => NbdError::EIO,
+            };
+            self.last_failure = Some(e.to_string());
+            code
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! non-decreasing arrival order, checks reads against the oracle, and collects statistics per
 //! phase (SPEC §2, §4).
 
+pub mod bytes;
 mod oracle;
 mod power;
 
@@ -254,6 +255,8 @@ pub struct Simulator {
     cuts: Option<(PowerCutPlan, u64)>,
     /// Host page writes since the last mapping checkpoint (`checkpoint_every`).
     ckpt_due: u64,
+    /// Power cuts recovered from so far.
+    recoveries: u64,
 }
 
 impl Simulator {
@@ -306,6 +309,7 @@ impl Simulator {
             recipe: None,
             cuts: None,
             ckpt_due: 0,
+            recoveries: 0,
         }
     }
 
@@ -440,6 +444,17 @@ impl Simulator {
             None => VerifySummary::default(),
         };
         self.phase.metrics(&self.dev, self.ftl.as_ref(), verify)
+    }
+
+    /// The stamp of the latest write or trim served (0 before any).
+    pub fn last_stamp(&self) -> u32 {
+        self.stamp
+    }
+
+    /// Power cuts recovered from since the simulator was built (planned, armed or on
+    /// demand).
+    pub fn recoveries(&self) -> u64 {
+        self.recoveries
     }
 
     fn next_stamp(&mut self) -> u32 {

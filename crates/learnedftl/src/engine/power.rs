@@ -90,6 +90,7 @@ impl Simulator {
         let (ftl, cost) = ftl::recover(name, &cfg, &mut params, &mut self.dev, t)
             .map_err(|e| fail(e.to_string()))?;
         let old = std::mem::replace(&mut self.ftl, ftl);
+        self.recoveries += 1;
         let lost = self.check_recovery(inflight, &mut unflushed, cost.done)?;
         self.phase
             .note_power_cut(old.stats(), lost, cost.flash_reads, cost.sim_ns());

@@ -2,7 +2,7 @@
 //! [`RunReport`] and [`Metrics`]).
 
 pub mod plot;
-mod table;
+pub mod table;
 
 pub use table::Table;
 

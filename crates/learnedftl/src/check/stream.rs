@@ -1,0 +1,377 @@
+//! The host operation streams `check` drives: a seeded generator of everything a host does
+//! (reads, writes, trims, flushes, FUA, write-zeroes; one sector to several MiB, aligned and
+//! not; uniform, Zipf, hot/cold and sequential addresses; queue depths 1 to 64), and the
+//! preconditioning that leaves the device full and fragmented.
+
+use crate::workload::dist::{BlockPicker, Dist};
+use rand::Rng;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use serde::{Deserialize, Serialize};
+
+/// The unit of every address and length: a 512-byte sector (NBD's smallest block).
+pub const SECTOR: u64 = 512;
+
+/// What a host operation does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Read and compare.
+    Read,
+    /// Write the operation's data.
+    Write,
+    /// Discard (whole pages inside the range read as zeroes afterwards).
+    Trim,
+    /// Make every completed write durable.
+    Flush,
+    /// Make the range read as zeroes; whole pages may be discarded.
+    WriteZeroes,
+    /// Make the range read as zeroes by writing zeroes (NBD's `NO_HOLE`).
+    WriteZeroesNoHole,
+}
+
+impl Kind {
+    /// Whether it changes data.
+    pub fn writes(self) -> bool {
+        !matches!(self, Kind::Read | Kind::Flush)
+    }
+}
+
+/// One host operation of a stream.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostOp {
+    /// What it does.
+    pub kind: Kind,
+    /// First byte (a multiple of [`SECTOR`]).
+    pub offset: u64,
+    /// Bytes (a multiple of [`SECTOR`]; 0 for a flush).
+    pub len: u64,
+    /// Force unit access: complete only once durable.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fua: bool,
+    /// Data identity of a write: every sector it writes holds bytes derived from this and the
+    /// sector's number ([`super::model`]), so a wrong read names the write it came from.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub id: u32,
+    /// Starts a new queue-depth batch: the operations of one batch are in flight together
+    /// (none conflicts with another, so any order of service is correct).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub new_batch: bool,
+    /// A power cut before or inside this operation: through the engine, after this many flash
+    /// programs and erases of its service (further on if it issues fewer); through NBD,
+    /// between the previous batch and this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<u32>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+impl HostOp {
+    /// Whether two operations may not be in flight together: one changes a page the other
+    /// touches (the byte path rewrites whole pages, so byte-disjoint writes to one page
+    /// conflict too), or either is a flush (it orders what it makes durable).
+    pub fn conflicts(&self, o: &HostOp, page_size: u64) -> bool {
+        if self.kind == Kind::Flush || o.kind == Kind::Flush {
+            return true;
+        }
+        if !self.kind.writes() && !o.kind.writes() {
+            return false;
+        }
+        let pages = |x: &HostOp| (x.offset / page_size, (x.offset + x.len).div_ceil(page_size));
+        let ((a0, a1), (b0, b1)) = (pages(self), pages(o));
+        a0 < b1 && b0 < a1
+    }
+}
+
+/// Splits `ops` into batches of operations in flight together: a batch starts at every
+/// `new_batch`, at a cut, after a flush (which runs alone), and wherever an operation
+/// conflicts with one already in the batch (so a shrunk stream keeps every batch free of
+/// conflicts).
+pub fn batches(ops: &[HostOp], page_size: u64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 0..ops.len() {
+        let op = &ops[i];
+        let split = i > start
+            && (op.new_batch
+                || op.cut.is_some()
+                || ops[i - 1].kind == Kind::Flush
+                || ops[start..i].iter().any(|o| o.conflicts(op, page_size)));
+        if split {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    if start < ops.len() {
+        out.push(start..ops.len());
+    }
+    out
+}
+
+/// How a stream is generated.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamSpec {
+    /// Operations.
+    pub ops: u64,
+    /// Seed of every choice.
+    pub seed: u64,
+    /// One power cut per this many operations on average (0: none).
+    pub cut_every: u64,
+}
+
+/// Address patterns a stretch of the stream follows.
+#[derive(Copy, Clone, Debug)]
+enum Pattern {
+    Uniform,
+    Zipf,
+    HotCold,
+    Sequential,
+}
+
+/// Operations per stretch of one pattern and queue depth.
+const STRETCH: u64 = 997;
+
+/// The operations of `spec` on a logical space of `logical_bytes` in pages of `page_size`;
+/// data identities start after `first_id`.
+pub fn generate(
+    spec: &StreamSpec,
+    logical_bytes: u64,
+    page_size: u64,
+    first_id: u32,
+) -> Vec<HostOp> {
+    let mut g = Gen::new(spec.seed, logical_bytes, page_size, first_id);
+    (0..spec.ops).map(|i| g.next(i, spec.cut_every)).collect()
+}
+
+/// The stream generator's state.
+struct Gen {
+    rng: Pcg64Mcg,
+    sectors: u64,
+    page_sectors: u64,
+    next_id: u32,
+    pattern: Pattern,
+    qd: u32,
+    in_batch: u32,
+    zipf: BlockPicker,
+    cursor: u64,
+}
+
+impl Gen {
+    fn new(seed: u64, logical_bytes: u64, page_size: u64, first_id: u32) -> Gen {
+        let mut rng = Pcg64Mcg::seed_from_u64(crate::engine::mix(seed, 0xC4EC, 0));
+        let pages = logical_bytes / page_size;
+        let zipf = BlockPicker::new(pages, Dist::Zipf { theta: 1.1 }, false, &mut rng);
+        Gen {
+            rng,
+            sectors: logical_bytes / SECTOR,
+            page_sectors: page_size / SECTOR,
+            next_id: first_id,
+            pattern: Pattern::Uniform,
+            qd: 1,
+            in_batch: 0,
+            zipf,
+            cursor: 0,
+        }
+    }
+
+    fn next(&mut self, i: u64, cut_every: u64) -> HostOp {
+        if i % STRETCH == 0 {
+            self.pattern = match self.rng.gen_range(0..4) {
+                0 => Pattern::Uniform,
+                1 => Pattern::Zipf,
+                2 => Pattern::HotCold,
+                _ => Pattern::Sequential,
+            };
+            self.qd = 1 << self.rng.gen_range(0..7);
+        }
+        let kind = match self.rng.gen_range(0..1000) {
+            0..=419 => Kind::Read,
+            420..=839 => Kind::Write,
+            840..=909 => Kind::Trim,
+            910..=939 => Kind::WriteZeroes,
+            940..=969 => Kind::WriteZeroesNoHole,
+            _ => Kind::Flush,
+        };
+        self.in_batch += 1;
+        let new_batch = self.in_batch > self.qd || kind == Kind::Flush;
+        if new_batch {
+            self.in_batch = 1;
+        }
+        let cut = (cut_every > 0 && self.rng.gen_range(0..cut_every) == 0)
+            .then(|| self.rng.gen_range(0..64));
+        if kind == Kind::Flush {
+            return HostOp {
+                kind,
+                offset: 0,
+                len: 0,
+                fua: false,
+                id: 0,
+                new_batch,
+                cut,
+            };
+        }
+        let len = self.length().min(self.sectors);
+        let start = self.start(len);
+        let id = if kind == Kind::Write {
+            self.next_id = self.next_id.checked_add(1).unwrap_or(1);
+            self.next_id
+        } else {
+            0
+        };
+        HostOp {
+            kind,
+            offset: start * SECTOR,
+            len: len * SECTOR,
+            fua: kind.writes() && self.rng.gen_range(0..20) == 0,
+            id,
+            new_batch,
+            cut,
+        }
+    }
+
+    /// A length in sectors: mostly one sector to a page, sometimes a few pages, rarely up to a
+    /// MiB and very rarely several MiB.
+    fn length(&mut self) -> u64 {
+        let ps = self.page_sectors;
+        match self.rng.gen_range(0..10_000) {
+            0..=4999 => self.rng.gen_range(1..=ps),
+            5000..=9399 => ps * self.rng.gen_range(1..=4),
+            9400..=9899 => self.rng.gen_range(ps..=16 * ps),
+            9900..=9989 => self.rng.gen_range(16 * ps..=2048),
+            _ => self.rng.gen_range(2048..=8192),
+        }
+    }
+
+    /// The first sector of an operation of `len` sectors; half of them page-aligned.
+    fn start(&mut self, len: u64) -> u64 {
+        let ps = self.page_sectors;
+        let pages = self.sectors / ps;
+        let page = match self.pattern {
+            Pattern::Uniform => self.rng.gen_range(0..pages),
+            Pattern::Zipf => self.zipf.next(&mut self.rng),
+            // 90 % of the operations on the first 10 % of the space.
+            Pattern::HotCold => {
+                let hot = (pages / 10).max(1);
+                if self.rng.gen_range(0..10) < 9 {
+                    self.rng.gen_range(0..hot)
+                } else {
+                    self.rng.gen_range(0..pages)
+                }
+            }
+            Pattern::Sequential => {
+                let p = self.cursor / ps;
+                self.cursor += len;
+                if self.cursor >= self.sectors {
+                    self.cursor = 0;
+                }
+                p
+            }
+        };
+        let within = if self.rng.gen_bool(0.5) {
+            0
+        } else {
+            self.rng.gen_range(0..ps)
+        };
+        (page * ps + within).min(self.sectors - len)
+    }
+}
+
+/// The preconditioning: the whole logical space written sequentially in 1 MiB writes, then
+/// as much again in random 64–256 KiB writes, so the device is full, fragmented, and
+/// collecting garbage from the first checked operation on. Identities from `1`.
+pub fn precondition(seed: u64, logical_bytes: u64, page_size: u64) -> Vec<HostOp> {
+    let mut rng = Pcg64Mcg::seed_from_u64(crate::engine::mix(seed, 0xF111, 0));
+    let mut ops = Vec::new();
+    let mut id = 0u32;
+    let mut push = |offset: u64, len: u64, new_batch: bool| {
+        id += 1;
+        ops.push(HostOp {
+            kind: Kind::Write,
+            offset,
+            len,
+            fua: false,
+            id,
+            new_batch,
+            cut: None,
+        });
+    };
+    let chunk = (1u64 << 20).max(page_size);
+    let mut at = 0;
+    while at < logical_bytes {
+        let len = chunk.min(logical_bytes - at);
+        push(at, len, true);
+        at += len;
+    }
+    let pages = logical_bytes / page_size;
+    let mut written = 0;
+    let mut n = 0u32;
+    while written < logical_bytes {
+        let len = (rng.gen_range(16..=64u64) * 4096 / page_size).clamp(1, pages) * page_size;
+        let start = rng.gen_range(0..=pages - len / page_size) * page_size;
+        push(start, len, n % 8 == 0);
+        n += 1;
+        written += len;
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_seeded_sector_aligned_in_range_and_cover_every_kind() {
+        let spec = StreamSpec {
+            ops: 20_000,
+            seed: 3,
+            cut_every: 100,
+        };
+        let lb = 120 << 20;
+        let a = generate(&spec, lb, 4096, 10);
+        assert_eq!(a, generate(&spec, lb, 4096, 10));
+        assert_ne!(a, generate(&StreamSpec { seed: 4, ..spec }, lb, 4096, 10));
+        for k in [
+            Kind::Read,
+            Kind::Write,
+            Kind::Trim,
+            Kind::Flush,
+            Kind::WriteZeroes,
+            Kind::WriteZeroesNoHole,
+        ] {
+            assert!(a.iter().any(|o| o.kind == k), "{k:?}");
+        }
+        for o in &a {
+            assert!(o.offset % SECTOR == 0 && o.len % SECTOR == 0 && o.offset + o.len <= lb);
+            assert_eq!(o.kind == Kind::Flush, o.len == 0);
+        }
+        assert!(a.iter().any(|o| o.len == SECTOR), "single sectors");
+        assert!(a.iter().any(|o| o.len > 1 << 20), "several MiB");
+        assert!(a.iter().any(|o| o.offset % 4096 != 0), "unaligned");
+        assert!(a.iter().any(|o| o.fua));
+        assert!(a.iter().filter(|o| o.cut.is_some()).count() > 100);
+        let b = batches(&a, 4096);
+        assert!(b.iter().any(|r| r.len() >= 32), "deep queues");
+        for r in b {
+            let ops = &a[r];
+            for (i, x) in ops.iter().enumerate() {
+                assert!(
+                    ops[..i].iter().all(|y| !y.conflicts(x, 4096)),
+                    "no conflicts"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn preconditioning_writes_everything_then_as_much_again() {
+        let lb = 120 << 20;
+        let p = precondition(1, lb, 4096);
+        let total: u64 = p.iter().map(|o| o.len).sum();
+        assert!(total >= 2 * lb && total < 2 * lb + (1 << 20));
+        assert!(p
+            .iter()
+            .all(|o| o.offset + o.len <= lb && o.offset % 4096 == 0));
+    }
+}
