@@ -111,7 +111,7 @@ impl Driver for NbdDriver {
         self.sim.cut_power().map(drop)
     }
 
-    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<(), DriverError> {
+    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError> {
         let n = self.conns.len();
         self.spare.resize_with(n, Vec::new);
         for (c, (conn, out)) in self.conns.iter().zip(self.spare.iter_mut()).enumerate() {
@@ -159,7 +159,7 @@ impl Driver for NbdDriver {
                 self.spare[c] = bytes;
             }
         }
-        Ok(())
+        Ok(ops.len())
     }
 
     fn with_sim(&mut self, f: &mut dyn FnMut(&mut Simulator)) {

@@ -150,9 +150,10 @@ pub trait Driver {
     /// programs and erases; through NBD, now, between two batches.
     fn cut(&mut self, after_ops: u32) -> Result<(), String>;
     /// Executes one batch of operations in flight together, none conflicting with another
-    /// ([`HostOp::conflicts`]); `bufs[i]`
-    /// holds write `i`'s data or receives read `i`'s.
-    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<(), DriverError>;
+    /// ([`HostOp::conflicts`]); `bufs[i]` holds write `i`'s data or receives read `i`'s.
+    /// Returns how many ran: all, or up to the one a power cut struck in (the rest are
+    /// submitted again as a batch of their own).
+    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError>;
     /// Calls `f` with the simulator, between batches.
     fn with_sim(&mut self, f: &mut dyn FnMut(&mut Simulator));
 }
@@ -210,17 +211,23 @@ impl Driver for EngineDriver {
             .map_err(|e| e.to_string())
     }
 
-    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<(), DriverError> {
+    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError> {
         let mut done = self.t;
+        let recoveries = self.sim.recoveries();
+        let mut ran = 0;
         for (i, (op, buf)) in ops.iter().zip(bufs.iter_mut()).enumerate() {
             let d = self
                 .bytes
                 .execute(&mut self.sim, command(op, buf), self.t)
                 .map_err(|e| (i, e.to_string()))?;
             done = done.max(d);
+            ran = i + 1;
+            if self.sim.recoveries() != recoveries {
+                break;
+            }
         }
         self.t = done;
-        Ok(())
+        Ok(ran)
     }
 
     fn with_sim(&mut self, f: &mut dyn FnMut(&mut Simulator)) {
@@ -374,11 +381,9 @@ pub fn prepare(spec: &CheckSpec) -> Result<Prepared, CheckError> {
     }
     let mut sim = driver.into_sim();
     sim.begin_phase("check");
-    let mut model = run.model;
-    model.durable();
     Ok(Prepared {
         sim,
-        model,
+        model: run.model,
         last_id,
     })
 }
@@ -424,28 +429,34 @@ impl Run {
                 return None;
             }
             let first = range.start;
-            if let Err(f) = self.batch(driver, &ops[range], first as u64) {
-                return Some(f);
+            let mut at = first;
+            while at < range.end {
+                match self.batch(driver, &ops[at..range.end], at as u64) {
+                    Ok(ran) => at += ran,
+                    Err(f) => return Some(*f),
+                }
             }
             if (n as u64 + 1) % INVARIANTS_EVERY == 0 {
                 if let Err(f) = invariants(driver, &ops[first], first as u64) {
-                    return Some(f);
+                    return Some(*f);
                 }
             }
         }
         let last = ops.len().saturating_sub(1);
         ops.last()
             .and_then(|op| invariants(driver, op, last as u64).err())
+            .map(|f| *f)
     }
 
-    /// One batch starting at stream index `first`.
+    /// One batch starting at stream index `first`; returns how many of its operations ran
+    /// (all, unless a power cut struck inside one: the rest are a batch of their own).
     fn batch(
         &mut self,
         driver: &mut dyn Driver,
         ops: &[HostOp],
         first: u64,
-    ) -> Result<(), Failure> {
-        let fail = |i: usize, what: String| Failure::new(first + i as u64, ops[i], what);
+    ) -> Result<usize, Box<Failure>> {
+        let fail = |i: usize, what: String| Box::new(Failure::new(first + i as u64, ops[i], what));
         if let Some(k) = ops[0].cut {
             driver
                 .cut(k)
@@ -468,11 +479,14 @@ impl Run {
                 buf.clear();
             }
         }
-        driver
+        let mut floor = 0;
+        driver.with_sim(&mut |s| floor = s.last_stamp());
+        let ran = driver
             .run_batch(ops, &mut self.bufs[..ops.len()])
             .map_err(|(i, e)| fail(i, e))?;
-        self.counts.ops += ops.len() as u64;
-        // The new versions' stamps, and whether a cut struck during the batch.
+        let ops = &ops[..ran];
+        self.counts.ops += ran as u64;
+        // The new versions' stamps, and whether a cut struck (in the last operation that ran).
         let mut stamps = Vec::new();
         let mut recoveries = 0;
         driver.with_sim(&mut |s| {
@@ -486,45 +500,63 @@ impl Run {
         });
         let cut = recoveries != self.recoveries;
         let mut stamps = stamps.into_iter();
-        for op in ops.iter().filter(|o| o.kind.writes()) {
+        for (i, op) in ops.iter().enumerate().filter(|(_, o)| o.kind.writes()) {
             for lpn in self.touched(op) {
                 let s = stamps.next().expect("one per touched page");
-                self.apply(op, lpn, s, cut);
+                if !self.apply(op, lpn, s, floor, cut) {
+                    return Err(Box::new(Failure {
+                        lpn: Some(lpn),
+                        expected: Some(format!("a stamp above {floor}")),
+                        found: Some(format!("stamp {s}")),
+                        ..*fail(i, "acknowledged, but the page holds no new version".into())
+                    }));
+                }
             }
+        }
+        // Reads before the cut saw the state before it; a read the cut struck was served
+        // again after the recovery.
+        let before_cut = if cut { ran - 1 } else { ran };
+        for i in 0..before_cut {
+            self.finish(ops, i, first)?;
         }
         if cut {
             self.after_cuts(driver, ops, first)?;
+            self.finish(ops, ran - 1, first)?;
         }
-        for (i, op) in ops.iter().enumerate() {
-            match op.kind {
-                Kind::Read => {
-                    let (sectors, bad) = self.model.compare(op.offset, &self.bufs[i]);
-                    self.counts.reads_checked += 1;
-                    self.counts.bytes_checked += sectors * SECTOR;
-                    if let Some(m) = bad {
-                        let page_sectors = self.model.page_bytes() / SECTOR;
-                        return Err(Failure {
-                            lpn: Some((m.sector / page_sectors) as u32),
-                            expected: Some(expected_text(m.expected, m.sector)),
-                            found: Some(m.found),
-                            ..fail(
-                                i,
-                                format!(
-                                    "read returned wrong bytes in {} of its {} sectors (first: sector {})",
-                                    m.sectors,
-                                    op.len / SECTOR,
-                                    m.sector
-                                ),
-                            )
-                        });
-                    }
+        self.oracle(driver, ops, first)?;
+        Ok(ran)
+    }
+
+    /// Compares read `i` of the batch with the model, or notes what a flush or FUA made
+    /// durable.
+    fn finish(&mut self, ops: &[HostOp], i: usize, first: u64) -> Result<(), Box<Failure>> {
+        let op = &ops[i];
+        match op.kind {
+            Kind::Read => {
+                let (sectors, bad) = self.model.compare(op.offset, &self.bufs[i]);
+                self.counts.reads_checked += 1;
+                self.counts.bytes_checked += sectors * SECTOR;
+                if let Some(m) = bad {
+                    let page_sectors = self.model.page_bytes() / SECTOR;
+                    let what = format!(
+                        "read returned wrong bytes in {} of its {} sectors (first: sector {})",
+                        m.sectors,
+                        op.len / SECTOR,
+                        m.sector
+                    );
+                    return Err(Box::new(Failure {
+                        lpn: Some((m.sector / page_sectors) as u32),
+                        expected: Some(expected_text(m.expected, m.sector)),
+                        found: Some(m.found),
+                        ..Failure::new(first + i as u64, *op, what)
+                    }));
                 }
-                Kind::Flush => self.model.durable(),
-                _ if op.fua => self.model.durable_range(op.offset, op.len),
-                _ => {}
             }
+            Kind::Flush => self.model.durable(),
+            _ if op.fua => self.model.durable_range(op.offset, op.len),
+            _ => {}
         }
-        self.oracle(driver, ops, first)
+        Ok(())
     }
 
     /// The pages an operation changes: a trim only the whole pages inside its range.
@@ -539,25 +571,27 @@ impl Run {
         }
     }
 
-    /// Page `lpn` of `op` now holds version `stamp`: the operation's data if it is a new
-    /// version, else (a cut lost it) the version before.
-    fn apply(&mut self, op: &HostOp, lpn: u32, stamp: u32, cut: bool) {
-        if stamp == self.model.stamp(lpn) {
-            return;
-        }
+    /// Page `lpn`, which `op` changes, now holds version `stamp`: the operation's if it is
+    /// new (a stamp above `floor`, the last one before the batch, or a discard of the whole
+    /// page), else an older one a power cut brought back, which [`Run::after_cuts`] adopts.
+    /// Returns false when, without a cut, the page holds no new version.
+    fn apply(&mut self, op: &HostOp, lpn: u32, stamp: u32, floor: u32, cut: bool) -> bool {
         let ps = self.model.page_bytes();
         let (p0, p1) = (lpn as u64 * ps, (lpn as u64 + 1) * ps);
         let (a, b) = (op.offset.max(p0), (op.offset + op.len).min(p1));
-        match op.kind {
-            Kind::Trim => self.model.set(p0, ps, 0),
-            Kind::Write => self.model.set(a, b - a, op.id),
-            _ => self.model.set(a, b - a, 0),
+        let whole = (a, b) == (p0, p1);
+        let discarded = stamp == 0 && whole && op.kind != Kind::Write;
+        if stamp <= floor && !discarded {
+            return cut || stamp == self.model.stamp(lpn);
         }
+        self.model
+            .set(a, b - a, if op.kind == Kind::Write { op.id } else { 0 });
         // A read-modify-write a cut interrupted may have merged bytes recovery chose.
-        if cut && op.kind != Kind::Trim && (a, b) != (p0, p1) {
+        if cut && !whole {
             self.model.forget_outside(lpn, a, b - a);
         }
         self.model.set_stamp(lpn, stamp);
+        true
     }
 
     /// After a recovery: every page must hold a version the model knows may come back.
@@ -566,7 +600,7 @@ impl Run {
         driver: &mut dyn Driver,
         ops: &[HostOp],
         first: u64,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Box<Failure>> {
         let mut unknown = None;
         let model = &mut self.model;
         let mut recoveries = 0;
@@ -584,7 +618,7 @@ impl Run {
         self.recoveries = recoveries;
         match unknown {
             None => Ok(()),
-            Some((lpn, got, want)) => Err(Failure {
+            Some((lpn, got, want)) => Err(Box::new(Failure {
                 lpn: Some(lpn),
                 expected: Some(format!(
                     "stamp {want} or a version since the last flush"
@@ -595,7 +629,7 @@ impl Run {
                     ops[0],
                     "after a power cut a page came back as a version no acknowledged, unflushed write left (a flushed write was lost)".into(),
                 )
-            }),
+            })),
         }
     }
 
@@ -605,7 +639,7 @@ impl Run {
         driver: &mut dyn Driver,
         ops: &[HostOp],
         first: u64,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Box<Failure>> {
         let mut msg = None;
         let before = self.oracle_failures;
         driver.with_sim(&mut |s| {
@@ -617,20 +651,26 @@ impl Run {
         });
         match msg {
             None => Ok(()),
-            Some(m) => Err(Failure::new(
+            Some(m) => Err(Box::new(Failure::new(
                 first,
                 ops[0],
                 format!("the oracle's stamp check failed in the batch starting here: {m}"),
-            )),
+            ))),
         }
     }
 }
 
 /// Checks the FTL's invariants against the device.
-fn invariants(driver: &mut dyn Driver, op: &HostOp, index: u64) -> Result<(), Failure> {
+fn invariants(driver: &mut dyn Driver, op: &HostOp, index: u64) -> Result<(), Box<Failure>> {
     let mut r = Ok(());
     driver.with_sim(&mut |s| r = s.ftl().check_invariants(s.device()));
-    r.map_err(|e| Failure::new(index, *op, format!("FTL invariant broken: {e}")))
+    r.map_err(|e| {
+        Box::new(Failure::new(
+            index,
+            *op,
+            format!("FTL invariant broken: {e}"),
+        ))
+    })
 }
 
 fn expected_text(id: u32, sector: u64) -> String {
@@ -775,7 +815,7 @@ fn ddmin(
     let mut n = 2usize;
     while ops.len() >= 2 && Instant::now() < deadline {
         let chunk = ops.len().div_ceil(n);
-        let mut reduced = false;
+        let mut smaller = None;
         for i in 0..n {
             if Instant::now() >= deadline {
                 break;
@@ -788,18 +828,18 @@ fn ddmin(
             if let Some(f) = test(&complement) {
                 // Keep only what the failure needed: the stream up to the failing operation.
                 let end = (f.op_index as usize + 1).min(complement.len());
-                ops = complement[..end].to_vec();
-                failure = f;
-                n = (n - 1).max(2);
-                reduced = true;
+                smaller = Some((complement[..end].to_vec(), f));
                 break;
             }
         }
-        if !reduced {
-            if n >= ops.len() {
-                break;
+        match smaller {
+            Some((o, f)) => {
+                ops = o;
+                failure = f;
+                n = (n - 1).max(2);
             }
-            n = (2 * n).min(ops.len());
+            None if n >= ops.len() => break,
+            None => n = (2 * n).min(ops.len()),
         }
     }
     (ops, failure)

@@ -87,8 +87,11 @@ pub struct Model {
     /// Per page, the engine's stamp of the version modelled.
     stamps: Vec<u32>,
     /// With power cuts, the versions a recovery may bring back, per page: `(stamp, sectors)`.
-    history: Option<HashMap<u32, Vec<(u32, Box<[u32]>)>>>,
+    history: Option<Versions>,
 }
+
+/// Versions of pages by LPN: `(stamp, sectors)`.
+type Versions = HashMap<u32, Vec<(u32, Box<[u32]>)>>;
 
 /// A read that returned something else.
 #[derive(Clone, Debug, PartialEq, Eq)]

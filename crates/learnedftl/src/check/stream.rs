@@ -280,7 +280,7 @@ impl Gen {
 
 /// The preconditioning: the whole logical space written sequentially in 1 MiB writes, then
 /// as much again in random 64–256 KiB writes, so the device is full, fragmented, and
-/// collecting garbage from the first checked operation on. Identities from `1`.
+/// collecting garbage from the first checked operation on; then a flush. Identities from `1`.
 pub fn precondition(seed: u64, logical_bytes: u64, page_size: u64) -> Vec<HostOp> {
     let mut rng = Pcg64Mcg::seed_from_u64(crate::engine::mix(seed, 0xF111, 0));
     let mut ops = Vec::new();
@@ -314,6 +314,16 @@ pub fn precondition(seed: u64, logical_bytes: u64, page_size: u64) -> Vec<HostOp
         n += 1;
         written += len;
     }
+    // Durable, as a host leaves a device it filled: no write of it is in a volatile buffer.
+    ops.push(HostOp {
+        kind: Kind::Flush,
+        offset: 0,
+        len: 0,
+        fua: false,
+        id: 0,
+        new_batch: true,
+        cut: None,
+    });
     ops
 }
 
@@ -369,6 +379,7 @@ mod tests {
         let lb = 120 << 20;
         let p = precondition(1, lb, 4096);
         let total: u64 = p.iter().map(|o| o.len).sum();
+        assert_eq!(p.last().unwrap().kind, Kind::Flush);
         assert!(total >= 2 * lb && total < 2 * lb + (1 << 20));
         assert!(p
             .iter()

@@ -50,8 +50,10 @@ const SPARE_PAGES: usize = 4096;
 /// [`PayloadStore::use_file`] pages live in a sparse file instead (at `PPA × page size`), for
 /// devices larger than RAM; only staged data stays in memory.
 ///
-/// A clone (a simulator snapshot) copies memory-backed pages; a file-backed store's clone
-/// shares the file, so snapshots are for memory-backed or payload-free devices.
+/// Programmed data never changes, so memory-backed pages are shared buffers: a garbage
+/// collection's copy and a clone (a simulator snapshot) share them instead of copying. A
+/// file-backed store's clone shares the file, so snapshots are for memory-backed or
+/// payload-free devices.
 #[derive(Clone, Debug)]
 pub struct PayloadStore {
     page_size: usize,
@@ -64,10 +66,14 @@ pub struct PayloadStore {
     spare: Vec<Box<[u8]>>,
 }
 
+/// A programmed page's data, shared: programmed data never changes, so a garbage-collection
+/// copy (and a simulator snapshot) shares the buffer instead of copying 4 KiB.
+type Shared = std::sync::Arc<Box<[u8]>>;
+
 #[derive(Clone, Debug)]
 enum Pages {
     /// By PPA.
-    Memory(Vec<Option<Box<[u8]>>>),
+    Memory(Vec<Option<Shared>>),
     /// In a file at `PPA × page size`; a bit per PPA says whether the page holds data.
     File {
         file: std::sync::Arc<File>,
@@ -176,7 +182,7 @@ impl PayloadStore {
         match &self.pages {
             Pages::Memory(v) => match v.get(i).and_then(Option::as_deref) {
                 Some(d) => {
-                    dst.copy_from_slice(d);
+                    dst.copy_from_slice(&d[..]);
                     Ok(true)
                 }
                 None => Ok(false),
@@ -201,7 +207,32 @@ impl PayloadStore {
         recycle(&mut self.spare, page);
     }
 
+    /// Keeps a shared page buffer for reuse once nothing else holds it.
+    fn release(&mut self, page: Shared) {
+        if let Ok(b) = std::sync::Arc::try_unwrap(page) {
+            self.recycle(b);
+        }
+    }
+
     pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) -> io::Result<()> {
+        let i = ppa.idx();
+        if let Pages::Memory(v) = &mut self.pages {
+            let data = match src {
+                Src::Host => oob
+                    .lpn()
+                    .and_then(|l| self.take_staged(l, oob.stamp))
+                    .map(std::sync::Arc::new),
+                Src::Page(from) => v.get(from.idx()).cloned().flatten(),
+                Src::None => None,
+            };
+            let Pages::Memory(v) = &mut self.pages else {
+                unreachable!("matched above")
+            };
+            if let Some(old) = std::mem::replace(&mut v[i], data) {
+                self.release(old);
+            }
+            return Ok(());
+        }
         let data = match src {
             Src::Host => oob.lpn().and_then(|l| self.take_staged(l, oob.stamp)),
             Src::Page(from) => {
@@ -215,23 +246,15 @@ impl PayloadStore {
             }
             Src::None => None,
         };
-        let i = ppa.idx();
-        match &mut self.pages {
-            Pages::Memory(v) => {
-                if let Some(old) = std::mem::replace(&mut v[i], data) {
-                    self.recycle(old);
-                }
-            }
-            Pages::File { file, present } => {
-                let bit = 1u64 << (i & 63);
-                present[i >> 6] &= !bit;
-                if let Some(d) = data {
-                    let r = file.write_all_at(&d, i as u64 * self.page_size as u64);
-                    self.recycle(d);
-                    r?;
-                    if let Pages::File { present, .. } = &mut self.pages {
-                        present[i >> 6] |= bit;
-                    }
+        if let Pages::File { file, present } = &mut self.pages {
+            let bit = 1u64 << (i & 63);
+            present[i >> 6] &= !bit;
+            if let Some(d) = data {
+                let r = file.write_all_at(&d, i as u64 * self.page_size as u64);
+                self.recycle(d);
+                r?;
+                if let Pages::File { present, .. } = &mut self.pages {
+                    present[i >> 6] |= bit;
                 }
             }
         }
@@ -245,7 +268,8 @@ impl PayloadStore {
         match &mut self.pages {
             Pages::Memory(v) => {
                 for slot in &mut v[range] {
-                    if let Some(old) = slot.take() {
+                    if let Some(old) = slot.take().and_then(|a| std::sync::Arc::try_unwrap(a).ok())
+                    {
                         recycle(&mut self.spare, old);
                     }
                 }
