@@ -777,7 +777,8 @@ fn shrink_and_save(
         )
     };
     let prefix = ops[..=f.op_index as usize].to_vec();
-    let (small, mut failure) = ddmin(prefix, f, &mut trial, deadline);
+    let (short, f) = coarse(prefix, f, &mut trial, deadline);
+    let (small, mut failure) = ddmin(short, f, &mut trial, deadline);
     failure.stream_ops = Some(small.len() as u64);
     let file = ReplayFile {
         spec: spec.clone(),
@@ -801,6 +802,54 @@ fn shrink_and_save(
         Err(_) => failure.replay = Some(spec.command()),
     }
     failure
+}
+
+/// Cheap cuts before delta debugging: the shortest failing suffix of 8, 16, 32, ...
+/// operations (most failures need only the last few), then the stream without every
+/// operation of one kind but the last (reads, trims, write-zeroes, flushes).
+fn coarse(
+    mut ops: Vec<HostOp>,
+    mut failure: Failure,
+    test: &mut dyn FnMut(&[HostOp]) -> Option<Failure>,
+    deadline: Instant,
+) -> (Vec<HostOp>, Failure) {
+    let mut keep = |ops: &mut Vec<HostOp>, failure: &mut Failure, candidate: Vec<HostOp>| {
+        if Instant::now() >= deadline || candidate.len() >= ops.len() {
+            return;
+        }
+        if let Some(f) = test(&candidate) {
+            let end = (f.op_index as usize + 1).min(candidate.len());
+            *ops = candidate[..end].to_vec();
+            *failure = f;
+        }
+    };
+    let mut n = 8;
+    while n < ops.len() && Instant::now() < deadline {
+        let before = ops.len();
+        let suffix = ops[ops.len() - n..].to_vec();
+        keep(&mut ops, &mut failure, suffix);
+        if ops.len() < before {
+            break;
+        }
+        n *= 2;
+    }
+    for kind in [
+        Kind::Read,
+        Kind::Trim,
+        Kind::WriteZeroes,
+        Kind::WriteZeroesNoHole,
+        Kind::Flush,
+    ] {
+        let last = ops.len() - 1;
+        let candidate = ops
+            .iter()
+            .enumerate()
+            .filter(|&(i, o)| o.kind != kind || i == last)
+            .map(|(_, o)| *o)
+            .collect();
+        keep(&mut ops, &mut failure, candidate);
+    }
+    (ops, failure)
 }
 
 /// Delta debugging (Zeller's ddmin) over a failing stream: tries removing ever smaller chunks

@@ -9,6 +9,7 @@ pub mod dftl;
 pub mod fast;
 pub mod hpftl;
 pub mod ideal;
+pub mod inject;
 pub mod leaftl;
 pub mod learned;
 pub mod mu;
@@ -306,12 +307,18 @@ pub const FTLS: &[&str] = &[
     "mu-ftl",
 ];
 
-/// Builds the FTL `name` for a device, taking its parameters from `params`.
+/// Builds the FTL `name` for a device, taking its parameters from `params` (`inject=FAULT`
+/// wraps it in a fault injector, [`inject`]).
 pub fn build(
     name: &str,
     dev: &DeviceConfig,
     params: &mut Params,
 ) -> Result<Box<dyn Ftl>, ConfigError> {
+    if let Some(fault) = params.take_str("inject") {
+        let fault: inject::Fault = fault.parse()?;
+        let inner = build(name, dev, params)?;
+        return Ok(Box::new(inject::Inject::new(inner, fault)));
+    }
     match name {
         "ideal" => Ok(Box::new(ideal::Ideal::new(dev, params)?)),
         "dftl" => Ok(Box::new(dftl::new(dev, params)?)),
@@ -359,6 +366,12 @@ pub fn recover(
     };
     if !RECOVERABLE.contains(&name) {
         return Err(unsupported());
+    }
+    if let Some(fault) = params.take_str("inject") {
+        let fault: inject::Fault = fault.parse().map_err(RecoverError::from)?;
+        let (inner, cost) = recover(name, cfg, params, dev, t)?;
+        let ftl = inject::Inject::recovered(inner, fault, dev, cost.done)?;
+        return Ok((Box::new(ftl), cost));
     }
     dev.power_on();
     let before = dev.counters().clone();

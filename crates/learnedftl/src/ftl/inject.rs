@@ -1,0 +1,221 @@
+//! Fault injection (`--set inject=FAULT`): wraps any FTL and makes it misbehave in one known
+//! way, so that `learnedftl check` (or any test) can show it catches that kind of fault.
+//! The wrapped FTL keeps its name, parameters and statistics.
+//!
+//! | fault | what the FTL does wrong |
+//! |---|---|
+//! | `wrong-read:N` | one host page read in N returns another valid page (its data and OOB) |
+//! | `drop-trim` | trims are acknowledged and ignored |
+//! | `lose-flush` | flushes are acknowledged and ignored (data in a volatile buffer stays there) |
+//! | `forget-mapping` | each recovery after a power cut loses one mapped page: an acknowledged write whose mapping was not persisted |
+
+use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Unflushed, Upcoming};
+use crate::addr::{Lpn, Ppa, SimTime};
+use crate::device::Device;
+use crate::error::{ConfigError, FtlError};
+
+/// A fault to inject.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// One host page read in `n` returns another valid page.
+    WrongRead {
+        /// The period.
+        n: u64,
+    },
+    /// Trims are ignored.
+    DropTrim,
+    /// Flushes are ignored.
+    LoseFlush,
+    /// Each recovery loses one mapped page.
+    ForgetMapping,
+}
+
+impl std::str::FromStr for Fault {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Fault, ConfigError> {
+        let bad = || {
+            ConfigError::invalid(
+                "inject",
+                format!("'{s}': wrong-read:N, drop-trim, lose-flush or forget-mapping"),
+            )
+        };
+        match s.split_once(':') {
+            Some(("wrong-read", n)) => match n.parse::<u64>() {
+                Ok(n) if n > 0 => Ok(Fault::WrongRead { n }),
+                _ => Err(bad()),
+            },
+            None if s == "drop-trim" => Ok(Fault::DropTrim),
+            None if s == "lose-flush" => Ok(Fault::LoseFlush),
+            None if s == "forget-mapping" => Ok(Fault::ForgetMapping),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// An FTL with a fault.
+#[derive(Clone)]
+pub struct Inject {
+    inner: Box<dyn Ftl>,
+    fault: Fault,
+    /// Host page reads so far (`wrong-read`).
+    reads: u64,
+}
+
+impl Inject {
+    /// `inner` with `fault`.
+    pub fn new(inner: Box<dyn Ftl>, fault: Fault) -> Inject {
+        Inject {
+            inner,
+            fault,
+            reads: 0,
+        }
+    }
+
+    /// A recovered `inner` with `fault`: with `forget-mapping`, one mapped page chosen by the
+    /// recovery's time is discarded at `t` (its newest acknowledged write is lost).
+    pub fn recovered(
+        inner: Box<dyn Ftl>,
+        fault: Fault,
+        dev: &mut Device,
+        t: SimTime,
+    ) -> Result<Inject, FtlError> {
+        let mut ftl = Inject::new(inner, fault);
+        if fault == Fault::ForgetMapping {
+            let lp = dev.geo().logical_pages;
+            let lpn = (crate::engine::mix(t.0, 0xF0, 0) % lp) as u32;
+            // Stamp 1: older than the writes it loses, so a later recovery does not replay it
+            // over newer ones.
+            let trim = Request::new(Op::Trim, lpn, 1, t.0, 1);
+            ftl.inner.submit(dev, &trim, &mut super::NullSink)?;
+        }
+        Ok(ftl)
+    }
+}
+
+/// Passes pages on, replacing one in `n` served from flash by another valid page.
+struct WrongRead<'a> {
+    sink: &'a mut dyn ReadSink,
+    dev: &'a Device,
+    reads: &'a mut u64,
+    n: u64,
+}
+
+impl ReadSink for WrongRead<'_> {
+    fn deliver(&mut self, lpn: Lpn, from: Served) {
+        *self.reads += 1;
+        let from = match from {
+            Served::Flash { ppa, .. } if *self.reads % self.n == 0 => {
+                // The next valid data page of another LPN, if any.
+                let pages = self.dev.geo().pages();
+                (1..pages.min(1 << 16))
+                    .map(|d| Ppa(((ppa.0 as u64 + d) % pages) as u32))
+                    .find_map(|p| {
+                        let oob = self.dev.peek_oob(p)?;
+                        (self.dev.is_valid(p) && oob.lpn().is_some_and(|l| l != lpn))
+                            .then_some(Served::Flash { ppa: p, oob })
+                    })
+                    .unwrap_or(from)
+            }
+            f => f,
+        };
+        self.sink.deliver(lpn, from);
+    }
+}
+
+impl Ftl for Inject {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn submit(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        match (self.fault, req.op) {
+            (Fault::DropTrim, Op::Trim) | (Fault::LoseFlush, Op::Flush) => Ok(req.arrival),
+            (Fault::WrongRead { n }, Op::Read) => {
+                // The device is read after the inner FTL returns: the sink only records.
+                let mut served = Vec::new();
+                let done = self.inner.submit(dev, req, &mut Collect(&mut served))?;
+                let mut wrong = WrongRead {
+                    sink,
+                    dev,
+                    reads: &mut self.reads,
+                    n,
+                };
+                for (lpn, from) in served {
+                    wrong.deliver(lpn, from);
+                }
+                Ok(done)
+            }
+            _ => self.inner.submit(dev, req, sink),
+        }
+    }
+
+    fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        self.inner.background(dev, now)
+    }
+
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        self.inner.idle(dev, now)
+    }
+
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        self.inner.prefetch(dev, op, lpn, when)
+    }
+
+    fn unflushed(&self, dev: &Device, out: &mut Vec<Unflushed>) {
+        self.inner.unflushed(dev, out)
+    }
+
+    fn flush_on_power_loss(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        self.inner.flush_on_power_loss(dev, now)
+    }
+
+    fn power_cut_refusal(&self) -> Option<String> {
+        self.inner.power_cut_refusal()
+    }
+
+    fn stats(&self) -> &FtlStats {
+        self.inner.stats()
+    }
+
+    fn reset_stats(&mut self) {
+        self.inner.reset_stats()
+    }
+
+    fn dram(&self) -> DramUsage {
+        self.inner.dram()
+    }
+
+    fn dram_total(&self) -> u64 {
+        self.inner.dram_total()
+    }
+
+    fn params(&self) -> serde_json::Value {
+        let mut p = self.inner.params();
+        if let Some(o) = p.as_object_mut() {
+            o.insert("inject".into(), format!("{:?}", self.fault).into());
+        }
+        p
+    }
+
+    fn extra_counters(&self) -> serde_json::Value {
+        self.inner.extra_counters()
+    }
+
+    fn check_invariants(&self, dev: &Device) -> Result<(), String> {
+        self.inner.check_invariants(dev)
+    }
+}
+
+/// Records the pages a read serves.
+struct Collect<'a>(&'a mut Vec<(Lpn, Served)>);
+
+impl ReadSink for Collect<'_> {
+    fn deliver(&mut self, lpn: Lpn, from: Served) {
+        self.0.push((lpn, from));
+    }
+}
