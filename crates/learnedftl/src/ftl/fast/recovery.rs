@@ -83,8 +83,9 @@ impl Fast {
             f.recover_lbs(dev, u, &mut lb_blocks, &newest, &in_log, &mut erase, t)?;
             f.recover_logs(dev, u, logs, &scan)?;
         }
-        // Each LPN's newest version: in its data block, else its sequential log block, else
-        // the random log.
+        // Each LPN's newest version: in its sequential log block, else its data block, else
+        // the random log. A partial merge cut mid-copy leaves offsets below the sequential
+        // log's next page in both blocks, and completing it erases the data block.
         for l in 0..lp {
             if newest[l] == 0 {
                 continue;
@@ -93,7 +94,7 @@ impl Fast {
             let (u, lb, off) = f.place(lpn);
             let want = Some((lpn, newest[l]));
             let seq = f.unit[u as usize].seq.filter(|s| s.lb == lb);
-            let at = [Some(f.data[lb as usize]), seq.map(|s| s.block)]
+            let at = [seq.map(|s| s.block), Some(f.data[lb as usize])]
                 .into_iter()
                 .flatten()
                 .filter(|&b| b != NONE && off < dev.block_written(b))

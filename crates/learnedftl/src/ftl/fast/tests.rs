@@ -219,3 +219,33 @@ fn recovery_completes_a_trim_cut_between_its_records() {
     assert!((0..8).all(|u| f.log_holds_record(&d, u, 2)));
     f.check_invariants(&d).unwrap();
 }
+
+#[test]
+fn a_partial_merge_cut_at_a_padding_page_recovers_into_its_sequential_log() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let (mut d, mut f) = setup(&[]);
+    let submit = |f: &mut Fast, d: &mut Device, op, lpn, stamp| {
+        f.submit(d, &Request::new(op, lpn, 1, 0, stamp), &mut NullSink)
+    };
+    for k in 0..64 {
+        submit(&mut f, &mut d, Op::Write, lpn(0, k), 1 + k).unwrap();
+    }
+    // Offset 2 trimmed, offset 0 rewritten: a sequential log block at next offset 1.
+    submit(&mut f, &mut d, Op::Trim, lpn(0, 2), 65).unwrap();
+    submit(&mut f, &mut d, Op::Write, lpn(0, 0), 66).unwrap();
+    // Block 1's offset 0 needs it: the partial merge copies offset 1 (its first gc_data
+    // program) and pads offset 2 (its second), where the cut strikes.
+    d.arm_power_cut(PowerCut::AtCause {
+        cause: Cause::GcData,
+        nth: 2,
+    });
+    assert!(submit(&mut f, &mut d, Op::Write, lpn(1, 0), 67).is_err());
+    d.power_on();
+    let (mut f, _) = Fast::recover(&cfg, &mut Params::default(), &mut d, SimTime(0)).unwrap();
+    // Offset 1 is in both blocks; the data block goes when the sequential log is completed.
+    let seq = f.unit[0].seq.unwrap();
+    assert_eq!((seq.lb, seq.next), (0, 3));
+    assert_eq!(f.loc[lpn(0, 1) as usize], f.ppa(seq.block, 1).0);
+    submit(&mut f, &mut d, Op::Write, lpn(1, 0), 68).unwrap();
+    f.check_invariants(&d).unwrap();
+}
