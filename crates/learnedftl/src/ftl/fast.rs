@@ -21,6 +21,9 @@
 //!   in it is rebuilt into a fresh block from its latest versions, the old data block (and the
 //!   sequential log block, if it holds that logical block) erased, then the victim erased
 //!   (**full merge**).
+//! * **Trims** unmap at once and are logged like updates: a trim record in the random log of
+//!   every unit the trim touches, applied by the full merge that reclaims its log block (the
+//!   logical blocks still holding a page it trimmed are merged too) and erased with it.
 //!
 //! A merge holds up the write that needs it: the write's program is issued when the merge's
 //! last operation completes. Copies read each page and program it when the read completes;
@@ -136,8 +139,6 @@ pub struct Fast {
     unit: Vec<Unit>,
     /// Logical blocks of the victim of a full merge (reused).
     scratch: Vec<u32>,
-    /// Trim records in the victim of a full merge (reused).
-    records: Vec<Ppa>,
     stats: FtlStats,
     merges: MergeStats,
 }
@@ -195,7 +196,6 @@ impl Fast {
             role: vec![Role::Free; geo.blocks() as usize],
             unit,
             scratch: Vec::new(),
-            records: Vec::new(),
             stats: FtlStats::default(),
             merges: MergeStats::default(),
             geo,
@@ -267,6 +267,14 @@ impl Fast {
         Ok((done, true))
     }
 
+    /// The last offset from `from` on of logical block `lb` that holds data.
+    fn last_with_data(&self, lb: u32, from: u32) -> Option<u32> {
+        (from..self.ppb).rev().find(|&o| {
+            self.lpn_at(lb, o)
+                .is_some_and(|l| self.loc[l.idx()] != NONE)
+        })
+    }
+
     /// Copies the latest versions of logical block `lb`'s offsets from `from` into `block`
     /// (whose next free page is `from`), up to its last offset holding data. Returns
     /// `(completion, copies)`.
@@ -278,12 +286,8 @@ impl Fast {
         from: u32,
         t: SimTime,
     ) -> Result<(SimTime, u64), FtlError> {
-        let last = (from..self.ppb).rev().find(|&o| {
-            self.lpn_at(lb, o)
-                .is_some_and(|l| self.loc[l.idx()] != NONE)
-        });
         let (mut done, mut copies) = (t, 0);
-        if let Some(last) = last {
+        if let Some(last) = self.last_with_data(lb, from) {
             for off in from..=last {
                 let lpn = self.lpn_at(lb, off).ok_or_else(|| {
                     FtlError::Invariant(format!("FAST: block {lb} offset {off} outside"))
@@ -334,7 +338,9 @@ impl Fast {
         Ok(copied.max(erased))
     }
 
-    /// Reclaims unit `u`'s oldest random log block by full merges. Returns the completion.
+    /// Reclaims unit `u`'s oldest random log block by full merges: every logical block with a
+    /// valid page in it, or with a page still on flash that a valid trim record in it trimmed,
+    /// is merged; then the records, applied, die with the block. Returns the completion.
     fn merge_full(&mut self, dev: &mut Device, u: u32, t: SimTime) -> Result<SimTime, FtlError> {
         let victim = self.unit[u as usize]
             .pool
@@ -342,39 +348,34 @@ impl Fast {
             .ok_or_else(|| FtlError::Invariant("FAST: full merge with an empty pool".into()))?;
         let mut lbs = std::mem::take(&mut self.scratch);
         lbs.clear();
-        self.records.clear();
         for pg in 0..dev.block_written(victim) {
             let p = self.ppa(victim, pg);
-            if dev.is_valid(p) {
-                let oob = dev.peek_oob(p).unwrap_or_default();
-                if oob.is_record() {
-                    self.records.push(p);
-                    continue;
-                }
-                let lpn = oob.lpn().ok_or_else(|| {
-                    FtlError::Invariant(format!("FAST: log page {p:?} without an LPN"))
-                })?;
-                lbs.push(self.place(lpn).1);
+            if !dev.is_valid(p) {
+                continue;
             }
+            let oob = dev.peek_oob(p).unwrap_or_default();
+            if oob.is_record() {
+                let rec = dev.record(p).ok_or_else(|| {
+                    FtlError::Invariant(format!("FAST: trim record at {p:?} without contents"))
+                })?;
+                lbs.extend(self.trimmed_on_flash(dev, u, rec, oob.stamp));
+                dev.invalidate(p)?;
+                continue;
+            }
+            let lpn = oob.lpn().ok_or_else(|| {
+                FtlError::Invariant(format!("FAST: log page {p:?} without an LPN"))
+            })?;
+            lbs.push(self.place(lpn).1);
         }
         lbs.sort_unstable();
         lbs.dedup();
         let mut done = t;
         for &lb in &lbs {
-            let block = self.take_free(u, Role::Data(lb))?;
-            let (d, copies) = self.fill(dev, lb, block, 0, t)?;
-            let (e, mut erases) = self.install(dev, lb, block, t)?;
-            done = done.max(d).max(e);
-            if let Some(seq) = self.unit[u as usize].seq.filter(|s| s.lb == lb) {
-                // Its pages were the latest versions of their offsets: copied with the rest.
-                self.unit[u as usize].seq = None;
-                done = done.max(self.erase(dev, seq.block, t)?);
-                erases += 1;
-            }
+            let (d, copies, erases) = self.merge_lb(dev, u, lb, t)?;
+            done = done.max(d);
             self.merges.full_copies += copies;
             self.merges.full_erases += erases;
         }
-        done = done.max(self.move_records(dev, u, t)?);
         done = done.max(self.erase(dev, victim, t)?);
         if lbs.is_empty() {
             self.merges.empty_log_erases += 1;
@@ -388,6 +389,71 @@ impl Fast {
         }
         self.scratch = lbs;
         Ok(done)
+    }
+
+    /// The logical blocks of unit `u` in which trim record `rec` (stamp `stamp`) still has
+    /// work: an LPN of the unit it trimmed is unmapped and an older version of it is at its
+    /// offset in the data block or the sequential log block. (A controller knows this from the
+    /// log page map and the data block's page states; the simulator reads the OOB it holds, at
+    /// no cost.) The unit's random log holds no such version once the record's block is the
+    /// oldest: records are never moved, so every older log page was in that block or an older
+    /// one.
+    fn trimmed_on_flash<'a>(
+        &'a self,
+        dev: &'a Device,
+        u: u32,
+        rec: TrimRecord,
+        stamp: u32,
+    ) -> impl Iterator<Item = u32> + 'a {
+        let (n, pos) = (self.units, self.pos_of[u as usize]);
+        let first = rec.first.0 + (pos + n - rec.first.0 % n) % n;
+        let unit = &self.unit[u as usize];
+        (first..rec.range().end)
+            .step_by(n as usize)
+            .map(Lpn)
+            .filter(|l| self.loc[l.idx()] == NONE)
+            .filter_map(move |lpn| {
+                let (_, lb, off) = self.place(lpn);
+                let data = Some(self.data[lb as usize]).filter(|&b| b != NONE);
+                let seq = unit.seq.filter(|s| s.lb == lb).map(|s| s.block);
+                let older = |b: u32| {
+                    off < dev.block_written(b)
+                        && dev.peek_oob(self.ppa(b, off)).is_some_and(|o| {
+                            o.lpn() == Some(lpn) && o.stamp != 0 && o.stamp < stamp
+                        })
+                };
+                [data, seq].into_iter().flatten().any(older).then_some(lb)
+            })
+    }
+
+    /// Full merge of logical block `lb` of unit `u`: its latest versions rebuilt into a free
+    /// block that becomes its data block (none if every page was trimmed), its old data block
+    /// and the sequential log block holding it (its pages were the latest versions of their
+    /// offsets: copied with the rest) erased. Returns `(completion, copies, erases)`.
+    fn merge_lb(
+        &mut self,
+        dev: &mut Device,
+        u: u32,
+        lb: u32,
+        t: SimTime,
+    ) -> Result<(SimTime, u64, u64), FtlError> {
+        let (mut done, copies, mut erases) = if self.last_with_data(lb, 0).is_some() {
+            let block = self.take_free(u, Role::Data(lb))?;
+            let (d, copies) = self.fill(dev, lb, block, 0, t)?;
+            let (e, erases) = self.install(dev, lb, block, t)?;
+            (d.max(e), copies, erases)
+        } else {
+            match std::mem::replace(&mut self.data[lb as usize], NONE) {
+                NONE => (t, 0, 0),
+                old => (self.erase(dev, old, t)?, 0, 1),
+            }
+        };
+        if let Some(seq) = self.unit[u as usize].seq.filter(|s| s.lb == lb) {
+            self.unit[u as usize].seq = None;
+            done = done.max(self.erase(dev, seq.block, t)?);
+            erases += 1;
+        }
+        Ok((done, copies, erases))
     }
 
     /// Where the next page of `lpn` goes, merging first if needed: `(page, earliest start)`.
@@ -430,21 +496,15 @@ impl Fast {
     ) -> Result<(Ppa, SimTime), FtlError> {
         let ui = u as usize;
         let mut start = t;
-        // A merge that moved trim records leaves them in a new active block; one whose records
-        // filled a whole block leaves the pool full again (bounded: each merge erases one).
-        for _ in 0..=self.log_blocks {
-            if self.unit[ui].active.is_some() {
-                break;
+        let (block, page) = match self.unit[ui].active {
+            Some(a) => a,
+            None => {
+                if self.unit[ui].pool.len() as u32 == self.log_blocks {
+                    start = self.merge_full(dev, u, t)?;
+                }
+                (self.take_free(u, Role::Log)?, 0)
             }
-            if (self.unit[ui].pool.len() as u32) < self.log_blocks {
-                self.unit[ui].active = Some((self.take_free(u, Role::Log)?, 0));
-            } else {
-                start = start.max(self.merge_full(dev, u, t)?);
-            }
-        }
-        let (block, page) = self.unit[ui].active.ok_or_else(|| {
-            FtlError::Invariant(format!("FAST unit {u}: trim records fill every log block"))
-        })?;
+        };
         self.advance_log(u, block, page);
         Ok((self.ppa(block, page), start))
     }
@@ -460,79 +520,21 @@ impl Fast {
         };
     }
 
-    /// Persists trim request `req` as a trim record (docs/power.md) in the random log of its
-    /// first LPN's unit; returns when it is programmed.
+    /// Persists trim request `req` as a trim record (docs/power.md) in the random log of every
+    /// unit it touches, each unit's record standing for the unit's LPNs (units merge
+    /// independently); returns when the last is programmed.
     fn persist_trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
-        let u = self.place(req.lpn).0;
-        let (ppa, start) = self.next_log_page(dev, u, req.arrival)?;
         let rec = TrimRecord {
             first: req.lpn,
             pages: req.pages,
         };
-        Ok(dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, start)?)
-    }
-
-    /// Whether trim record `rec` (stamp `stamp`) in a full merge's victim is still needed: some LPN it trimmed is unmapped and an older version of it is still on flash —
-    /// at its offset in its logical block's data or sequential log block, or in a random log
-    /// block of its unit other than the victim. (A controller knows this from the log page map and the data block's
-    /// page states; the simulator reads the OOB it holds, at no cost.)
-    fn record_needed(&self, dev: &Device, rec: TrimRecord, stamp: u32) -> bool {
-        let older = |p: Ppa, lpn: Lpn| {
-            dev.peek_oob(p)
-                .is_some_and(|o| o.lpn() == Some(lpn) && o.stamp != 0 && o.stamp < stamp)
-        };
-        rec.range().map(Lpn).any(|lpn| {
-            if self.loc.get(lpn.idx()) != Some(&NONE) {
-                return false;
-            }
-            let (u, lb, off) = self.place(lpn);
-            let unit = &self.unit[u as usize];
-            let at_offset = [
-                Some(self.data[lb as usize]).filter(|&b| b != NONE),
-                unit.seq.filter(|s| s.lb == lb).map(|s| s.block),
-            ];
-            let mut logs = unit.pool.iter().copied().chain(unit.active.map(|a| a.0));
-            at_offset
-                .into_iter()
-                .flatten()
-                .any(|b| off < dev.block_written(b) && older(self.ppa(b, off), lpn))
-                || logs.any(|b| (0..dev.block_written(b)).any(|pg| older(self.ppa(b, pg), lpn)))
-        })
-    }
-
-    /// Moves the still-needed trim records of a full merge's victim (in `self.records`)
-    /// into unit `u`'s random log before the victim is erased, opening a new active log block
-    /// (the pool has room: the victim left it). Returns the completion.
-    fn move_records(&mut self, dev: &mut Device, u: u32, t: SimTime) -> Result<SimTime, FtlError> {
-        let mut done = t;
-        let records = std::mem::take(&mut self.records);
-        for &p in &records {
-            let oob = dev.peek_oob(p).unwrap_or_default();
-            let rec = dev.record(p).ok_or_else(|| {
-                FtlError::Invariant(format!("FAST: trim record at {p:?} without contents"))
-            })?;
-            if self.record_needed(dev, rec, oob.stamp) {
-                let ui = u as usize;
-                let (block, page) = match self.unit[ui].active {
-                    Some(a) => a,
-                    None if (self.unit[ui].pool.len() as u32) < self.log_blocks => {
-                        (self.take_free(u, Role::Log)?, 0)
-                    }
-                    None => {
-                        return Err(FtlError::Invariant(format!(
-                            "FAST unit {u}: no log block for a trim record"
-                        )))
-                    }
-                };
-                self.advance_log(u, block, page);
-                let (oob, read) = dev.read(p, Cause::GcData, t)?;
-                let new = self.ppa(block, page);
-                done = done.max(dev.program(new, oob, Src::Page(p), Cause::GcData, read)?);
-                self.stats.gc_pages_moved += 1;
-            }
-            dev.invalidate(p)?;
+        let mut done = req.arrival;
+        for l in rec.range().take(self.units as usize) {
+            let u = self.place(Lpn(l)).0;
+            let (ppa, start) = self.next_log_page(dev, u, req.arrival)?;
+            let programmed = dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, start)?;
+            done = done.max(programmed);
         }
-        self.records = records;
         Ok(done)
     }
 

@@ -8,9 +8,8 @@
 //! logical block it keeps, of the blocks holding it, a data block and if needed the unit's
 //! sequential log block, so that every newest version not in a log block is found at its
 //! offset in one of them; the others hold nothing current (a merge's copies the cut left
-//! behind) and are erased. A unit left with more log blocks than its pool (a merge that moved
-//! trim records was cut before erasing its victim) erases the log blocks holding nothing
-//! current.
+//! behind) and are erased. A trim cut while its records were programmed, one per unit it
+//! touches, is completed: the units it left without one get theirs.
 
 use super::{Fast, Role, SeqLog, NONE};
 use crate::addr::{Lpn, Ppa, SimTime};
@@ -38,7 +37,8 @@ fn current(dev: &Device, newest: &[u32], p: Ppa) -> Option<(Lpn, u32)> {
 
 impl Fast {
     /// Rebuilds FAST from flash after a power cut (module docs), recovery issued at `t`.
-    /// Returns the FTL and when its last operation (an erase of a leftover block) completes.
+    /// Returns the FTL and when its last operation (an erase of a leftover block, a trim
+    /// record) completes.
     pub fn recover(
         cfg: &DeviceConfig,
         params: &mut Params,
@@ -81,10 +81,11 @@ impl Fast {
                 }
             }
             f.recover_lbs(dev, u, &mut lb_blocks, &newest, &in_log, &mut erase, t)?;
-            f.recover_logs(dev, u, logs, &newest, &scan, &mut erase)?;
+            f.recover_logs(dev, u, logs, &scan)?;
         }
-        // Each LPN's newest version: in its data block, else its sequential log block, else
-        // the random log.
+        // Each LPN's newest version: in its sequential log block, else its data block, else
+        // the random log. A partial merge cut mid-copy leaves offsets below the sequential
+        // log's next page in both blocks, and completing it erases the data block.
         for l in 0..lp {
             if newest[l] == 0 {
                 continue;
@@ -93,7 +94,7 @@ impl Fast {
             let (u, lb, off) = f.place(lpn);
             let want = Some((lpn, newest[l]));
             let seq = f.unit[u as usize].seq.filter(|s| s.lb == lb);
-            let at = [Some(f.data[lb as usize]), seq.map(|s| s.block)]
+            let at = [seq.map(|s| s.block), Some(f.data[lb as usize])]
                 .into_iter()
                 .flatten()
                 .filter(|&b| b != NONE && off < dev.block_written(b))
@@ -115,7 +116,44 @@ impl Fast {
             f.role[b as usize] = Role::Free;
             f.unit[(b / bpu) as usize].free.push_back(b);
         }
+        done = done.max(f.complete_trim(dev, &scan, t)?);
         Ok((f, done))
+    }
+
+    /// The trim in flight at the cut, if the newest stamp on flash is its record: the copies
+    /// it programmed already unmap its every LPN (each holds the whole range), so the units it
+    /// touches that have none get theirs now, as each unit's merges answer for its own LPNs.
+    /// Returns when they are programmed.
+    fn complete_trim(
+        &mut self,
+        dev: &mut Device,
+        scan: &recovery::Scan,
+        t: SimTime,
+    ) -> Result<SimTime, RecoverError> {
+        let stamp = scan.max_stamp();
+        let newest = scan.records().iter().find_map(|&p| {
+            let oob = dev.peek_oob(p)?;
+            (oob.stamp == stamp).then(|| dev.record(p)).flatten()
+        });
+        let Some(rec) = newest else {
+            return Ok(t);
+        };
+        let mut done = t;
+        for l in rec.range().take(self.units as usize) {
+            let u = self.place(Lpn(l)).0;
+            if !self.log_holds_record(dev, u, stamp) {
+                let (ppa, start) = self.next_log_page(dev, u, t)?;
+                done = done.max(dev.program_record(ppa, stamp, rec, Cause::Recovery, start)?);
+            }
+        }
+        Ok(done)
+    }
+
+    /// Whether unit `u`'s random log holds a trim record of stamp `stamp`.
+    pub(super) fn log_holds_record(&self, dev: &Device, u: u32, stamp: u32) -> bool {
+        let unit = &self.unit[u as usize];
+        let mut logs = unit.pool.iter().copied().chain(unit.active.map(|a| a.0));
+        logs.any(|b| oobs(dev, self.ppb, b).any(|o| o.is_record() && o.stamp == stamp))
     }
 
     /// Chooses the data and sequential log blocks of unit `u`'s logical blocks from the blocks
@@ -240,60 +278,31 @@ impl Fast {
         Ok(block)
     }
 
-    /// Whether the kept data or sequential log block of `lpn`'s logical block holds its
-    /// version of stamp `stamp` (a full merge copied it there).
-    fn in_lb_blocks(&self, dev: &Device, lpn: Lpn, stamp: u32) -> bool {
-        let (u, lb, off) = self.place(lpn);
-        let seq = self.unit[u as usize].seq.filter(|s| s.lb == lb);
-        [Some(self.data[lb as usize]), seq.map(|s| s.block)]
-            .into_iter()
-            .flatten()
-            .any(|b| {
-                b != NONE
-                    && off < dev.block_written(b)
-                    && dev.peek_oob(self.ppa(b, off)) == Some(Oob::data(lpn, stamp))
-            })
-    }
-
-    /// Rebuilds unit `u`'s random log from its log blocks: the one partly written is active
-    /// (the newest, should a cut leave two), the rest the pool, oldest (by newest stamp) first;
-    /// if there are more than the pool holds, those holding no current page and no trim record
-    /// without a copy elsewhere go to `erase`. Re-validates one copy of each live trim record.
+    /// Rebuilds unit `u`'s random log from its log blocks: the one partly written is active,
+    /// the rest the pool, oldest (by newest stamp) first. (A full merge erases its victim
+    /// before the next log block is opened, so a cut never leaves more than the pool holds.)
+    /// Re-validates the unit's copy of each live trim record.
     fn recover_logs(
         &mut self,
         dev: &mut Device,
         u: u32,
         mut logs: Vec<u32>,
-        newest: &[u32],
         scan: &recovery::Scan,
-        erase: &mut Vec<u32>,
     ) -> Result<(), RecoverError> {
         let ppb = self.ppb;
+        if logs.len() as u32 > self.log_blocks {
+            return Err(lost(format!(
+                "unit {u}: {} log blocks for a pool of {}",
+                logs.len(),
+                self.log_blocks
+            )));
+        }
         let live: Vec<u32> = scan
             .records()
             .iter()
             .filter_map(|&p| dev.peek_oob(p).map(|o| o.stamp))
             .collect();
         logs.sort_by_key(|&b| oobs(dev, ppb, b).map(|o| o.stamp).max().unwrap_or(0));
-        while logs.len() as u32 > self.log_blocks {
-            let spare = logs.iter().position(|&b| {
-                let holds_current = (0..dev.block_written(b)).any(|pg| {
-                    current(dev, newest, Ppa(b * ppb + pg))
-                        .is_some_and(|(l, s)| !self.in_lb_blocks(dev, l, s))
-                });
-                let sole_record = oobs(dev, ppb, b)
-                    .filter(|o| o.is_record() && live.contains(&o.stamp))
-                    .any(|o| {
-                        !logs.iter().filter(|&&c| c != b).any(|&c| {
-                            oobs(dev, ppb, c).any(|x| x.is_record() && x.stamp == o.stamp)
-                        })
-                    });
-                !holds_current && !sole_record
-            });
-            let i = spare
-                .ok_or_else(|| lost(format!("unit {u}: {} log blocks, each needed", logs.len())))?;
-            erase.push(logs.remove(i));
-        }
         for &stamp in &live {
             let copy = logs.iter().find_map(|&b| {
                 (0..dev.block_written(b))

@@ -2,6 +2,7 @@
 //! blocks per unit. LPN `(i·64 + k)·8` is offset `k` of logical block `i` of the first unit.
 
 use super::*;
+use crate::device::PowerCut;
 use crate::ftl::NullSink;
 
 fn setup(kv: &[&str]) -> (Device, Fast) {
@@ -152,4 +153,99 @@ fn the_log_pool_must_fit_the_spare_blocks() {
     assert_eq!((f.lbs_per_unit, f.log_blocks), (48, 14));
     // Block map 8 × 48 × 4 B, log page map 8 × 14 × 64 × 8 B, sequential logs 8 × 12 B.
     assert_eq!(f.dram_total(), 1536 + 57_344 + 96);
+}
+
+/// Issue 26 item 2: after a random fill, four zipf:1.1 4 KiB writers (3,000 requests each,
+/// depth 2) beside `trimmers` random trimmers of `trim_bs` (`trims` requests each), in one
+/// phase, with the oracle on and the invariants checked after every request; then every LPN
+/// read back. Returns FAST's merge counters of the mixed phase.
+fn writes_beside_trims(seed: u64, trim_bs: u64, trims: u64, trimmers: u32) -> serde_json::Value {
+    use crate::engine::{NoProgress, SimOptions, Simulator};
+    use crate::workload::{Dist, JobSpec, RwKind};
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let mut sim = Simulator::new(&cfg, "fast", Params::default(), SimOptions::checked()).unwrap();
+    let mut fill = JobSpec::new("fill", RwKind::RandWrite);
+    (fill.bs, fill.iodepth) = (512 << 10, 64);
+    sim.run_jobs("fill", &[fill], seed, &mut NoProgress)
+        .unwrap();
+    let mut w = JobSpec::new("w", RwKind::RandWrite);
+    w.dist = Dist::Zipf { theta: 1.1 };
+    (w.number_ios, w.iodepth, w.numjobs) = (Some(3000), 2, 4);
+    let mut t = JobSpec::new("t", RwKind::RandTrim);
+    (t.bs, t.number_ios, t.numjobs) = (trim_bs, Some(trims), trimmers);
+    let m = sim
+        .run_jobs("mixed", &[w, t], seed, &mut NoProgress)
+        .unwrap_or_else(|e| panic!("seed {seed}, {trim_bs} B trims: {e}"));
+    assert!(m.flash.programs["trim_record"] > 0);
+    let merges = sim.ftl().extra_counters();
+    let mut read = JobSpec::new("read", RwKind::Read);
+    read.bs = 512 << 10;
+    let m = sim
+        .run_jobs("read", &[read], seed, &mut NoProgress)
+        .unwrap();
+    assert_eq!(
+        (m.verify.checked, m.verify.failures),
+        (cfg.geometry.logical_pages, 0)
+    );
+    merges
+}
+
+#[test]
+fn trim_records_do_not_fill_the_log() {
+    // Records used to stay until every LPN they trimmed was written again or its logical block
+    // merged for another reason: they filled every log block of the trims' units.
+    for (seed, trim_bs, trims, trimmers) in [(7, 16 << 10, 500, 1), (1, 64 << 10, 500, 1)] {
+        let m = writes_beside_trims(seed, trim_bs, trims, trimmers);
+        assert!(m["full_merges"].as_u64() > Some(0), "{m}");
+    }
+}
+
+#[test]
+fn recovery_completes_a_trim_cut_between_its_records() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let (mut d, mut f) = setup(&[]);
+    write(&mut f, &mut d, 0, 512);
+    // 16 pages over all 8 units: the fourth record is torn, three are on flash.
+    d.arm_power_cut(PowerCut::AtCause {
+        cause: Cause::TrimRecord,
+        nth: 4,
+    });
+    let trim = Request::new(Op::Trim, 0, 16, 0, 2);
+    assert!(f.submit(&mut d, &trim, &mut NullSink).is_err());
+    d.power_on();
+    let (f, _) = Fast::recover(&cfg, &mut Params::default(), &mut d, SimTime(0)).unwrap();
+    // Those three unmap every LPN of the range; each unit now holds a record of its own.
+    assert!((0..16).all(|l| f.loc[l] == NONE));
+    assert!((0..8).all(|u| f.log_holds_record(&d, u, 2)));
+    f.check_invariants(&d).unwrap();
+}
+
+#[test]
+fn a_partial_merge_cut_at_a_padding_page_recovers_into_its_sequential_log() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let (mut d, mut f) = setup(&[]);
+    let submit = |f: &mut Fast, d: &mut Device, op, lpn, stamp| {
+        f.submit(d, &Request::new(op, lpn, 1, 0, stamp), &mut NullSink)
+    };
+    for k in 0..64 {
+        submit(&mut f, &mut d, Op::Write, lpn(0, k), 1 + k).unwrap();
+    }
+    // Offset 2 trimmed, offset 0 rewritten: a sequential log block at next offset 1.
+    submit(&mut f, &mut d, Op::Trim, lpn(0, 2), 65).unwrap();
+    submit(&mut f, &mut d, Op::Write, lpn(0, 0), 66).unwrap();
+    // Block 1's offset 0 needs it: the partial merge copies offset 1 (its first gc_data
+    // program) and pads offset 2 (its second), where the cut strikes.
+    d.arm_power_cut(PowerCut::AtCause {
+        cause: Cause::GcData,
+        nth: 2,
+    });
+    assert!(submit(&mut f, &mut d, Op::Write, lpn(1, 0), 67).is_err());
+    d.power_on();
+    let (mut f, _) = Fast::recover(&cfg, &mut Params::default(), &mut d, SimTime(0)).unwrap();
+    // Offset 1 is in both blocks; the data block goes when the sequential log is completed.
+    let seq = f.unit[0].seq.unwrap();
+    assert_eq!((seq.lb, seq.next), (0, 3));
+    assert_eq!(f.loc[lpn(0, 1) as usize], f.ppa(seq.block, 1).0);
+    submit(&mut f, &mut d, Op::Write, lpn(1, 0), 68).unwrap();
+    f.check_invariants(&d).unwrap();
 }
