@@ -776,9 +776,18 @@ fn shrink_and_save(
             Some(deadline + Duration::from_secs(60)),
         )
     };
-    let prefix = ops[..=f.op_index as usize].to_vec();
-    let (short, f) = coarse(prefix, f, &mut trial, deadline);
-    let (small, mut failure) = ddmin(short, f, &mut trial, deadline);
+    // The operations after the failure stay for now: removing an earlier one may need a
+    // later one to fail again (a fault on the n-th page read needs n reads).
+    let around = ops[..keep_after(&f, ops.len())].to_vec();
+    let (short, f) = coarse(around, f, &mut trial, deadline);
+    let (mut small, mut failure) = ddmin(short, f, &mut trial, deadline);
+    let end = failure.op_index as usize + 1;
+    if end < small.len() {
+        if let Some(f) = trial(&small[..end]) {
+            small.truncate(end);
+            failure = f;
+        }
+    }
     failure.stream_ops = Some(small.len() as u64);
     let file = ReplayFile {
         spec: spec.clone(),
@@ -804,9 +813,16 @@ fn shrink_and_save(
     failure
 }
 
-/// Cheap cuts before delta debugging: the shortest failing suffix of 8, 16, 32, ...
-/// operations (most failures need only the last few), then the stream without every
-/// operation of one kind but the last (reads, trims, write-zeroes, flushes).
+/// How much of a failing stream of `len` operations shrinking keeps: up to twice the
+/// failing operation's index (what comes after it can stand in for what is removed before).
+fn keep_after(f: &Failure, len: usize) -> usize {
+    (2 * (f.op_index as usize + 1)).min(len)
+}
+
+/// Cheap cuts before delta debugging: the shortest failing stream that starts 8, 16, 32, ...
+/// operations before the failing one (most failures need only the last few), then the stream
+/// without every operation of one kind but the failing one (reads, trims, write-zeroes,
+/// flushes).
 fn coarse(
     mut ops: Vec<HostOp>,
     mut failure: Failure,
@@ -818,15 +834,14 @@ fn coarse(
             return;
         }
         if let Some(f) = test(&candidate) {
-            let end = (f.op_index as usize + 1).min(candidate.len());
-            *ops = candidate[..end].to_vec();
+            *ops = candidate[..keep_after(&f, candidate.len())].to_vec();
             *failure = f;
         }
     };
     let mut n = 8;
-    while n < ops.len() && Instant::now() < deadline {
+    while n <= failure.op_index as usize && Instant::now() < deadline {
         let before = ops.len();
-        let suffix = ops[ops.len() - n..].to_vec();
+        let suffix = ops[failure.op_index as usize + 1 - n..].to_vec();
         keep(&mut ops, &mut failure, suffix);
         if ops.len() < before {
             break;
@@ -840,11 +855,11 @@ fn coarse(
         Kind::WriteZeroesNoHole,
         Kind::Flush,
     ] {
-        let last = ops.len() - 1;
+        let failing = failure.op_index as usize;
         let candidate = ops
             .iter()
             .enumerate()
-            .filter(|&(i, o)| o.kind != kind || i == last)
+            .filter(|&(i, o)| o.kind != kind || i == failing)
             .map(|(_, o)| *o)
             .collect();
         keep(&mut ops, &mut failure, candidate);
@@ -875,8 +890,7 @@ fn ddmin(
             }
             let complement: Vec<HostOp> = ops[..a].iter().chain(&ops[b..]).copied().collect();
             if let Some(f) = test(&complement) {
-                // Keep only what the failure needed: the stream up to the failing operation.
-                let end = (f.op_index as usize + 1).min(complement.len());
+                let end = keep_after(&f, complement.len());
                 smaller = Some((complement[..end].to_vec(), f));
                 break;
             }

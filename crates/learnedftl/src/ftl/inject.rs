@@ -4,7 +4,7 @@
 //!
 //! | fault | what the FTL does wrong |
 //! |---|---|
-//! | `wrong-read:N` | one host page read in N returns another valid page (its data and OOB) |
+//! | `wrong-read:N` | reads of one LPN in N (by a hash of the LPN) return another valid page from flash (its data and OOB) |
 //! | `drop-trim` | trims are acknowledged and ignored |
 //! | `lose-flush` | flushes are acknowledged and ignored (data in a volatile buffer stays there) |
 //! | `forget-mapping` | each recovery after a power cut loses one mapped page: an acknowledged write whose mapping was not persisted |
@@ -17,7 +17,7 @@ use crate::error::{ConfigError, FtlError};
 /// A fault to inject.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
-    /// One host page read in `n` returns another valid page.
+    /// Reads of one LPN in `n` return another valid page.
     WrongRead {
         /// The period.
         n: u64,
@@ -57,18 +57,12 @@ impl std::str::FromStr for Fault {
 pub struct Inject {
     inner: Box<dyn Ftl>,
     fault: Fault,
-    /// Host page reads so far (`wrong-read`).
-    reads: u64,
 }
 
 impl Inject {
     /// `inner` with `fault`.
     pub fn new(inner: Box<dyn Ftl>, fault: Fault) -> Inject {
-        Inject {
-            inner,
-            fault,
-            reads: 0,
-        }
+        Inject { inner, fault }
     }
 
     /// A recovered `inner` with `fault`: with `forget-mapping`, one mapped page chosen by the
@@ -92,19 +86,21 @@ impl Inject {
     }
 }
 
-/// Passes pages on, replacing one in `n` served from flash by another valid page.
+/// Passes pages on, replacing pages served from flash by another valid page for one LPN in `n`
+/// (those whose hash is a multiple of `n`): a failure depends on what is read, not on how many
+/// reads came before, as an address-dependent bug would.
 struct WrongRead<'a> {
     sink: &'a mut dyn ReadSink,
     dev: &'a Device,
-    reads: &'a mut u64,
     n: u64,
 }
 
 impl ReadSink for WrongRead<'_> {
     fn deliver(&mut self, lpn: Lpn, from: Served) {
-        *self.reads += 1;
         let from = match from {
-            Served::Flash { ppa, .. } if *self.reads % self.n == 0 => {
+            Served::Flash { ppa, .. }
+                if crate::engine::mix(0x3A0, lpn.0 as u64, 0) % self.n == 0 =>
+            {
                 // The next valid data page of another LPN, if any.
                 let pages = self.dev.geo().pages();
                 (1..pages.min(1 << 16))
@@ -139,12 +135,7 @@ impl Ftl for Inject {
                 // The device is read after the inner FTL returns: the sink only records.
                 let mut served = Vec::new();
                 let done = self.inner.submit(dev, req, &mut Collect(&mut served))?;
-                let mut wrong = WrongRead {
-                    sink,
-                    dev,
-                    reads: &mut self.reads,
-                    n,
-                };
+                let mut wrong = WrongRead { sink, dev, n };
                 for (lpn, from) in served {
                     wrong.deliver(lpn, from);
                 }
