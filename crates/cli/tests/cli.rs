@@ -889,3 +889,94 @@ fn power_cuts_are_reported_for_every_ftl_and_a_zero_period_refused() {
         "{stderr}"
     );
 }
+
+/// Runs the binary for at most `secs` seconds (killed after that: the test then fails rather
+/// than hang); (success, stdout, stderr).
+fn learnedftl_within(secs: u64, args: &[&str]) -> (bool, String, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the binary");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status.success(), stdout, stderr)
+}
+
+#[test]
+fn a_time_based_job_in_which_no_time_passes_stops_with_an_error() {
+    // Reads of a fresh device take no simulated time: the runtime would never come.
+    let (ok, stdout, stderr) = learnedftl_within(
+        60,
+        &[
+            "run",
+            "--ftl",
+            "ideal",
+            "--preset",
+            "tiny",
+            "--rw",
+            "randread",
+            "--runtime",
+            "1ms",
+            "--quiet",
+        ],
+    );
+    assert!(
+        !ok && stdout.is_empty()
+            && stderr.contains("job \"measure\": 1048576 requests in a row completed the instant")
+            && stderr.contains("no simulated time passes"),
+        "{stderr}"
+    );
+    // Once the pages are written, the same job runs to its runtime.
+    let (ok, stdout, stderr) = learnedftl_within(
+        60,
+        &[
+            "run",
+            "--ftl",
+            "ideal",
+            "--preset",
+            "tiny",
+            "--precondition",
+            "write:512k:1",
+            "--rw",
+            "randread",
+            "--runtime",
+            "1ms",
+            "--quiet",
+            "--json",
+            "-",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        v["result"]["sim_seconds"].as_f64().unwrap() >= 1e-3,
+        "{stdout}"
+    );
+}

@@ -749,10 +749,14 @@ impl Simulator {
             }
         }
         let mut ticker = Ticker::start(progress, name, total);
+        // Requests of time-based clones in a row that completed the instant they were issued.
+        let mut stalled = 0u64;
         while let Some(Reverse((t, gi))) = heap.pop() {
-            let Some(io) = gens[gi as usize].next(SimTime(t)) else {
+            let g = &mut gens[gi as usize];
+            let Some(io) = g.next(SimTime(t)) else {
                 continue;
             };
+            let time_based = g.remaining().is_none();
             // The FTL state and device pages of random requests miss the cache. This clone's
             // next request comes after every other clone's: hint its table entries now; the
             // request at the top of the heap is normally served next, and its entries were
@@ -766,6 +770,16 @@ impl Simulator {
                 }
             }
             let done = self.submit(io)?;
+            // A time-based job ends only when simulated time reaches its runtime: if its
+            // requests stop taking any, it would spin forever. Bounded jobs end anyway.
+            if done.0 > t {
+                stalled = 0;
+            } else if time_based {
+                stalled += 1;
+                if stalled == STALLED_REQUESTS {
+                    return Err(stalled_error(jobs, gi, t - start.0));
+                }
+            }
             heap.push(Reverse((done.0, gi)));
             ticker.tick();
         }
@@ -855,6 +869,35 @@ impl Simulator {
         Ok(self.end_phase())
     }
 }
+
+/// The error for a phase of `jobs` whose time-based clone `clone` (numbered across the jobs in
+/// order) completed [`STALLED_REQUESTS`] requests in a row in no simulated time, `elapsed` ns
+/// into the phase.
+fn stalled_error(jobs: &[JobSpec], clone: u32, elapsed: u64) -> EngineError {
+    let mut clones = 0u64;
+    let job = jobs
+        .iter()
+        .find(|j| {
+            clones += j.numjobs as u64;
+            (clone as u64) < clones
+        })
+        .expect("every clone belongs to a job");
+    EngineError::Job {
+        job: job.name.clone(),
+        message: format!(
+            "{STALLED_REQUESTS} requests in a row completed the instant they were issued, {elapsed} \
+             ns into the phase: no simulated time passes, so its runtime of {} ns would never \
+             come. Reads of pages never written (or trimmed) take no flash time: write the \
+             pages first (precondition) or bound the job (number_ios, io_size)",
+            job.runtime_ns.unwrap_or_default()
+        ),
+    }
+}
+
+/// Requests in a row that a time-based job may complete in no simulated time before its phase
+/// is stopped with an error: past that many, no simulated time passes and its runtime would
+/// never come.
+pub const STALLED_REQUESTS: u64 = 1 << 20;
 
 /// Derives a clone's seed from the run seed and its position (SplitMix64 finaliser), so every
 /// clone has its own stream and the whole run depends on one seed.
@@ -963,6 +1006,90 @@ mod tests {
         let m = s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap();
         // 8 LUNs on tiny: well above one LUN's 25 k IOPS.
         assert!(m.iops > 100_000.0, "{}", m.iops);
+    }
+
+    /// Counts a phase's requests and fails the test once they pass `limit`, so that a phase
+    /// which would never end fails instead of hanging.
+    struct Bounded {
+        done: u64,
+        limit: u64,
+    }
+
+    impl Progress for Bounded {
+        fn start(&mut self, _: &str, _: Option<u64>) {}
+        fn advance(&mut self, n: u64) {
+            self.done += n;
+            assert!(
+                self.done <= self.limit,
+                "still running after {} requests",
+                self.done
+            );
+        }
+        fn finish(&mut self) {}
+    }
+
+    #[test]
+    fn a_time_based_phase_in_which_no_time_passes_ends_with_an_error() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        // Reads of a fresh device take no simulated time; trims do (each persists a record).
+        // Whatever the FTL, a runtime-limited phase ends: at its runtime, or with the error.
+        for &ftl in ftl::FTLS {
+            for rw in [
+                RwKind::RandRead,
+                RwKind::Read,
+                RwKind::Trim,
+                RwKind::RandTrim,
+            ] {
+                let mut s =
+                    Simulator::new(&cfg, ftl, Params::new(), SimOptions::default()).unwrap();
+                let mut j = JobSpec::new("stuck", rw);
+                j.runtime_ns = Some(1_000_000);
+                j.time_based = true;
+                j.numjobs = 2;
+                j.iodepth = 4;
+                let mut progress = Bounded {
+                    done: 0,
+                    limit: 4 * STALLED_REQUESTS,
+                };
+                match s.run_jobs("t", &[j], 1, &mut progress) {
+                    Ok(m) => assert!(m.sim_seconds >= 1e-3 && rw.to_string().ends_with("trim")),
+                    Err(e) => {
+                        let msg = e.to_string();
+                        assert!(
+                            matches!(e, EngineError::Job { ref job, .. } if job == "stuck")
+                                && msg.contains("no simulated time passes")
+                                && msg.contains("runtime of 1000000 ns"),
+                            "{ftl} {rw}: {msg}"
+                        );
+                        assert!(
+                            progress.done <= STALLED_REQUESTS + 4096,
+                            "{ftl} {rw}: {}",
+                            progress.done
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn time_based_phases_with_some_timed_requests_run_to_their_runtime() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::default()).unwrap();
+        // Mostly reads of unwritten pages, but every write takes flash time; and a bounded job
+        // of zero-time reads beside a time-based one does not count against it.
+        let mut mixed = JobSpec::new("mixed", RwKind::RandRw);
+        mixed.rwmixread = 99;
+        mixed.runtime_ns = Some(2_000_000);
+        mixed.time_based = true;
+        let mut reads = JobSpec::new("reads", RwKind::RandRead);
+        reads.number_ios = Some(2 * STALLED_REQUESTS);
+        let m = s
+            .run_jobs("t", &[mixed, reads], 1, &mut NoProgress)
+            .unwrap();
+        assert!(m.requests.write > 0 && m.requests.read > 2 * STALLED_REQUESTS);
+        // The mixed job ran to its runtime (the reads that found its pages took flash time too).
+        assert!(m.sim_seconds >= 2e-3, "{}", m.sim_seconds);
     }
 
     /// A page's content: its LPN and version in every 8-byte word.
