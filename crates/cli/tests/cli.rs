@@ -980,3 +980,48 @@ fn a_time_based_job_in_which_no_time_passes_stops_with_an_error() {
         "{stdout}"
     );
 }
+
+#[test]
+fn jobs_too_large_for_memory_are_refused_before_allocating() {
+    let dir = Scratch::new("learnedftl-wide");
+    let job = dir.join("wide.fio");
+    std::fs::write(
+        &job,
+        "[wide]\nrw=randread\nnumjobs=4294967295\niodepth=4294967295\nnumber_ios=1\n",
+    )
+    .unwrap();
+    // ~2.7e20 B of slots: more than any machine has, so refused wherever the test runs.
+    let wide = [
+        "--rw",
+        "randread",
+        "--numjobs",
+        "4294967295",
+        "--iodepth",
+        "4294967295",
+        "--number-ios",
+        "1",
+    ];
+    let runs: [Vec<&str>; 3] = [
+        [&["run", "--preset", "tiny", "--quiet"][..], &wide].concat(),
+        [&["compare", "--preset", "tiny", "--quiet"][..], &wide].concat(),
+        vec![
+            "run",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--job",
+            job.to_str().unwrap(),
+        ],
+    ];
+    for args in runs {
+        let (ok, _, stderr) = learnedftl_within(60, &args);
+        assert!(
+            !ok && stderr.starts_with("error: the simulator state would need about")
+                && stderr.contains("numjobs x iodepth = 18446744065119617025 slots x 16 B")
+                && stderr.contains("lower numjobs or iodepth of job")
+                && !stderr.contains("panicked")
+                && !stderr.contains("memory allocation"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -731,10 +731,30 @@ impl Simulator {
                 message,
             })?;
         }
+        // Sized once: the memory estimate is what is used, and a phase too large for the
+        // machine is an error rather than an abort half-way through growing its tables.
+        let state = JobsState::of(jobs);
+        let mut gens: Vec<JobGen> = Vec::new();
+        let mut heap: BinaryHeap<Slot> = BinaryHeap::new();
+        // (Slots name their clone by a u32.)
+        let reserved = state.clones <= 1 << 32
+            && usize::try_from(state.slots).is_ok_and(|n| heap.try_reserve_exact(n).is_ok())
+            && usize::try_from(state.clones).is_ok_and(|n| gens.try_reserve_exact(n).is_ok());
+        if !reserved {
+            let job = jobs.iter().max_by_key(|j| j.slots());
+            return Err(EngineError::Job {
+                job: job.map_or_else(String::new, |j| j.name.clone()),
+                message: format!(
+                    "cannot allocate the state of {} clones and numjobs x iodepth = {} slots \
+                     (about {} MiB): lower numjobs or iodepth",
+                    state.clones,
+                    state.slots,
+                    state.bytes() >> 20
+                ),
+            });
+        }
         self.begin_phase(name);
         let start = self.clock;
-        let mut gens = Vec::new();
-        let mut heap = BinaryHeap::new();
         let mut total = Some(0u64);
         for (ji, j) in jobs.iter().enumerate() {
             for c in 0..j.numjobs {
@@ -898,6 +918,47 @@ fn stalled_error(jobs: &[JobSpec], clone: u32, elapsed: u64) -> EngineError {
 /// is stopped with an error: past that many, no simulated time passes and its runtime would
 /// never come.
 pub const STALLED_REQUESTS: u64 = 1 << 20;
+
+/// A slot of [`Simulator::run_jobs`]: when it issues its next request, and its clone.
+type Slot = Reverse<(u64, u32)>;
+
+/// What [`Simulator::run_jobs`] holds for a phase's jobs besides the simulator: a request
+/// generator per clone and a place in its queue per slot (docs/device.md "Memory").
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct JobsState {
+    /// Clones: the jobs' `numjobs` summed.
+    pub clones: u64,
+    /// Slots: the jobs' `numjobs` × `iodepth` summed.
+    pub slots: u64,
+}
+
+impl JobsState {
+    /// Bytes per clone: its request generator.
+    pub const CLONE_BYTES: u64 = std::mem::size_of::<JobGen>() as u64;
+    /// Bytes per slot: its entry in the queue of slots.
+    pub const SLOT_BYTES: u64 = std::mem::size_of::<Slot>() as u64;
+
+    /// The state of `jobs` run as one phase.
+    pub fn of(jobs: &[JobSpec]) -> JobsState {
+        jobs.iter().fold(
+            JobsState {
+                clones: 0,
+                slots: 0,
+            },
+            |s, j| JobsState {
+                clones: s.clones.saturating_add(j.numjobs as u64),
+                slots: s.slots.saturating_add(j.slots()),
+            },
+        )
+    }
+
+    /// Its bytes (saturating).
+    pub fn bytes(&self) -> u64 {
+        let clones = self.clones as u128 * Self::CLONE_BYTES as u128;
+        let slots = self.slots as u128 * Self::SLOT_BYTES as u128;
+        u64::try_from(clones + slots).unwrap_or(u64::MAX)
+    }
+}
 
 /// Derives a clone's seed from the run seed and its position (SplitMix64 finaliser), so every
 /// clone has its own stream and the whole run depends on one seed.
@@ -1090,6 +1151,32 @@ mod tests {
         assert!(m.requests.write > 0 && m.requests.read > 2 * STALLED_REQUESTS);
         // The mixed job ran to its runtime (the reads that found its pages took flash time too).
         assert!(m.sim_seconds >= 2e-3, "{}", m.sim_seconds);
+    }
+
+    #[test]
+    fn a_phase_too_large_to_allocate_is_an_error() {
+        let mut s = sim("ideal");
+        let mut j = JobSpec::new("wide", RwKind::RandRead);
+        j.numjobs = u32::MAX;
+        j.iodepth = u32::MAX;
+        j.number_ios = Some(1);
+        let e = s.run_jobs("t", &[j], 1, &mut NoProgress).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("job \"wide\": cannot allocate the state of 4294967295 clones")
+                && msg.contains("lower numjobs or iodepth"),
+            "{msg}"
+        );
+        // Nothing ran: the simulator goes on as before.
+        let mut r = JobSpec::new("r", RwKind::RandRead);
+        r.number_ios = Some(10);
+        assert_eq!(
+            s.run_jobs("r", &[r], 1, &mut NoProgress)
+                .unwrap()
+                .requests
+                .read,
+            10
+        );
     }
 
     /// A page's content: its LPN and version in every 8-byte word.
