@@ -389,7 +389,6 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Stats { file, input, json } => {
             let mut reader = input.open(&file)?;
             let stats = trace::TraceStats::from_records(reader.by_ref())?;
-            refuse_all_skipped(&reader, stats.requests)?;
             report_skipped(&reader);
             if json {
                 output::print(&(serde_json::to_string_pretty(&stats)? + "\n"))?;
@@ -424,7 +423,6 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
                     Err(e) => return Err(e.into()),
                 }
             }
-            refuse_all_skipped(&reader, written + unrepresentable)?;
             w.finish()?.flush().context("cannot write the trace")?;
             if let Some(f) = file_out {
                 f.commit()?;
@@ -447,19 +445,6 @@ fn report_skipped(reader: &trace::TraceReader) {
             reader.warnings().join("; ")
         ));
     }
-}
-
-/// With `--skip-bad-lines`, a trace whose every request line was malformed has no result.
-fn refuse_all_skipped(reader: &trace::TraceReader, records: u64) -> Result<()> {
-    if records == 0 && reader.skipped() > 0 {
-        bail!(
-            "{}: no valid request: all {} request lines are malformed; first: {}",
-            reader.name(),
-            reader.skipped(),
-            reader.warnings().first().map_or("", String::as_str)
-        );
-    }
-    Ok(())
 }
 
 fn main_inner() -> Result<bool> {

@@ -1025,3 +1025,79 @@ fn jobs_too_large_for_memory_are_refused_before_allocating() {
         );
     }
 }
+
+#[test]
+fn a_trace_without_a_request_is_an_error_naming_the_first_line_that_is_not_one() {
+    let dir = Scratch::new("learnedftl-noise");
+    // Bytes that are no trace (a fixed xorshift stream), read as blkparse: every line used to
+    // be passed over as a non-event, and `trace stats` said 0 requests with status 0.
+    let noise = dir.join("noise.bin");
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let bytes: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&noise, bytes).unwrap();
+    let n = noise.to_str().unwrap();
+    let out = dir.join("out.msr");
+    for args in [
+        &["trace", "stats", n, "--format", "blkparse"][..],
+        &[
+            "trace",
+            "stats",
+            n,
+            "--format",
+            "blkparse",
+            "--skip-bad-lines",
+        ],
+        &["trace", "convert", n, "--format", "blkparse", "--to", "msr"],
+        &[
+            "trace",
+            "convert",
+            n,
+            "--format",
+            "blkparse",
+            "--to",
+            "msr",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[
+            "run", "--preset", "tiny", "--trace", n, "--format", "blkparse", "--quiet",
+        ],
+    ] {
+        let (ok, stdout, stderr) = learnedftl(args);
+        assert!(
+            !ok && stdout.is_empty()
+                && stderr.contains(&format!("{n}: no request in "))
+                && stderr.contains("lines read as blkparse: ")
+                && stderr.contains("without a request, the first at line 1: \""),
+            "{args:?}: {stdout}{stderr}"
+        );
+    }
+    assert!(!out.exists());
+    // An empty trace under an explicit format, and a DiskSim trace read as blkparse.
+    let empty = dir.join("empty.trace");
+    std::fs::write(&empty, "").unwrap();
+    let (ok, _, stderr) = learnedftl(&[
+        "trace",
+        "stats",
+        empty.to_str().unwrap(),
+        "--format",
+        "disksim",
+    ]);
+    assert!(
+        !ok && stderr.contains("no request: the trace is empty"),
+        "{stderr}"
+    );
+    let disksim = fixture("disksim.trace");
+    let (ok, _, stderr) = learnedftl(&["trace", "stats", &disksim, "--format", "blkparse"]);
+    assert!(
+        !ok && stderr.contains("9 without a request, the first at line 2: \"0 0 2048 8 0\""),
+        "{stderr}"
+    );
+}
