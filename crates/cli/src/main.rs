@@ -228,7 +228,7 @@ struct Opts {
     /// Write the report as JSON to PATH, or to stdout with '-' (the table then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
     json: Option<String>,
-    /// No progress bar.
+    /// No progress bars (warnings about the result are still printed, on stderr).
     #[arg(long)]
     quiet: bool,
 }
@@ -439,11 +439,19 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
 
 fn report_skipped(reader: &trace::TraceReader) {
     if reader.skipped() > 0 {
-        output::note(&format!(
-            "warning: {} malformed lines skipped; first: {}\n",
+        warn(&[format!(
+            "{} malformed lines skipped; first: {}",
             reader.skipped(),
             reader.warnings().join("; ")
-        ));
+        )]);
+    }
+}
+
+/// Prints `warnings` on standard error, whatever `--quiet` and wherever the tables go: they say
+/// what a result means, unlike the progress bars `--quiet` silences.
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        output::note(&format!("warning: {w}\n"));
     }
 }
 
@@ -464,14 +472,17 @@ fn main_inner() -> Result<bool> {
             e.check_memory(1, &AvailableMemory::now())?;
             e.check_params(&[ftl.as_str()])?;
             let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
+            let notes = report::notes(std::slice::from_ref(&r));
             let tables = format!(
                 "{}\n{}{}\n{}",
                 describe(&e),
                 report::phases_table(&r.phases),
-                report::notes(std::slice::from_ref(&r)),
+                notes.footer,
                 report::detail_table(&r)
             );
-            opts.output(&tables, serde_json::to_value(&r)?)?;
+            let written = opts.output(&tables, serde_json::to_value(&r)?);
+            warn(&notes.warnings);
+            written?;
         }
         Cmd::Compare {
             ftl,
@@ -497,16 +508,19 @@ fn main_inner() -> Result<bool> {
             e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
             e.check_params(&ftls)?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
+            let notes = report::notes(&runs);
             let tables = format!(
                 "{}\n{}{}",
                 describe(&e),
                 report::compare_table(&runs),
-                report::notes(&runs)
+                notes.footer
             );
             if let Some(path) = &svg {
                 output::write_all(Target::File(path), &report::plot::compare_svg(&runs)?)?;
             }
-            opts.output(&tables, serde_json::to_value(&runs)?)?;
+            let written = opts.output(&tables, serde_json::to_value(&runs)?);
+            warn(&notes.warnings);
+            written?;
         }
     }
     Ok(true)

@@ -49,7 +49,7 @@ pub struct ReproduceOpts {
     /// List the experiments and exit.
     #[arg(long)]
     list: bool,
-    /// No progress bars.
+    /// No progress bars or per-run lines (failed runs and checks are still printed).
     #[arg(long)]
     quiet: bool,
 }

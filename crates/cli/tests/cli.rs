@@ -661,17 +661,23 @@ fn results_resting_on_unwritten_pages_or_adapted_trace_requests_say_so() {
         "--quiet",
     ]);
     assert!(ok, "{stderr}");
+    // The count under the tables, the warning on stderr (--quiet silences progress only).
     assert!(
-        stdout.contains(
-            "unmapped page reads: 50 of 50\nwarning: the measured phase read pages never written"
-        ),
+        stdout.contains("unmapped page reads: 50 of 50\n"),
         "{stdout}"
+    );
+    assert!(
+        stderr.starts_with("warning: the measured phase read pages never written"),
+        "{stderr}"
     );
     // A written device: nothing to warn about.
     let mut args = vec!["run", "--ftl", "ideal"];
     args.extend_from_slice(&SMALL[..SMALL.len() - 2]);
     let (ok, stdout, stderr) = learnedftl(&args);
-    assert!(ok && !stdout.contains("warning:"), "{stdout}{stderr}");
+    assert!(
+        ok && !stdout.contains("warning:") && !stderr.contains("warning:"),
+        "{stdout}{stderr}"
+    );
     // The fixture: device 0 keeps 7 of 9 records, some of its reads touch unwritten pages,
     // and on a logical space of 514 pages (ending inside the write at byte 2 MiB) that write is
     // cut and the next one, beyond the end, dropped.
@@ -701,12 +707,12 @@ fn results_resting_on_unwritten_pages_or_adapted_trace_requests_say_so() {
         footer.contains("requests filtered 2, clipped 1, dropped 1"),
         "{footer}"
     );
+    assert!(stdout.contains("unmapped page reads: "), "{stdout}");
     for needle in [
         "warning: 2 trace requests of other devices were filtered out",
         "warning: 1 trace requests were cut at the end of the logical space and 1 beyond it",
-        "unmapped page reads: ",
     ] {
-        assert!(stdout.contains(needle), "{needle}: {stdout}");
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
     }
 }
 
@@ -1100,4 +1106,39 @@ fn a_trace_without_a_request_is_an_error_naming_the_first_line_that_is_not_one()
         !ok && stderr.contains("9 without a request, the first at line 2: \"0 0 2048 8 0\""),
         "{stderr}"
     );
+}
+
+#[test]
+fn warnings_that_describe_the_result_go_to_stderr_even_when_quiet() {
+    let dir = Scratch::new("learnedftl-order");
+    // The third request arrives before the second (replayed at the second's arrival instead),
+    // the fourth has length 0 (skipped), and the last reads a page never written.
+    let trace = dir.join("back.disksim");
+    std::fs::write(
+        &trace,
+        "0 0 0 8 0\n5000 0 8 8 0\n1000 0 16 8 0\n6000 0 24 0 0\n7000 0 64 8 1\n",
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
+    for cmd in [
+        &["run", "--ftl", "ideal"][..],
+        &["compare", "--ftl", "ideal,dftl"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.extend_from_slice(&["--preset", "tiny", "--trace", t, "--quiet"]);
+        let (ok, stdout, stderr) = learnedftl(&args);
+        assert!(ok, "{stderr}");
+        // The counts stay in the footer under the tables; the warnings are on stderr only.
+        assert!(
+            stdout.contains("zero-length 1, out of order 1") && !stdout.contains("warning:"),
+            "{stdout}"
+        );
+        for needle in [
+            "warning: 1 trace requests arrived before the request before them",
+            "warning: 1 trace reads, writes or trims of length 0 were skipped",
+            "warning: the measured phase read pages never written",
+        ] {
+            assert!(stderr.contains(needle), "{cmd:?} {needle}: {stderr}");
+        }
+    }
 }
