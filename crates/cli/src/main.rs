@@ -234,7 +234,7 @@ struct Opts {
     /// Write the report as JSON to PATH, or to stdout with '-' (the table then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
     json: Option<String>,
-    /// No progress bar.
+    /// No progress bars (warnings about the result are still printed, on stderr).
     #[arg(long)]
     quiet: bool,
 }
@@ -395,7 +395,6 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Stats { file, input, json } => {
             let mut reader = input.open(&file)?;
             let stats = trace::TraceStats::from_records(reader.by_ref())?;
-            refuse_all_skipped(&reader, stats.requests)?;
             report_skipped(&reader);
             if json {
                 output::print(&(serde_json::to_string_pretty(&stats)? + "\n"))?;
@@ -430,7 +429,6 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
                     Err(e) => return Err(e.into()),
                 }
             }
-            refuse_all_skipped(&reader, written + unrepresentable)?;
             w.finish()?.flush().context("cannot write the trace")?;
             if let Some(f) = file_out {
                 f.commit()?;
@@ -447,25 +445,20 @@ fn trace_cmd(cmd: TraceCmd) -> Result<()> {
 
 fn report_skipped(reader: &trace::TraceReader) {
     if reader.skipped() > 0 {
-        output::note(&format!(
-            "warning: {} malformed lines skipped; first: {}\n",
+        warn(&[format!(
+            "{} malformed lines skipped; first: {}",
             reader.skipped(),
             reader.warnings().join("; ")
-        ));
+        )]);
     }
 }
 
-/// With `--skip-bad-lines`, a trace whose every request line was malformed has no result.
-fn refuse_all_skipped(reader: &trace::TraceReader, records: u64) -> Result<()> {
-    if records == 0 && reader.skipped() > 0 {
-        bail!(
-            "{}: no valid request: all {} request lines are malformed; first: {}",
-            reader.name(),
-            reader.skipped(),
-            reader.warnings().first().map_or("", String::as_str)
-        );
+/// Prints `warnings` on standard error, whatever `--quiet` and wherever the tables go: they say
+/// what a result means, unlike the progress bars `--quiet` silences.
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        output::note(&format!("warning: {w}\n"));
     }
-    Ok(())
 }
 
 fn main_inner() -> Result<bool> {
@@ -486,14 +479,17 @@ fn main_inner() -> Result<bool> {
             e.check_memory(1, &AvailableMemory::now())?;
             e.check_params(&[ftl.as_str()])?;
             let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
+            let notes = report::notes(std::slice::from_ref(&r));
             let tables = format!(
                 "{}\n{}{}\n{}",
                 describe(&e),
                 report::phases_table(&r.phases),
-                report::notes(std::slice::from_ref(&r)),
+                notes.footer,
                 report::detail_table(&r)
             );
-            opts.output(&tables, serde_json::to_value(&r)?)?;
+            let written = opts.output(&tables, serde_json::to_value(&r)?);
+            warn(&notes.warnings);
+            written?;
         }
         Cmd::Compare {
             ftl,
@@ -519,16 +515,19 @@ fn main_inner() -> Result<bool> {
             e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
             e.check_params(&ftls)?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
+            let notes = report::notes(&runs);
             let tables = format!(
                 "{}\n{}{}",
                 describe(&e),
                 report::compare_table(&runs),
-                report::notes(&runs)
+                notes.footer
             );
             if let Some(path) = &svg {
                 output::write_all(Target::File(path), &report::plot::compare_svg(&runs)?)?;
             }
-            opts.output(&tables, serde_json::to_value(&runs)?)?;
+            let written = opts.output(&tables, serde_json::to_value(&runs)?);
+            warn(&notes.warnings);
+            written?;
         }
     }
     Ok(true)

@@ -49,7 +49,7 @@ pub struct ReproduceOpts {
     /// List the experiments and exit.
     #[arg(long)]
     list: bool,
-    /// No progress bars.
+    /// No progress bars or per-run lines (failed runs and checks are still printed).
     #[arg(long)]
     quiet: bool,
 }
@@ -91,6 +91,7 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
         cache = cache.refreshing();
     }
     let plan = Plan::new(&config, &defs, &cache)?;
+    let jobs = plan.workers(jobs);
     plan.check_memory(jobs, &AvailableMemory::now())?;
     let (todo, starts) = plan.work(&cache);
     let total = plan.units().len();

@@ -661,17 +661,23 @@ fn results_resting_on_unwritten_pages_or_adapted_trace_requests_say_so() {
         "--quiet",
     ]);
     assert!(ok, "{stderr}");
+    // The count under the tables, the warning on stderr (--quiet silences progress only).
     assert!(
-        stdout.contains(
-            "unmapped page reads: 50 of 50\nwarning: the measured phase read pages never written"
-        ),
+        stdout.contains("unmapped page reads: 50 of 50\n"),
         "{stdout}"
+    );
+    assert!(
+        stderr.starts_with("warning: the measured phase read pages never written"),
+        "{stderr}"
     );
     // A written device: nothing to warn about.
     let mut args = vec!["run", "--ftl", "ideal"];
     args.extend_from_slice(&SMALL[..SMALL.len() - 2]);
     let (ok, stdout, stderr) = learnedftl(&args);
-    assert!(ok && !stdout.contains("warning:"), "{stdout}{stderr}");
+    assert!(
+        ok && !stdout.contains("warning:") && !stderr.contains("warning:"),
+        "{stdout}{stderr}"
+    );
     // The fixture: device 0 keeps 7 of 9 records, some of its reads touch unwritten pages,
     // and on a logical space of 514 pages (ending inside the write at byte 2 MiB) that write is
     // cut and the next one, beyond the end, dropped.
@@ -701,12 +707,12 @@ fn results_resting_on_unwritten_pages_or_adapted_trace_requests_say_so() {
         footer.contains("requests filtered 2, clipped 1, dropped 1"),
         "{footer}"
     );
+    assert!(stdout.contains("unmapped page reads: "), "{stdout}");
     for needle in [
         "warning: 2 trace requests of other devices were filtered out",
         "warning: 1 trace requests were cut at the end of the logical space and 1 beyond it",
-        "unmapped page reads: ",
     ] {
-        assert!(stdout.contains(needle), "{needle}: {stdout}");
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
     }
 }
 
@@ -888,4 +894,251 @@ fn power_cuts_are_reported_for_every_ftl_and_a_zero_period_refused() {
         !ok && stdout.is_empty() && stderr.contains("tp_write_cost=free"),
         "{stderr}"
     );
+}
+
+/// Runs the binary for at most `secs` seconds (killed after that: the test then fails rather
+/// than hang); (success, stdout, stderr).
+fn learnedftl_within(secs: u64, args: &[&str]) -> (bool, String, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the binary");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status.success(), stdout, stderr)
+}
+
+#[test]
+fn a_time_based_job_in_which_no_time_passes_stops_with_an_error() {
+    // Reads of a fresh device take no simulated time: the runtime would never come.
+    let (ok, stdout, stderr) = learnedftl_within(
+        60,
+        &[
+            "run",
+            "--ftl",
+            "ideal",
+            "--preset",
+            "tiny",
+            "--rw",
+            "randread",
+            "--runtime",
+            "1ms",
+            "--quiet",
+        ],
+    );
+    assert!(
+        !ok && stdout.is_empty()
+            && stderr.contains("job \"measure\": 1048576 requests in a row completed the instant")
+            && stderr.contains("no simulated time passes"),
+        "{stderr}"
+    );
+    // Once the pages are written, the same job runs to its runtime.
+    let (ok, stdout, stderr) = learnedftl_within(
+        60,
+        &[
+            "run",
+            "--ftl",
+            "ideal",
+            "--preset",
+            "tiny",
+            "--precondition",
+            "write:512k:1",
+            "--rw",
+            "randread",
+            "--runtime",
+            "1ms",
+            "--quiet",
+            "--json",
+            "-",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        v["result"]["sim_seconds"].as_f64().unwrap() >= 1e-3,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn jobs_too_large_for_memory_are_refused_before_allocating() {
+    let dir = Scratch::new("learnedftl-wide");
+    let job = dir.join("wide.fio");
+    std::fs::write(
+        &job,
+        "[wide]\nrw=randread\nnumjobs=4294967295\niodepth=4294967295\nnumber_ios=1\n",
+    )
+    .unwrap();
+    // ~2.7e20 B of slots: more than any machine has, so refused wherever the test runs.
+    let wide = [
+        "--rw",
+        "randread",
+        "--numjobs",
+        "4294967295",
+        "--iodepth",
+        "4294967295",
+        "--number-ios",
+        "1",
+    ];
+    let runs: [Vec<&str>; 3] = [
+        [&["run", "--preset", "tiny", "--quiet"][..], &wide].concat(),
+        [&["compare", "--preset", "tiny", "--quiet"][..], &wide].concat(),
+        vec![
+            "run",
+            "--preset",
+            "tiny",
+            "--quiet",
+            "--job",
+            job.to_str().unwrap(),
+        ],
+    ];
+    for args in runs {
+        let (ok, _, stderr) = learnedftl_within(60, &args);
+        assert!(
+            !ok && stderr.starts_with("error: the simulator state would need about")
+                && stderr.contains("numjobs x iodepth = 18446744065119617025 slots x 16 B")
+                && stderr.contains("lower numjobs or iodepth of job")
+                && !stderr.contains("panicked")
+                && !stderr.contains("memory allocation"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_trace_without_a_request_is_an_error_naming_the_first_line_that_is_not_one() {
+    let dir = Scratch::new("learnedftl-noise");
+    // Bytes that are no trace (a fixed xorshift stream), read as blkparse: every line used to
+    // be passed over as a non-event, and `trace stats` said 0 requests with status 0.
+    let noise = dir.join("noise.bin");
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let bytes: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&noise, bytes).unwrap();
+    let n = noise.to_str().unwrap();
+    let out = dir.join("out.msr");
+    for args in [
+        &["trace", "stats", n, "--format", "blkparse"][..],
+        &[
+            "trace",
+            "stats",
+            n,
+            "--format",
+            "blkparse",
+            "--skip-bad-lines",
+        ],
+        &["trace", "convert", n, "--format", "blkparse", "--to", "msr"],
+        &[
+            "trace",
+            "convert",
+            n,
+            "--format",
+            "blkparse",
+            "--to",
+            "msr",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[
+            "run", "--preset", "tiny", "--trace", n, "--format", "blkparse", "--quiet",
+        ],
+    ] {
+        let (ok, stdout, stderr) = learnedftl(args);
+        assert!(
+            !ok && stdout.is_empty()
+                && stderr.contains(&format!("{n}: no request in "))
+                && stderr.contains("lines read as blkparse: ")
+                && stderr.contains("without a request, the first at line 1: \""),
+            "{args:?}: {stdout}{stderr}"
+        );
+    }
+    assert!(!out.exists());
+    // An empty trace under an explicit format, and a DiskSim trace read as blkparse.
+    let empty = dir.join("empty.trace");
+    std::fs::write(&empty, "").unwrap();
+    let (ok, _, stderr) = learnedftl(&[
+        "trace",
+        "stats",
+        empty.to_str().unwrap(),
+        "--format",
+        "disksim",
+    ]);
+    assert!(
+        !ok && stderr.contains("no request: the trace is empty"),
+        "{stderr}"
+    );
+    let disksim = fixture("disksim.trace");
+    let (ok, _, stderr) = learnedftl(&["trace", "stats", &disksim, "--format", "blkparse"]);
+    assert!(
+        !ok && stderr.contains("9 without a request, the first at line 2: \"0 0 2048 8 0\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn warnings_that_describe_the_result_go_to_stderr_even_when_quiet() {
+    let dir = Scratch::new("learnedftl-order");
+    // The third request arrives before the second (replayed at the second's arrival instead),
+    // the fourth has length 0 (skipped), and the last reads a page never written.
+    let trace = dir.join("back.disksim");
+    std::fs::write(
+        &trace,
+        "0 0 0 8 0\n5000 0 8 8 0\n1000 0 16 8 0\n6000 0 24 0 0\n7000 0 64 8 1\n",
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
+    for cmd in [
+        &["run", "--ftl", "ideal"][..],
+        &["compare", "--ftl", "ideal,dftl"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.extend_from_slice(&["--preset", "tiny", "--trace", t, "--quiet"]);
+        let (ok, stdout, stderr) = learnedftl(&args);
+        assert!(ok, "{stderr}");
+        // The counts stay in the footer under the tables; the warnings are on stderr only.
+        assert!(
+            stdout.contains("zero-length 1, out of order 1") && !stdout.contains("warning:"),
+            "{stdout}"
+        );
+        for needle in [
+            "warning: 1 trace requests arrived before the request before them",
+            "warning: 1 trace reads, writes or trims of length 0 were skipped",
+            "warning: the measured phase read pages never written",
+        ] {
+            assert!(stderr.contains(needle), "{cmd:?} {needle}: {stderr}");
+        }
+    }
 }

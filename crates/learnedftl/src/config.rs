@@ -557,6 +557,17 @@ impl DeviceConfig {
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 
+    /// [`DeviceConfig::state_bytes`] as the part of a run's memory estimate that the device
+    /// makes.
+    pub fn memory_estimate(&self, verify: bool) -> crate::host::MemoryEstimate {
+        crate::host::MemoryEstimate::default().with(
+            "the device (from its geometry)".into(),
+            self.state_bytes(verify),
+            "make the device smaller (blocks_per_plane, pages_per_block, channels, \
+             luns_per_channel)",
+        )
+    }
+
     /// Checks that `runs` simulators on this device at once fit in `available` memory, from
     /// [`DeviceConfig::state_bytes`], before any is built.
     pub fn check_memory(
@@ -565,16 +576,7 @@ impl DeviceConfig {
         runs: usize,
         available: &crate::host::AvailableMemory,
     ) -> Result<(), ConfigError> {
-        let estimate = self.state_bytes(verify).saturating_mul(runs.max(1) as u64);
-        if estimate > available.bytes {
-            return Err(ConfigError::TooLarge {
-                estimate,
-                runs,
-                available: available.bytes,
-                origin: available.origin.clone(),
-            });
-        }
-        Ok(())
+        self.memory_estimate(verify).check(runs, available)
     }
 
     /// Checks every field; the error names the first bad one.

@@ -55,10 +55,8 @@ pub enum ConfigError {
     },
     /// The simulator state of the configuration would not fit in the machine's memory.
     #[error(
-        "the simulator state would need about {} MiB ({runs} run(s) at once; estimate from the \
-         geometry, docs/device.md \"Memory\"), more than the {} MiB available ({origin}); \
-         make the device smaller (blocks_per_plane, pages_per_block, channels, \
-         luns_per_channel){}",
+        "the simulator state would need about {} MiB, more than the {} MiB available \
+         ({origin}), for {runs} run(s) at once, each: {breakdown}{}",
         .estimate >> 20,
         .available >> 20,
         if *.runs > 1 { " or run fewer at once" } else { "" }
@@ -68,6 +66,8 @@ pub enum ConfigError {
         estimate: u64,
         /// Runs at once.
         runs: usize,
+        /// One run's estimate part by part, then what would shrink the largest part.
+        breakdown: String,
         /// Bytes available.
         available: u64,
         /// Where the available figure came from.

@@ -3,6 +3,9 @@
 
 pub mod huge_pages;
 
+use crate::error::ConfigError;
+use crate::report::human_bytes;
+
 /// Memory assumed available where the system does not say (no `/proc/meminfo`).
 pub const FALLBACK_AVAILABLE_BYTES: u64 = 8 << 30;
 
@@ -30,6 +33,78 @@ impl AvailableMemory {
                 bytes: FALLBACK_AVAILABLE_BYTES,
                 origin: "a fixed limit: the system does not report available memory".into(),
             })
+    }
+}
+
+/// The simulator state of one run, part by part (docs/device.md "Memory"), estimated from the
+/// configuration so that one too large for the machine is refused before anything is
+/// allocated.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    parts: Vec<MemoryPart>,
+}
+
+/// One part of a [`MemoryEstimate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryPart {
+    /// What it is and how it is counted, e.g. `the jobs of phase "measure" (…)`.
+    pub what: String,
+    /// Bytes.
+    pub bytes: u64,
+    /// What makes it smaller, e.g. `lower numjobs or iodepth of job "measure"`.
+    pub shrink: String,
+}
+
+impl MemoryEstimate {
+    /// The estimate with one more part.
+    pub fn with(mut self, what: String, bytes: u64, shrink: &str) -> MemoryEstimate {
+        self.parts.push(MemoryPart {
+            what,
+            bytes,
+            shrink: shrink.to_string(),
+        });
+        self
+    }
+
+    /// The parts, in the order added.
+    pub fn parts(&self) -> &[MemoryPart] {
+        &self.parts
+    }
+
+    /// Bytes of one run (saturating).
+    pub fn bytes(&self) -> u64 {
+        self.parts
+            .iter()
+            .fold(0u64, |sum, p| sum.saturating_add(p.bytes))
+    }
+
+    /// Checks that `runs` runs at once fit in `available`; the error gives every part and what
+    /// would shrink the largest.
+    pub fn check(&self, runs: usize, available: &AvailableMemory) -> Result<(), ConfigError> {
+        let estimate = self.bytes().saturating_mul(runs.max(1) as u64);
+        if estimate <= available.bytes {
+            return Ok(());
+        }
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .map(|p| format!("{} for {}", human_bytes(p.bytes), p.what))
+            .collect();
+        let shrink = self
+            .parts
+            .iter()
+            .max_by_key(|p| p.bytes)
+            .map_or("", |p| &p.shrink);
+        Err(ConfigError::TooLarge {
+            estimate,
+            runs,
+            breakdown: format!(
+                "{} (docs/device.md \"Memory\"); {shrink}",
+                parts.join(" + ")
+            ),
+            available: available.bytes,
+            origin: available.origin.clone(),
+        })
     }
 }
 

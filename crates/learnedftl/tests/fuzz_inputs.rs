@@ -55,6 +55,13 @@ fn check_trace(bytes: &[u8], format: Option<Format>, skip: bool) -> Result<(), T
                 prop_assert!(!skip, "a skipped line was returned: {msg}");
             }
             TraceError::Io { file, .. } => prop_assert_eq!(file, "fuzz"),
+            TraceError::NoRequest(n) => {
+                prop_assert!(
+                    n.file == "fuzz" && msg.starts_with("fuzz: no request"),
+                    "{msg}"
+                );
+                prop_assert!(n.lines <= lines, "{msg}");
+            }
             other => prop_assert!(false, "unexpected error {other:?}"),
         }
     }

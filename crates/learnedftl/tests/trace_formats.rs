@@ -359,6 +359,72 @@ fn trace_skip_bad_lines_counts_and_keeps_going() {
     assert!(r.warnings()[1].starts_with("t.trace:6: field `type`: missing"));
 }
 
+/// Reads `data` as `format` to the end; the message of its last error, if any.
+fn last_error(data: &[u8], format: Format, skip_bad_lines: bool) -> Option<String> {
+    let options = ParseOptions {
+        skip_bad_lines,
+        ..Default::default()
+    };
+    let r = TraceReader::from_read("t.txt", Cursor::new(data.to_vec()), Some(format), &options)
+        .unwrap();
+    r.filter_map(Result::err).last().map(|e| e.to_string())
+}
+
+#[test]
+fn trace_with_no_request_is_an_error_naming_the_first_line_that_is_not_one() {
+    // Random bytes read as blkparse: no line is an event, so every one used to be ignored.
+    let mut noise = vec![0u8; 100_000];
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for b in &mut noise {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    let lines = noise.split(|&b| b == b'\n').count() - noise.ends_with(b"\n") as usize;
+    for skip in [false, true] {
+        let msg = last_error(&noise, Format::Blkparse, skip).expect("an error");
+        assert!(
+            msg.starts_with(&format!(
+                "t.txt: no request in {lines} lines read as blkparse"
+            )) && msg.contains("without a request, the first at line 1: \""),
+            "{msg}"
+        );
+    }
+    // Another format's trace, and blkparse events of other actions only.
+    let msg = last_error(
+        b"# DiskSim\n0 0 2048 8 0\n1500 0 2056 8 1\n",
+        Format::Blkparse,
+        false,
+    );
+    let msg = msg.expect("an error");
+    assert!(
+        msg.contains("2 without a request, the first at line 2: \"0 0 2048 8 0\""),
+        "{msg}"
+    );
+    let events = b"  8,0 1 1 0.000000000 412 A WS 2048 + 8 <- (8,1) 0\n";
+    let msg = last_error(events, Format::Blkparse, false).expect("an error");
+    assert!(
+        msg.contains("1 without a request, the first at line 1"),
+        "{msg}"
+    );
+    // Every request line malformed and skipped: how many, and the first.
+    let msg = last_error(b"1 0 x 8 0\n2 0 y 8 0\n", Format::DiskSim, true).expect("an error");
+    assert!(
+        msg.contains("2 malformed (skipped; the first: t.txt:1: field `lba`: not a number"),
+        "{msg}"
+    );
+    // An empty trace.
+    let msg = last_error(b"", Format::DiskSim, false).expect("an error");
+    assert_eq!(
+        msg,
+        "t.txt: no request: the trace is empty (read as disksim)"
+    );
+    // One request is enough.
+    let one = b"garbage\n  8,0 1 2 0.000001000 412 Q WS 2048 + 8 [jbd2/sda1-8]\n";
+    assert_eq!(last_error(one, Format::Blkparse, false), None);
+}
+
 #[test]
 fn trace_no_panic_on_garbage() {
     let garbage: [&[u8]; 8] = [
@@ -662,8 +728,14 @@ proptest::proptest! {
             let reader = TraceReader::from_read(
                 "p", Cursor::new(text.clone().into_bytes()), Some(format), &options,
             ).unwrap();
+            // Skipped lines are no errors; only a trace without a request is, and it ends.
+            let mut records = 0;
             for item in reader {
-                proptest::prop_assert!(item.is_ok());
+                match item {
+                    Ok(_) => records += 1,
+                    Err(TraceError::NoRequest(n)) => proptest::prop_assert_eq!((records, &*n.file), (0, "p")),
+                    Err(e) => proptest::prop_assert!(false, "{e}"),
+                }
             }
             let _ = parse_bytes(text.as_bytes(), None);
         }

@@ -749,10 +749,30 @@ impl Simulator {
                 message,
             })?;
         }
+        // Sized once: the memory estimate is what is used, and a phase too large for the
+        // machine is an error rather than an abort half-way through growing its tables.
+        let state = JobsState::of(jobs);
+        let mut gens: Vec<JobGen> = Vec::new();
+        let mut heap: BinaryHeap<Slot> = BinaryHeap::new();
+        // (Slots name their clone by a u32.)
+        let reserved = state.clones <= 1 << 32
+            && usize::try_from(state.slots).is_ok_and(|n| heap.try_reserve_exact(n).is_ok())
+            && usize::try_from(state.clones).is_ok_and(|n| gens.try_reserve_exact(n).is_ok());
+        if !reserved {
+            let job = jobs.iter().max_by_key(|j| j.slots());
+            return Err(EngineError::Job {
+                job: job.map_or_else(String::new, |j| j.name.clone()),
+                message: format!(
+                    "cannot allocate the state of {} clones and numjobs x iodepth = {} slots \
+                     (about {} MiB): lower numjobs or iodepth",
+                    state.clones,
+                    state.slots,
+                    state.bytes() >> 20
+                ),
+            });
+        }
         self.begin_phase(name);
         let start = self.clock;
-        let mut gens = Vec::new();
-        let mut heap = BinaryHeap::new();
         let mut total = Some(0u64);
         for (ji, j) in jobs.iter().enumerate() {
             for c in 0..j.numjobs {
@@ -767,10 +787,14 @@ impl Simulator {
             }
         }
         let mut ticker = Ticker::start(progress, name, total);
+        // Requests of time-based clones in a row that completed the instant they were issued.
+        let mut stalled = 0u64;
         while let Some(Reverse((t, gi))) = heap.pop() {
-            let Some(io) = gens[gi as usize].next(SimTime(t)) else {
+            let g = &mut gens[gi as usize];
+            let Some(io) = g.next(SimTime(t)) else {
                 continue;
             };
+            let time_based = g.remaining().is_none();
             // The FTL state and device pages of random requests miss the cache. This clone's
             // next request comes after every other clone's: hint its table entries now; the
             // request at the top of the heap is normally served next, and its entries were
@@ -784,6 +808,16 @@ impl Simulator {
                 }
             }
             let done = self.submit(io)?;
+            // A time-based job ends only when simulated time reaches its runtime: if its
+            // requests stop taking any, it would spin forever. Bounded jobs end anyway.
+            if done.0 > t {
+                stalled = 0;
+            } else if time_based {
+                stalled += 1;
+                if stalled == STALLED_REQUESTS {
+                    return Err(stalled_error(jobs, gi, t - start.0));
+                }
+            }
             heap.push(Reverse((done.0, gi)));
             ticker.tick();
         }
@@ -871,6 +905,76 @@ impl Simulator {
         }
         ticker.finish();
         Ok(self.end_phase())
+    }
+}
+
+/// The error for a phase of `jobs` whose time-based clone `clone` (numbered across the jobs in
+/// order) completed [`STALLED_REQUESTS`] requests in a row in no simulated time, `elapsed` ns
+/// into the phase.
+fn stalled_error(jobs: &[JobSpec], clone: u32, elapsed: u64) -> EngineError {
+    let mut clones = 0u64;
+    let job = jobs
+        .iter()
+        .find(|j| {
+            clones += j.numjobs as u64;
+            (clone as u64) < clones
+        })
+        .expect("every clone belongs to a job");
+    EngineError::Job {
+        job: job.name.clone(),
+        message: format!(
+            "{STALLED_REQUESTS} requests in a row completed the instant they were issued, {elapsed} \
+             ns into the phase: no simulated time passes, so its runtime of {} ns would never \
+             come. Reads of pages never written (or trimmed) take no flash time: write the \
+             pages first (precondition) or bound the job (number_ios, io_size)",
+            job.runtime_ns.unwrap_or_default()
+        ),
+    }
+}
+
+/// Requests in a row that a time-based job may complete in no simulated time before its phase
+/// is stopped with an error: past that many, no simulated time passes and its runtime would
+/// never come.
+pub const STALLED_REQUESTS: u64 = 1 << 20;
+
+/// A slot of [`Simulator::run_jobs`]: when it issues its next request, and its clone.
+type Slot = Reverse<(u64, u32)>;
+
+/// What [`Simulator::run_jobs`] holds for a phase's jobs besides the simulator: a request
+/// generator per clone and a place in its queue per slot (docs/device.md "Memory").
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct JobsState {
+    /// Clones: the jobs' `numjobs` summed.
+    pub clones: u64,
+    /// Slots: the jobs' `numjobs` × `iodepth` summed.
+    pub slots: u64,
+}
+
+impl JobsState {
+    /// Bytes per clone: its request generator.
+    pub const CLONE_BYTES: u64 = std::mem::size_of::<JobGen>() as u64;
+    /// Bytes per slot: its entry in the queue of slots.
+    pub const SLOT_BYTES: u64 = std::mem::size_of::<Slot>() as u64;
+
+    /// The state of `jobs` run as one phase.
+    pub fn of(jobs: &[JobSpec]) -> JobsState {
+        jobs.iter().fold(
+            JobsState {
+                clones: 0,
+                slots: 0,
+            },
+            |s, j| JobsState {
+                clones: s.clones.saturating_add(j.numjobs as u64),
+                slots: s.slots.saturating_add(j.slots()),
+            },
+        )
+    }
+
+    /// Its bytes (saturating).
+    pub fn bytes(&self) -> u64 {
+        let clones = self.clones as u128 * Self::CLONE_BYTES as u128;
+        let slots = self.slots as u128 * Self::SLOT_BYTES as u128;
+        u64::try_from(clones + slots).unwrap_or(u64::MAX)
     }
 }
 
@@ -981,6 +1085,116 @@ mod tests {
         let m = s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap();
         // 8 LUNs on tiny: well above one LUN's 25 k IOPS.
         assert!(m.iops > 100_000.0, "{}", m.iops);
+    }
+
+    /// Counts a phase's requests and fails the test once they pass `limit`, so that a phase
+    /// which would never end fails instead of hanging.
+    struct Bounded {
+        done: u64,
+        limit: u64,
+    }
+
+    impl Progress for Bounded {
+        fn start(&mut self, _: &str, _: Option<u64>) {}
+        fn advance(&mut self, n: u64) {
+            self.done += n;
+            assert!(
+                self.done <= self.limit,
+                "still running after {} requests",
+                self.done
+            );
+        }
+        fn finish(&mut self) {}
+    }
+
+    #[test]
+    fn a_time_based_phase_in_which_no_time_passes_ends_with_an_error() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        // Reads of a fresh device take no simulated time; trims do (each persists a record).
+        // Whatever the FTL, a runtime-limited phase ends: at its runtime, or with the error.
+        for &ftl in ftl::FTLS {
+            for rw in [
+                RwKind::RandRead,
+                RwKind::Read,
+                RwKind::Trim,
+                RwKind::RandTrim,
+            ] {
+                let mut s =
+                    Simulator::new(&cfg, ftl, Params::new(), SimOptions::default()).unwrap();
+                let mut j = JobSpec::new("stuck", rw);
+                j.runtime_ns = Some(1_000_000);
+                j.time_based = true;
+                j.numjobs = 2;
+                j.iodepth = 4;
+                let mut progress = Bounded {
+                    done: 0,
+                    limit: 4 * STALLED_REQUESTS,
+                };
+                match s.run_jobs("t", &[j], 1, &mut progress) {
+                    Ok(m) => assert!(m.sim_seconds >= 1e-3 && rw.to_string().ends_with("trim")),
+                    Err(e) => {
+                        let msg = e.to_string();
+                        assert!(
+                            matches!(e, EngineError::Job { ref job, .. } if job == "stuck")
+                                && msg.contains("no simulated time passes")
+                                && msg.contains("runtime of 1000000 ns"),
+                            "{ftl} {rw}: {msg}"
+                        );
+                        assert!(
+                            progress.done <= STALLED_REQUESTS + 4096,
+                            "{ftl} {rw}: {}",
+                            progress.done
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn time_based_phases_with_some_timed_requests_run_to_their_runtime() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::default()).unwrap();
+        // Mostly reads of unwritten pages, but every write takes flash time; and a bounded job
+        // of zero-time reads beside a time-based one does not count against it.
+        let mut mixed = JobSpec::new("mixed", RwKind::RandRw);
+        mixed.rwmixread = 99;
+        mixed.runtime_ns = Some(2_000_000);
+        mixed.time_based = true;
+        let mut reads = JobSpec::new("reads", RwKind::RandRead);
+        reads.number_ios = Some(2 * STALLED_REQUESTS);
+        let m = s
+            .run_jobs("t", &[mixed, reads], 1, &mut NoProgress)
+            .unwrap();
+        assert!(m.requests.write > 0 && m.requests.read > 2 * STALLED_REQUESTS);
+        // The mixed job ran to its runtime (the reads that found its pages took flash time too).
+        assert!(m.sim_seconds >= 2e-3, "{}", m.sim_seconds);
+    }
+
+    #[test]
+    fn a_phase_too_large_to_allocate_is_an_error() {
+        let mut s = sim("ideal");
+        let mut j = JobSpec::new("wide", RwKind::RandRead);
+        j.numjobs = u32::MAX;
+        j.iodepth = u32::MAX;
+        j.number_ios = Some(1);
+        let e = s.run_jobs("t", &[j], 1, &mut NoProgress).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("job \"wide\": cannot allocate the state of 4294967295 clones")
+                && msg.contains("lower numjobs or iodepth"),
+            "{msg}"
+        );
+        // Nothing ran: the simulator goes on as before.
+        let mut r = JobSpec::new("r", RwKind::RandRead);
+        r.number_ios = Some(10);
+        assert_eq!(
+            s.run_jobs("r", &[r], 1, &mut NoProgress)
+                .unwrap()
+                .requests
+                .read,
+            10
+        );
     }
 
     /// A page's content: its LPN and version in every 8-byte word.

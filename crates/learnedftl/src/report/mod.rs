@@ -191,10 +191,21 @@ pub fn detail_table(r: &RunReport) -> String {
 }
 
 /// What the results of `runs` (one experiment on one or more FTLs) rest on that the tables do
-/// not show: a footer with the trace replay's counts (lines skipped, requests filtered, clipped,
-/// dropped, wrapped) and the host page reads of pages never written, then a `warning:` line for
-/// each of those that is not zero. Empty when there is nothing to say.
-pub fn notes(runs: &[RunReport]) -> String {
+/// not show ([`notes`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// Lines for under the tables: the trace replay's counts (lines skipped, requests
+    /// filtered, clipped, dropped, wrapped, of length 0, out of order), power cuts and the
+    /// host page reads of pages never written.
+    pub footer: String,
+    /// One message for each count that changes what the result means (without the
+    /// `warning: ` a front end puts before it): always for the user to see, never progress
+    /// output to silence.
+    pub warnings: Vec<String>,
+}
+
+/// The footer and warnings of `runs` ([`Notes`]); both empty when there is nothing to say.
+pub fn notes(runs: &[RunReport]) -> Notes {
     let mut footer = Vec::new();
     let mut warnings = Vec::new();
     if let Some(t) = runs.first().and_then(|r| r.trace.as_ref()) {
@@ -234,6 +245,20 @@ pub fn notes(runs: &[RunReport]) -> String {
                 "{} trace requests were cut at the end of the logical space and {} beyond it \
                  dropped (--address-policy clip): the trace does not fit this device",
                 c.clipped, c.dropped
+            ));
+        }
+        if c.zero_length > 0 {
+            warnings.push(format!(
+                "{} trace reads, writes or trims of length 0 were skipped (they touch no page)",
+                c.zero_length
+            ));
+        }
+        if c.out_of_order > 0 {
+            warnings.push(format!(
+                "{} trace requests arrived before the request before them and were replayed at \
+                 its arrival instead (arrivals never go back): their timing, and the queueing \
+                 around them, are not the trace's",
+                c.out_of_order
             ));
         }
         if c.wrapped + c.split + c.truncated > 0 {
@@ -287,15 +312,10 @@ pub fn notes(runs: &[RunReport]) -> String {
                 .to_string(),
         );
     }
-    let mut out = String::new();
-    for line in footer {
-        out += &line;
-        out.push('\n');
+    Notes {
+        footer: footer.iter().map(|line| format!("{line}\n")).collect(),
+        warnings,
     }
-    for w in warnings {
-        out += &format!("warning: {w}\n");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -313,22 +333,20 @@ mod tests {
             result: Metrics::default(),
             trace: None,
         };
-        assert_eq!(notes(std::slice::from_ref(&r)), "");
+        assert_eq!(notes(std::slice::from_ref(&r)), Notes::default());
         r.result.unmapped_reads = 2;
         r.result.page_reads = 4;
         let mut other = r.clone();
         other.ftl = "dftl".into();
         let n = notes(&[r.clone(), other.clone()]);
+        assert_eq!(n.footer, "unmapped page reads: 2 of 4\n");
         assert!(
-            n.starts_with("unmapped page reads: 2 of 4\nwarning: "),
-            "{n}"
+            n.warnings.len() == 1 && n.warnings[0].starts_with("the measured phase read pages"),
+            "{n:?}"
         );
         other.result.unmapped_reads = 1;
         let n = notes(&[r, other]);
-        assert!(
-            n.starts_with("unmapped page reads: ideal 2 of 4, dftl 1 of 4\n"),
-            "{n}"
-        );
+        assert_eq!(n.footer, "unmapped page reads: ideal 2 of 4, dftl 1 of 4\n");
     }
 
     #[test]

@@ -146,9 +146,15 @@ impl Plan {
         )
     }
 
+    /// The workers [`Plan::execute`] runs for `jobs`: as many, but at least one and no more
+    /// than there are units (more would have nothing to do, and a thread each all the same).
+    pub fn workers(&self, jobs: usize) -> usize {
+        jobs.clamp(1, self.units.len().max(1))
+    }
+
     /// Checks that `jobs` workers fit in `available` memory: each worker holds one simulator
-    /// and at most one snapshot is alive per worker ([`Plan::execute`]'s order), so 2 × `jobs`
-    /// simulators of the largest device at once.
+    /// and at most one snapshot is alive per worker ([`Plan::execute`]'s order), so 2 × the
+    /// [`Plan::workers`] simulators of the largest unit at once.
     pub fn check_memory(
         &self,
         jobs: usize,
@@ -157,18 +163,18 @@ impl Plan {
         if let Some(u) = self
             .units
             .iter()
-            .max_by_key(|u| u.experiment.device.geometry.pages())
+            .max_by_key(|u| u.experiment.memory_estimate().bytes())
         {
             u.experiment
-                .check_memory(2 * jobs, available)
+                .check_memory(2 * self.workers(jobs), available)
                 .map_err(|e| ReproduceError::Memory(e.to_string()))?;
         }
         Ok(())
     }
 
-    /// Runs every unit not in `cache` on `jobs` threads, storing each result in the cache as
-    /// it completes; `progress(label)` makes a unit's (or a preparation's) progress display and
-    /// `done` hears of each unit as it ends. Units that start from the same state share one
+    /// Runs every unit not in `cache` on [`Plan::workers`]`(jobs)` threads, storing each result
+    /// in the cache as it completes; `progress(label)` makes a unit's (or a preparation's)
+    /// progress display and `done` hears of each unit as it ends. Units that start from the same state share one
     /// preparation: the first worker to take the group prepares it, and the units' runs are
     /// queued at the front, each starting from a clone (the last one takes the original), so a
     /// snapshot lives only until its last unit has started and at most one per worker is alive.
@@ -286,7 +292,7 @@ impl Plan {
             wake.notify_all();
         };
         std::thread::scope(|s| {
-            for _ in 1..jobs.max(1) {
+            for _ in 1..self.workers(jobs) {
                 s.spawn(worker);
             }
             worker();

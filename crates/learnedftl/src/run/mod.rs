@@ -10,10 +10,12 @@ pub use options::{
 };
 
 use crate::config::DeviceConfig;
-use crate::engine::{EngineError, PowerCutPlan, Progress, SimOptions, Simulator, Verify};
+use crate::engine::{
+    EngineError, JobsState, PowerCutPlan, Progress, SimOptions, Simulator, Verify,
+};
 use crate::error::{quote, ConfigError};
 use crate::ftl;
-use crate::host::AvailableMemory;
+use crate::host::{AvailableMemory, MemoryEstimate};
 use crate::params::{parse_size, Params};
 use crate::stats::Metrics;
 use crate::trace::{self, Format, ParseOptions, ReplayOptions};
@@ -203,15 +205,55 @@ impl Experiment {
         }
     }
 
+    /// What one run of this experiment holds at most (docs/device.md "Memory"): the device's
+    /// state ([`DeviceConfig::state_bytes`]) and that of the phase whose jobs hold the most
+    /// ([`JobsState`]; phases run one after another, and trace replay streams).
+    pub fn memory_estimate(&self) -> MemoryEstimate {
+        let device = self.device.memory_estimate(self.verify != Verify::Off);
+        let pre = self
+            .precondition
+            .as_ref()
+            .map(|p| p.job(self.device.geometry.logical_bytes()));
+        let phases: &[Phase] = match &self.workload {
+            Workload::Jobs(phases) => phases,
+            Workload::Trace(_) => &[],
+        };
+        let largest = pre
+            .as_ref()
+            .map(|j| ("precondition", std::slice::from_ref(j)))
+            .into_iter()
+            .chain(phases.iter().map(|p| (p.name.as_str(), p.jobs.as_slice())))
+            .max_by_key(|(_, jobs)| JobsState::of(jobs).bytes());
+        let Some((phase, jobs)) = largest else {
+            return device;
+        };
+        let state = JobsState::of(jobs);
+        let widest = jobs
+            .iter()
+            .max_by_key(|j| j.slots())
+            .map_or_else(String::new, |j| quote(&j.name));
+        device.with(
+            format!(
+                "the jobs of phase {} ({} clones x {} B, numjobs x iodepth = {} slots x {} B)",
+                quote(phase),
+                state.clones,
+                JobsState::CLONE_BYTES,
+                state.slots,
+                JobsState::SLOT_BYTES
+            ),
+            state.bytes(),
+            &format!("lower numjobs or iodepth of job {widest}"),
+        )
+    }
+
     /// Checks that `runs` simulators of this experiment at once fit in `available` memory,
-    /// from the geometry's estimate ([`DeviceConfig::state_bytes`]), before any is built.
+    /// from [`Experiment::memory_estimate`], before any is built.
     pub fn check_memory(
         &self,
         runs: usize,
         available: &AvailableMemory,
     ) -> Result<(), ConfigError> {
-        self.device
-            .check_memory(self.verify != Verify::Off, runs, available)
+        self.memory_estimate().check(runs, available)
     }
 
     /// Runs the experiment on FTL `name`.
@@ -425,22 +467,20 @@ fn fill_unwritten(
         }
     }
     drop(written);
-    // Runs of consecutive pages to fill, each at most 512 KiB.
+    // Runs of consecutive pages to fill, each at most 512 KiB, found as they are written: a
+    // list of them could take 16 B per two logical pages, beyond the memory estimate.
     let max_run = ((512 << 10) / ps as usize).max(1);
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for p in (0..pages).filter(|&p| bit(&fill, p)) {
-        match runs.last_mut() {
-            Some((start, n)) if *start + *n == p && *n < max_run => *n += 1,
-            _ => runs.push((p, 1)),
-        }
-    }
-    let ios = runs.into_iter().map(|(p, n)| {
-        Ok::<_, std::convert::Infallible>(HostIo {
+    let mut next = 0;
+    let ios = std::iter::from_fn(|| {
+        let start = (next..pages).find(|&p| bit(&fill, p))?;
+        let limit = pages.min(start + max_run);
+        next = (start..limit).find(|&p| !bit(&fill, p)).unwrap_or(limit);
+        Some(Ok::<_, std::convert::Infallible>(HostIo {
             arrival: crate::addr::SimTime::ZERO,
             op: crate::ftl::Op::Write,
-            offset: p as u64 * ps,
-            len: n as u64 * ps,
-        })
+            offset: start as u64 * ps,
+            len: (next - start) as u64 * ps,
+        }))
     });
     sim.run_stream("fill-unwritten", ios, None, progress)
 }
@@ -577,10 +617,54 @@ mod tests {
         // 1000 x 2 x 64 x 64 pages: 131 MB of page state, 61 MB of tables.
         let err = e.check_memory(8, &small).unwrap_err().to_string();
         assert!(
-            err.contains("about 1500 MiB (8 run(s)") && err.contains("1024 MiB available (test)"),
+            err.contains("about 1500 MiB, more than the 1024 MiB available (test), for 8 run(s)"),
             "{err}"
         );
         assert!(e.check_memory(1, &small).is_ok());
+    }
+
+    #[test]
+    fn jobs_count_in_the_memory_estimate() {
+        let experiment = |numjobs, iodepth| {
+            let mut j = JobSpec::new("many", RwKind::RandRead);
+            j.numjobs = numjobs;
+            j.iodepth = iodepth;
+            j.number_ios = Some(1);
+            Experiment {
+                device: DeviceConfig::preset("tiny").unwrap(),
+                params: Params::new(),
+                precondition: Some("write:512k:1".parse().unwrap()),
+                workload: Workload::Jobs(vec![Phase {
+                    name: "measure".into(),
+                    jobs: vec![j],
+                    settle: None,
+                }]),
+                settle: Settle::Auto,
+                seed: 1,
+                verify: Verify::Off,
+                power_cut_every: None,
+            }
+        };
+        let available = AvailableMemory {
+            bytes: 8 << 30,
+            origin: "test".into(),
+        };
+        // The reported commands: a clone each of 10^8 jobs, and 10^10 slots.
+        for (numjobs, iodepth) in [(100_000_000, 1), (100_000, 100_000)] {
+            let err = experiment(numjobs, iodepth)
+                .check_memory(1, &available)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("the jobs of phase \"measure\"")
+                    && err.contains(&format!("{numjobs} clones"))
+                    && err.contains("numjobs or iodepth of job \"many\"")
+                    && err.contains("8192 MiB available (test)"),
+                "{err}"
+            );
+        }
+        // 64 jobs of depth 64 (the paper's) cost next to nothing beside the device.
+        experiment(64, 64).check_memory(1, &available).unwrap();
     }
 
     /// Preconditioning `pre`, then `ios` random reads from each of 4 jobs, verified, on tiny.
@@ -714,6 +798,22 @@ mod tests {
         assert_eq!(rep.phases[0].page_writes, 2);
         assert_eq!(rep.result.unmapped_reads, 0);
         assert_eq!(rep.result.latency_us.read.count, 4);
+    }
+
+    #[test]
+    fn unwritten_pages_are_filled_in_runs_of_at_most_512_kib() {
+        let path = std::env::temp_dir().join(format!("fill-runs-{}.disksim", std::process::id()));
+        // Reads of pages 0..256 (1 MiB) and of page 257, none written.
+        std::fs::write(&path, "0 0 0 2048 1\n1000 0 2056 8 1\n").unwrap();
+        let mut e = trace_experiment(true);
+        let Workload::Trace(t) = &mut e.workload else {
+            unreachable!()
+        };
+        t.path = path.clone();
+        let rep = e.run("ideal", &mut crate::engine::NoProgress);
+        std::fs::remove_file(&path).unwrap();
+        let fill = &rep.unwrap().phases[0];
+        assert_eq!((fill.requests.write, fill.page_writes), (3, 257));
     }
 
     #[test]

@@ -93,6 +93,10 @@ pub enum TraceError {
     /// Writing converted output failed.
     #[error("cannot write the trace: {0}")]
     Write(#[source] io::Error),
+    /// The whole trace was read and not one line is a request of its format: a result from
+    /// it would be all zeros (the format is wrong, or the file is not a trace).
+    #[error("{0}")]
+    NoRequest(NoRequest),
     /// An option value makes no sense (e.g. a speed of zero).
     #[error("invalid option: {0}")]
     InvalidOption(String),
@@ -106,6 +110,64 @@ impl TraceError {
             op: rec.op,
             line: rec.line,
         }
+    }
+}
+
+/// What the lines of a trace without a single request were instead
+/// ([`TraceError::NoRequest`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoRequest {
+    /// File (or stream) name.
+    pub file: String,
+    /// The format it was read as.
+    pub format: Format,
+    /// Lines read.
+    pub lines: u64,
+    /// Malformed lines: skipped (`skip_bad_lines`), else yielded as errors before this one.
+    pub malformed: u64,
+    /// Whether they were skipped.
+    pub skipped: bool,
+    /// The first malformed line's message.
+    pub first_malformed: Option<String>,
+    /// Lines the format's parser passed over as carrying no request (headers, blkparse
+    /// summaries and other actions, fio file actions), blank lines and comments aside.
+    pub not_requests: u64,
+    /// The first of those: its line number and its text, quoted.
+    pub first_not_request: Option<(u64, String)>,
+}
+
+impl fmt::Display for NoRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (file, format, lines) = (&self.file, self.format, self.lines);
+        if lines == 0 {
+            return write!(
+                f,
+                "{file}: no request: the trace is empty (read as {format})"
+            );
+        }
+        let mut parts = Vec::new();
+        if let Some(first) = &self.first_malformed {
+            let skipped = if self.skipped { "skipped; " } else { "" };
+            parts.push(format!(
+                "{} malformed ({skipped}the first: {first})",
+                self.malformed
+            ));
+        }
+        if let Some((line, text)) = &self.first_not_request {
+            parts.push(format!(
+                "{} without a request, the first at line {line}: {text}",
+                self.not_requests
+            ));
+        }
+        let blank = lines - self.malformed - self.not_requests;
+        if blank > 0 {
+            parts.push(format!("{blank} blank or comments"));
+        }
+        write!(
+            f,
+            "{file}: no request in {lines} lines read as {format}: {}",
+            parts.join("; ")
+        )
     }
 }
 

@@ -32,7 +32,7 @@ mod systor;
 mod umass;
 mod write;
 
-pub use error::{LineErrorKind, TraceError};
+pub use error::{LineErrorKind, NoRequest, TraceError};
 pub use reader::{open, Compression, TraceReader, MAX_LINE};
 pub use replay::{AddressPolicy, Replay, ReplayCounters, ReplayOptions};
 pub use stats::{InterArrival, SizeBucket, StatsBuilder, TraceStats, FOOTPRINT_MAX_SPAN};

@@ -1,9 +1,10 @@
 //! Opening traces (decompression, format detection) and the streaming record iterator.
 
-use super::error::{FieldError, LineErrorKind, TraceError};
+use super::error::{FieldError, LineErrorKind, NoRequest, TraceError};
 use super::replay::{Replay, ReplayOptions};
 use super::TraceRecord;
 use super::{detect_lines, is_blank_or_comment, trim_eol, Format, ParseOptions, Parsed, Parser};
+use crate::error::quote;
 use flate2::read::MultiGzDecoder;
 use std::fmt;
 use std::fs::File;
@@ -118,6 +119,12 @@ pub struct TraceReader {
     ignored: u64,
     warnings: Vec<String>,
     done: bool,
+    /// Records yielded.
+    records: u64,
+    /// Malformed lines (skipped or yielded as errors), and the first one's message.
+    malformed: (u64, Option<String>),
+    /// Lines the parser passed over (blank lines and comments aside), and the first one.
+    not_requests: (u64, Option<(u64, String)>),
 }
 
 impl fmt::Debug for TraceReader {
@@ -227,6 +234,9 @@ impl TraceReader {
             ignored: 0,
             warnings: Vec::new(),
             done: false,
+            records: 0,
+            malformed: (0, None),
+            not_requests: (0, None),
             name,
         })
     }
@@ -337,6 +347,8 @@ impl TraceReader {
     /// Deal with a malformed line: an error to return, or a counted warning.
     fn bad_line(&mut self, err: FieldError) -> Option<TraceError> {
         let err = err.at(&self.name, self.line);
+        self.malformed.0 += 1;
+        self.malformed.1.get_or_insert_with(|| err.to_string());
         if !self.skip_bad_lines {
             return Some(err);
         }
@@ -346,11 +358,28 @@ impl TraceReader {
         }
         None
     }
+
+    /// The error for a trace read to its end without a single request.
+    fn no_request(&mut self) -> TraceError {
+        TraceError::NoRequest(NoRequest {
+            file: self.name.clone(),
+            format: self.format,
+            lines: self.line,
+            malformed: self.malformed.0,
+            skipped: self.skip_bad_lines,
+            first_malformed: self.malformed.1.take(),
+            not_requests: self.not_requests.0,
+            first_not_request: self.not_requests.1.take(),
+        })
+    }
 }
 
 impl Iterator for TraceReader {
     type Item = Result<TraceRecord, TraceError>;
 
+    /// The next record. A trace that ends without one is not an empty result but
+    /// [`TraceError::NoRequest`], yielded last: statistics, a conversion or a replay of it
+    /// would be all zeros whatever the file held.
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
             let read = match self.next_line() {
@@ -368,21 +397,29 @@ impl Iterator for TraceReader {
                 None => {
                     self.line -= 1;
                     self.done = true;
-                    return None;
+                    return (self.records == 0).then(|| Err(self.no_request()));
                 }
                 Some(Err(too_long)) => Err(too_long),
                 Some(Ok(())) => {
                     let line = trim_eol(&self.buf);
                     if is_blank_or_comment(line) {
-                        Ok(Parsed::Ignored)
-                    } else {
-                        self.parser.parse(line)
+                        self.ignored += 1;
+                        continue;
                     }
+                    let parsed = self.parser.parse(line);
+                    if let Ok(Parsed::Ignored) = parsed {
+                        self.not_requests.0 += 1;
+                        if self.not_requests.1.is_none() {
+                            self.not_requests.1 = Some((self.line, quote(line)));
+                        }
+                    }
+                    parsed
                 }
             };
             match parsed {
                 Ok(Parsed::Record(mut rec)) => {
                     rec.line = self.line;
+                    self.records += 1;
                     return Some(Ok(rec));
                 }
                 Ok(Parsed::Ignored) => self.ignored += 1,

@@ -203,6 +203,11 @@ impl JobSpec {
         Ok(())
     }
 
+    /// Its slots: `numjobs` × `iodepth`, each one request in flight.
+    pub fn slots(&self) -> u64 {
+        self.numjobs as u64 * self.iodepth as u64
+    }
+
     /// The region size for a logical space of `logical_bytes`.
     pub fn region_size(&self, logical_bytes: u64) -> u64 {
         self.size
