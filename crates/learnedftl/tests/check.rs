@@ -84,8 +84,12 @@ fn the_check_catches_each_injected_fault() {
         .unwrap();
         assert_eq!(file.ops.len() as u64, n);
         let again = run(&file.spec, Some(file.ops), d.clone());
-        assert!(!again.failures.is_empty(), "{fault}: the replay passes");
-        let _ = std::fs::remove_dir_all(d);
+        assert!(
+            !again.failures.is_empty(),
+            "{fault}: the replay of {} passes: {f}",
+            f.replay_file.as_ref().unwrap()
+        );
+        std::fs::remove_dir_all(d).unwrap();
     }
 }
 

@@ -146,13 +146,14 @@ pub type DriverError = (usize, String);
 
 /// Runs batches of a stream on a simulated device.
 pub trait Driver {
-    /// A power cut: through the engine, armed to strike after `after_ops` more flash
-    /// programs and erases; through NBD, now, between two batches.
+    /// A power cut before the batch's first operation: through the engine, armed to strike
+    /// after `after_ops` more flash programs and erases, or right after that operation if it
+    /// issues fewer; through NBD, now, between two batches.
     fn cut(&mut self, after_ops: u32) -> Result<(), String>;
     /// Executes one batch of operations in flight together, none conflicting with another
     /// ([`HostOp::conflicts`]); `bufs[i]` holds write `i`'s data or receives read `i`'s.
     /// Returns how many ran: all, or up to the one a power cut struck in (the rest are
-    /// submitted again as a batch of their own).
+    /// submitted again as a batch of their own) or the oracle failed in.
     fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError>;
     /// Calls `f` with the simulator, between batches.
     fn with_sim(&mut self, f: &mut dyn FnMut(&mut Simulator));
@@ -214,6 +215,8 @@ impl Driver for EngineDriver {
     fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError> {
         let mut done = self.t;
         let recoveries = self.sim.recoveries();
+        let failures = |s: &Simulator| s.oracle().map_or(0, |o| o.failures());
+        let failed = failures(&self.sim);
         let mut ran = 0;
         for (i, (op, buf)) in ops.iter().zip(bufs.iter_mut()).enumerate() {
             let d = self
@@ -222,7 +225,13 @@ impl Driver for EngineDriver {
                 .map_err(|e| (i, e.to_string()))?;
             done = done.max(d);
             ran = i + 1;
-            if self.sim.recoveries() != recoveries {
+            // A cut its operation did not reach strikes right after it.
+            if i == 0 && op.cut.is_some() && self.sim.device().power_cut_armed() {
+                self.sim.cut_power_now(d).map_err(|e| (i, e.to_string()))?;
+            }
+            // Stop at a cut (what follows is a batch of its own) or at a wrong version (the
+            // failure is this operation's).
+            if self.sim.recoveries() != recoveries || failures(&self.sim) != failed {
                 break;
             }
         }
@@ -462,7 +471,7 @@ impl Run {
                 .cut(k)
                 .map_err(|e| fail(0, format!("power cut: {e}")))?;
             // Through NBD the cut is done: adopt what recovery brought back before going on.
-            self.after_cuts(driver, ops, first)?;
+            self.after_cuts(driver, &ops[..1], first)?;
         }
         for op in ops.iter().filter(|o| o.kind.writes()) {
             self.model.remember(op.offset, op.len);
@@ -594,7 +603,8 @@ impl Run {
         true
     }
 
-    /// After a recovery: every page must hold a version the model knows may come back.
+    /// After a recovery: every page must hold a version the model knows may come back. `ops`
+    /// (from stream index `first`) ran; the cut struck in the last.
     fn after_cuts(
         &mut self,
         driver: &mut dyn Driver,
@@ -625,15 +635,16 @@ impl Run {
                 )),
                 found: Some(format!("stamp {got}")),
                 ..Failure::new(
-                    first,
-                    ops[0],
+                    first + ops.len() as u64 - 1,
+                    ops[ops.len() - 1],
                     "after a power cut a page came back as a version no acknowledged, unflushed write left (a flushed write was lost)".into(),
                 )
             })),
         }
     }
 
-    /// Stamp-level failures the engine's oracle counted during the batch.
+    /// Stamp-level failures the engine's oracle counted during the batch `ops` (those that
+    /// ran), reported at its last operation (through the engine, the one that failed).
     fn oracle(
         &mut self,
         driver: &mut dyn Driver,
@@ -651,11 +662,15 @@ impl Run {
         });
         match msg {
             None => Ok(()),
-            Some(m) => Err(Box::new(Failure::new(
-                first,
-                ops[0],
-                format!("the oracle's stamp check failed in the batch starting here: {m}"),
-            ))),
+            Some(m) => {
+                let last = ops.len() - 1;
+                let what = if last == 0 {
+                    format!("the oracle's stamp check failed: {m}")
+                } else {
+                    format!("the oracle's stamp check failed in this operation or one of the {last} in flight before it: {m}")
+                };
+                Err(Box::new(Failure::new(first + last as u64, ops[last], what)))
+            }
         }
     }
 }
@@ -776,9 +791,10 @@ fn shrink_and_save(
             Some(deadline + Duration::from_secs(60)),
         )
     };
-    // The operations after the failure stay for now: removing an earlier one may need a
-    // later one to fail again (a fault on the n-th page read needs n reads).
-    let around = ops[..keep_after(&f, ops.len())].to_vec();
+    // As many operations after the failure as before stay until the end: removing an earlier
+    // one may need a later one to fail again (a fault on the n-th page read needs n reads).
+    // Candidates are only ever subsets, each tested as it is.
+    let around = ops[..(2 * (f.op_index as usize + 1)).min(ops.len())].to_vec();
     let (short, f) = coarse(around, f, &mut trial, deadline);
     let (mut small, mut failure) = ddmin(short, f, &mut trial, deadline);
     let end = failure.op_index as usize + 1;
@@ -813,12 +829,6 @@ fn shrink_and_save(
     failure
 }
 
-/// How much of a failing stream of `len` operations shrinking keeps: up to twice the
-/// failing operation's index (what comes after it can stand in for what is removed before).
-fn keep_after(f: &Failure, len: usize) -> usize {
-    (2 * (f.op_index as usize + 1)).min(len)
-}
-
 /// Cheap cuts before delta debugging: the shortest failing stream that starts 8, 16, 32, ...
 /// operations before the failing one (most failures need only the last few), then the stream
 /// without every operation of one kind but the failing one (reads, trims, write-zeroes,
@@ -834,7 +844,7 @@ fn coarse(
             return;
         }
         if let Some(f) = test(&candidate) {
-            *ops = candidate[..keep_after(&f, candidate.len())].to_vec();
+            *ops = candidate;
             *failure = f;
         }
     };
@@ -890,8 +900,7 @@ fn ddmin(
             }
             let complement: Vec<HostOp> = ops[..a].iter().chain(&ops[b..]).copied().collect();
             if let Some(f) = test(&complement) {
-                let end = keep_after(&f, complement.len());
-                smaller = Some((complement[..end].to_vec(), f));
+                smaller = Some((complement, f));
                 break;
             }
         }

@@ -58,7 +58,7 @@ pub struct HostOp {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub new_batch: bool,
     /// A power cut before or inside this operation: through the engine, after this many flash
-    /// programs and erases of its service (further on if it issues fewer); through NBD,
+    /// programs and erases of its service (right after it if it issues fewer); through NBD,
     /// between the previous batch and this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<u32>,

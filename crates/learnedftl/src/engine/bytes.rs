@@ -305,5 +305,5 @@ fn inner(sim: &Simulator, offset: u64, len: u64) -> Option<(u64, u64)> {
 pub fn inner_pages(ps: u64, offset: u64, len: u64) -> Option<(u64, u64)> {
     let a = offset.div_ceil(ps) * ps;
     let b = (offset + len) / ps * ps;
-    (a < b).then_some((a, b - a))
+    (a < b).then(|| (a, b - a))
 }
