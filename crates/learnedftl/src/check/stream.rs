@@ -153,6 +153,8 @@ struct Gen {
     next_id: u32,
     pattern: Pattern,
     qd: u32,
+    /// Flushes per thousand operations in this stretch (FUA on twice as many writes).
+    durable_per_mille: u32,
     in_batch: u32,
     zipf: BlockPicker,
     cursor: u64,
@@ -170,6 +172,7 @@ impl Gen {
             next_id: first_id,
             pattern: Pattern::Uniform,
             qd: 1,
+            durable_per_mille: 0,
             in_batch: 0,
             zipf,
             cursor: 0,
@@ -185,14 +188,18 @@ impl Gen {
                 _ => Pattern::Sequential,
             };
             self.qd = 1 << self.rng.gen_range(0..7);
+            // Half the stretches never flush, so volatile write buffers fill and flush in the
+            // middle of writes (LeaFTL's 2,048 pages take about two such stretches).
+            self.durable_per_mille = [0, 0, 3, 30][self.rng.gen_range(0..4)];
         }
+        let flush = self.durable_per_mille;
         let kind = match self.rng.gen_range(0..1000) {
-            0..=419 => Kind::Read,
-            420..=839 => Kind::Write,
-            840..=909 => Kind::Trim,
-            910..=939 => Kind::WriteZeroes,
-            940..=969 => Kind::WriteZeroesNoHole,
-            _ => Kind::Flush,
+            k if k < flush => Kind::Flush,
+            k if k < 450 => Kind::Read,
+            k if k < 860 => Kind::Write,
+            k if k < 930 => Kind::Trim,
+            k if k < 965 => Kind::WriteZeroes,
+            _ => Kind::WriteZeroesNoHole,
         };
         self.in_batch += 1;
         let new_batch = self.in_batch > self.qd || kind == Kind::Flush;
@@ -224,7 +231,7 @@ impl Gen {
             kind,
             offset: start * SECTOR,
             len: len * SECTOR,
-            fua: kind.writes() && self.rng.gen_range(0..20) == 0,
+            fua: kind.writes() && self.rng.gen_range(0..1000) < 2 * flush,
             id,
             new_batch,
             cut,
