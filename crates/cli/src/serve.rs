@@ -61,6 +61,11 @@ pub struct ServeOpts {
     /// Export name (clients may also ask for the default export, "").
     #[arg(long, default_value = "learnedftl")]
     name: String,
+    /// Answer NBD_EIO instead of wrong data: a read whose pages fail the oracle's stamp check
+    /// or the byte check (a hash of each page's last written bytes) is refused, logged and
+    /// counted (docs/nbd.md).
+    #[arg(long)]
+    verify: bool,
 }
 
 /// Serves until SIGINT or SIGTERM, then writes the report; SIGUSR1 cuts the power (the FTL
@@ -106,8 +111,13 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         .as_ref()
         .map(|p| recorder(p, &o.record_format))
         .transpose()?;
-    let backend =
-        Arc::new(SimBackend::new(sim, &o.name, timing, record).map_err(anyhow::Error::msg)?);
+    let mut backend = SimBackend::new(sim, &o.name, timing, record).map_err(anyhow::Error::msg)?;
+    if o.verify {
+        backend = backend
+            .verify(|m| eprintln!("{m}"))
+            .map_err(anyhow::Error::msg)?;
+    }
+    let backend = Arc::new(backend);
 
     let (listener, at) = match &o.socket {
         Some(path) => {
@@ -182,6 +192,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
                 "export": o.name,
                 "record": o.record.as_ref().map(|p| p.display().to_string()),
                 "payload_file": o.payload_file.as_ref().map(|p| p.display().to_string()),
+                "verify": o.verify,
             },
         },
         "verify": true,
@@ -190,8 +201,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     // Whoever started the server may have stopped reading its output: not a failure.
     let _ = writeln!(
         std::io::stdout(),
-        "{}\n{}",
+        "{}{}\n{}",
         report::phases_table(&r.phases),
+        report::byte_checks_line(&r.result),
         report::detail_table(&r)
     );
     if let (n @ 1.., last) = backend.failures() {
@@ -217,6 +229,7 @@ fn print_stats(backend: &SimBackend) {
     let m = backend.live_metrics();
     let (failures, last) = backend.failures();
     let mut out = report::phases_table(std::slice::from_ref(&m));
+    out += &report::byte_checks_line(&m);
     if failures > 0 {
         out += &format!(
             "{failures} requests failed; last: {}\n",

@@ -1,9 +1,13 @@
 //! End-to-end tests of `learnedftl serve` with real NBD clients from Debian packages: fio's
 //! `nbd` engine with crc32c verification, qemu-io pattern checks, an nbdcopy round trip.
 //! A test whose client is not installed is skipped with a message, except in CI (`CI` set),
-//! where the client must be there (`.ci/run` installs them).
+//! where the client must be there (`.ci/run` installs them). `serve --verify` is tested with
+//! the workspace's own client, so always.
 
+use learnedftl_nbd::client;
+use learnedftl_nbd::proto::{Command as Cmd, Request};
 use std::io::{BufRead, BufReader};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -385,4 +389,58 @@ fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
         "{m}"
     );
     assert_eq!(m["verify"]["failures"], 0, "{m}");
+}
+
+#[test]
+fn serve_verify_answers_eio_for_wrong_reads_and_reports_the_counts() {
+    let dir = Scratch::new("nbd-verify");
+    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
+    // One page read in two returns another LPN's page.
+    let server = Server::start(
+        "ideal",
+        &[
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--set",
+            "inject=wrong-read:2",
+            "--verify",
+        ],
+    );
+    let (_, _, mut tx, mut rx) = client::connect(UnixStream::connect(&sock).unwrap()).unwrap();
+    let mut call = |cmd, offset, data: Option<&[u8]>| {
+        let len = data.map_or(4096, |d| d.len() as u32);
+        let mut out = Vec::new();
+        let r = Request {
+            flags: 0,
+            cmd,
+            cookie: 1,
+            offset,
+            len,
+        };
+        client::encode(&mut out, &r, data);
+        tx.send(&out).unwrap();
+        let (error, _) = rx.reply().unwrap();
+        if cmd == Cmd::Read && error == 0 {
+            rx.data(&mut vec![0; len as usize]).unwrap();
+        }
+        error
+    };
+    assert_eq!(call(Cmd::Write, 0, Some(&[7; 4 * 4096])), 0);
+    let errors: Vec<u32> = (0..4).map(|p| call(Cmd::Read, p * 4096, None)).collect();
+    assert_eq!(errors, [0, 5, 0, 5], "NBD_EIO for the wrong reads");
+    let line = server.wait_log("answered NBD_EIO");
+    assert!(line.contains("read at byte 4096 (+4096 B)"), "{line}");
+    drop((tx, rx));
+    server.stop();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["config"]["workload"]["nbd"]["verify"], true);
+    let v = &r["result"]["verify"];
+    assert_eq!(v["failures"], 2, "{v}");
+    let b = &v["bytes"];
+    assert_eq!(b["pages_compared"], 2, "{v}");
+    assert_eq!(b["pages_learned"], 0, "{v}");
+    assert_eq!(b["mismatches"], 0, "{v}");
+    assert_eq!(b["failed_commands"], 2, "{v}");
 }

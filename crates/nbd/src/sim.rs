@@ -8,7 +8,8 @@
 //! only recorded. Commands run through the library's byte path ([`HostBytes`]): a request that
 //! covers part of a page reads the covering pages first (a write then writes them back merged:
 //! read-modify-write, as SSD firmware does), and a trim discards only the pages it covers
-//! entirely.
+//! entirely. With [`SimBackend::verify`] (`serve --verify`) a command whose data fails the
+//! byte path's checks is answered `NBD_EIO`, never with its data, and logged.
 
 use crate::handshake::Export;
 use crate::proto::*;
@@ -63,6 +64,9 @@ pub const MIN_BLOCK: u32 = 512;
 /// Where requests are recorded as a trace.
 pub type Recorder = TraceWriter<Box<dyn Write + Send>>;
 
+/// Where a server's messages go.
+type Log = Box<dyn Fn(String) + Send + Sync>;
+
 /// A simulated SSD as an NBD export.
 pub struct SimBackend {
     export: Export,
@@ -83,6 +87,8 @@ struct State {
     /// Requests the simulator failed, and the last failure.
     failures: u64,
     last_failure: Option<String>,
+    /// Where failed checks are logged (with [`SimBackend::verify`]).
+    log: Option<Log>,
 }
 
 impl SimBackend {
@@ -143,8 +149,21 @@ impl SimBackend {
                 record,
                 failures: 0,
                 last_failure: None,
+                log: None,
             }),
         })
+    }
+
+    /// Turns the checks of `serve --verify` on (docs/nbd.md "Verification"): a command whose
+    /// pages a read returned in the wrong version (the oracle's stamp check) or with other
+    /// bytes than were last written there (the byte check) is answered `NBD_EIO` rather than
+    /// with its data, and a line naming it and the failed check goes to `log`. The counts are
+    /// reported in `verify.bytes`. The simulator must verify reads (`Verify::Count`).
+    pub fn verify(mut self, log: impl Fn(String) + Send + Sync + 'static) -> Result<Self, String> {
+        let s = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        s.bytes.verify(&s.sim)?;
+        s.log = Some(Box::new(log));
+        Ok(self)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -155,7 +174,7 @@ impl SimBackend {
 
     /// The metrics of everything served so far.
     pub fn live_metrics(&self) -> Metrics {
-        self.lock().sim.live_metrics()
+        self.lock().metrics()
     }
 
     /// Calls `f` with the simulator, between two requests.
@@ -174,7 +193,7 @@ impl SimBackend {
     /// under `ftl`.
     pub fn report(&self, preset: &str, seed: u64, mut config: serde_json::Value) -> RunReport {
         let s = self.lock();
-        let m = s.sim.live_metrics();
+        let m = s.metrics();
         config["ftl"] = s.sim.ftl().params();
         RunReport {
             ftl: s.sim.ftl().name().to_string(),
@@ -257,6 +276,13 @@ impl Backend for SimBackend {
 }
 
 impl State {
+    /// The simulator's metrics so far, with what the byte path's checks counted.
+    fn metrics(&self) -> Metrics {
+        let mut m = self.sim.live_metrics();
+        m.verify.bytes = self.bytes.byte_checks();
+        m
+    }
+
     /// Executes `cmd` at `t` through the byte path, records the page-level requests it
     /// issued, and maps a failure to its NBD error.
     fn execute(&mut self, cmd: Cmd<'_>, t: SimTime) -> Result<SimTime, NbdError> {
@@ -288,7 +314,11 @@ impl State {
                 } => NbdError::ENOSPC,
                 _ => NbdError::EIO,
             };
-            self.last_failure = Some(e.to_string());
+            let message = e.to_string();
+            if let (EngineError::Verify(_), Some(log)) = (&e, &self.log) {
+                log(format!("answered NBD_EIO: {message}"));
+            }
+            self.last_failure = Some(message);
             code
         })
     }

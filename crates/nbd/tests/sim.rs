@@ -1,9 +1,11 @@
 //! The simulated-SSD backend over the protocol: data through the FTL, sub-page requests,
-//! zeroing, flush and FUA on a buffering FTL, realtime replies, recording.
+//! zeroing, flush and FUA on a buffering FTL, realtime replies, recording, power cuts, and
+//! the checks of `serve --verify`.
 
 mod common;
 
 use common::*;
+use learnedftl::addr::Lpn;
 use learnedftl::config::DeviceConfig;
 use learnedftl::engine::{SimOptions, Simulator, Verify};
 use learnedftl::params::Params;
@@ -23,14 +25,40 @@ fn backend_recording(
     timing: Timing,
     record: Option<learnedftl_nbd::sim::Recorder>,
 ) -> Arc<SimBackend> {
+    Arc::new(SimBackend::new(sim(ftl, &[]), "t", timing, record).unwrap())
+}
+
+/// `ftl` on the tiny preset with payloads, parameters `set` (`key=value`), reads counted by
+/// the oracle (as `serve` builds it).
+fn sim(ftl: &str, set: &[&str]) -> Simulator {
     let mut cfg = DeviceConfig::preset("tiny").unwrap();
     cfg.payloads = true;
+    let mut params = Params::new();
+    for s in set {
+        params.insert_assignment(s, "set").unwrap();
+    }
     let opts = SimOptions {
         verify: Verify::Count,
         check_invariants: false,
     };
-    let sim = Simulator::new(&cfg, ftl, Params::new(), opts).unwrap();
-    Arc::new(SimBackend::new(sim, "t", timing, record).unwrap())
+    Simulator::new(&cfg, ftl, params, opts).unwrap()
+}
+
+/// Lines a verifying backend logged.
+type Logged = Arc<Mutex<Vec<String>>>;
+
+/// A backend replying at once, with the checks of `serve --verify` if `verify`.
+fn verifying(ftl: &str, set: &[&str], verify: bool) -> (Arc<SimBackend>, Logged) {
+    let b = SimBackend::new(sim(ftl, set), "t", Timing::None, None).unwrap();
+    let log = Logged::default();
+    let b = match verify {
+        true => {
+            let l = log.clone();
+            b.verify(move |m| l.lock().unwrap().push(m)).unwrap()
+        }
+        false => b,
+    };
+    (Arc::new(b), log)
 }
 
 #[test]
@@ -282,4 +310,138 @@ fn a_power_cut_between_requests_keeps_acknowledged_data_and_the_connection() {
         assert_eq!(m.verify.failures, 0, "{ftl}");
         disconnect(c, h);
     }
+}
+
+#[test]
+fn verify_answers_eio_for_a_wrong_read_instead_of_its_data() {
+    for verify in [false, true] {
+        // One page read in four returns another LPN's page.
+        let (b, log) = verifying("ideal", &["inject=wrong-read:4"], verify);
+        let (mut c, h) = connect(b.clone());
+        go(&mut c);
+        let data = bytes(1, 8 * 4096);
+        let page = |p: usize| &data[p * 4096..(p + 1) * 4096];
+        write(&mut c, 0, &data, 0);
+        for p in 0..3 {
+            assert_eq!(read(&mut c, p as u64 * 4096, 4096), page(p));
+        }
+        let (e, got) = call(&mut c, Command::Read, 0, 3 * 4096, Err(4096));
+        let m = b.live_metrics();
+        assert_eq!(m.verify.failures, 1, "the oracle sees it either way");
+        if verify {
+            assert_eq!((e, got.len()), (NbdError::EIO.0, 0), "no data");
+            let v = m.verify.bytes.expect("byte checks reported");
+            assert_eq!((v.failed_commands, v.mismatches), (1, 0));
+            assert_eq!(v.pages_compared, 3);
+            let log = log.lock().unwrap();
+            assert_eq!(log.len(), 1, "{log:?}");
+            assert!(
+                log[0].contains("NBD_EIO")
+                    && log[0].contains("read at byte 12288 (+4096 B)")
+                    && log[0].contains("read of LPN 3: expected stamp 1"),
+                "{}",
+                log[0]
+            );
+            assert_eq!(b.failures().0, 1);
+        } else {
+            assert_eq!(e, 0);
+            assert_ne!(got, page(3), "wrong data returned");
+            assert_eq!(m.verify.bytes, None);
+        }
+        // Serving goes on.
+        assert_eq!(read(&mut c, 4 * 4096, 4096), page(4));
+        disconnect(c, h);
+    }
+}
+
+#[test]
+fn verify_fails_a_sub_page_write_whose_read_is_wrong_and_writes_nothing() {
+    for verify in [false, true] {
+        // The first page read (the read-modify-write's) returns another LPN's page.
+        let (b, _) = verifying("ideal", &["inject=wrong-read:1"], verify);
+        let (mut c, h) = connect(b.clone());
+        go(&mut c);
+        let data = bytes(2, 2 * 4096);
+        write(&mut c, 0, &data, 0);
+        let (e, _) = call(&mut c, Command::Write, 0, 4096 + 512, Ok(&[0x5a; 512]));
+        let writes = b.live_metrics().requests.write;
+        if verify {
+            assert_eq!(e, NbdError::EIO.0);
+            assert_eq!(writes, 1, "the merged page is not written back");
+        } else {
+            assert_eq!((e, writes), (0, 2), "the wrong page is merged and written");
+        }
+        disconnect(c, h);
+    }
+}
+
+#[test]
+fn verify_catches_wrong_bytes_of_the_right_version() {
+    for verify in [false, true] {
+        let (b, log) = verifying("leaftl", &["write_buffer_pages=4"], verify);
+        let (mut c, h) = connect(b.clone());
+        go(&mut c);
+        write(&mut c, 4096, &bytes(3, 4096), 0);
+        assert_eq!(b.live_metrics().flash.programs["user"], 0, "buffered");
+        // The buffered page's data changes under the same LPN and stamp: the stamp check
+        // cannot tell.
+        b.with_sim(|sim| {
+            let stamp = sim.oracle().unwrap().expected(Lpn(1));
+            let store = sim.device_mut().payloads_mut().unwrap();
+            store.stage(Lpn(1), stamp, &[0xee; 4096]);
+        });
+        let (e, got) = call(&mut c, Command::Read, 0, 0, Err(2 * 4096));
+        let m = b.live_metrics();
+        assert_eq!(m.verify.failures, 0, "the right version");
+        if verify {
+            assert_eq!(e, NbdError::EIO.0);
+            let v = m.verify.bytes.unwrap();
+            assert_eq!(
+                (v.pages_compared, v.mismatches, v.failed_commands),
+                (2, 1, 1)
+            );
+            let log = log.lock().unwrap();
+            assert!(
+                log[0].contains("read at byte 0 (+8192 B)")
+                    && log[0].contains("read of LPN 1: right version (stamp 1), wrong bytes"),
+                "{log:?}"
+            );
+        } else {
+            assert_eq!((e, &got[4096..]), (0, &[0xee; 4096][..]));
+        }
+        disconnect(c, h);
+    }
+}
+
+#[test]
+fn verify_after_a_power_cut_learns_the_versions_recovery_brought_back() {
+    let (b, log) = verifying("leaftl", &["write_buffer_pages=64"], true);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    let old = bytes(4, 16 * 4096);
+    write(&mut c, 0, &old, 0);
+    assert_eq!(call(&mut c, Command::Flush, 0, 0, Err(0)).0, 0);
+    // Unflushed: an overwrite of four pages and two new pages, in LeaFTL's volatile buffer.
+    write(&mut c, 4 * 4096, &bytes(5, 4 * 4096), 0);
+    write(&mut c, 64 * 4096, &bytes(6, 2 * 4096), 0);
+    let line = b.cut_power().unwrap();
+    assert!(line.contains("6 unflushed pages lost"), "{line}");
+    // The acknowledged versions were lost: the last flushed ones read back, without a
+    // false mismatch; the flushed pages are still compared byte for byte.
+    assert_eq!(read(&mut c, 0, 16 * 4096), old);
+    assert_eq!(read(&mut c, 64 * 4096, 2 * 4096), vec![0; 2 * 4096]);
+    let m = b.live_metrics();
+    let v = m.verify.bytes.unwrap();
+    assert_eq!(
+        (v.mismatches, v.failed_commands),
+        (0, 0),
+        "{:?}",
+        log.lock()
+    );
+    assert_eq!((v.pages_learned, v.pages_compared), (6, 12));
+    assert_eq!(m.verify.failures, 0);
+    // Learned versions are compared from then on.
+    assert_eq!(read(&mut c, 4 * 4096, 4096), &old[4 * 4096..5 * 4096]);
+    assert_eq!(b.live_metrics().verify.bytes.unwrap().pages_compared, 13);
+    disconnect(c, h);
 }

@@ -7,10 +7,17 @@
 //! trim discards only the pages it covers entirely, and write-zeroes writes zeroes over partial
 //! pages and discards (or, with `no_hole`, writes zeroes over) the whole ones. FUA and flush
 //! complete only once every write so far is durable.
+//!
+//! With [`HostBytes::verify`] every page-level request is checked (`serve --verify`): a read
+//! whose pages the oracle finds in the wrong version, or whose bytes differ from what was last
+//! written there, fails its command with [`EngineError::Verify`] (a read-modify-write then
+//! writes nothing back).
 
+use super::shadow::Shadow;
 use super::{EngineError, Payload, Simulator};
 use crate::addr::SimTime;
 use crate::ftl::Op;
+use crate::stats::ByteChecks;
 use crate::workload::HostIo;
 
 /// A host command over bytes (the NBD commands).
@@ -79,6 +86,8 @@ pub struct HostBytes {
     /// A page's worth or more of zeroes.
     zeroes: Vec<u8>,
     journal: Option<Vec<Issued>>,
+    /// The checks, when on.
+    checks: Option<Shadow>,
 }
 
 impl HostBytes {
@@ -96,9 +105,45 @@ impl HostBytes {
         self.journal.get_or_insert_with(Vec::new).drain(..)
     }
 
+    /// Checks every command from now on (docs/nbd.md "Verification"): each page-level request
+    /// must leave the oracle's failure count unchanged, and each page a read returns must hash
+    /// to what was last written there (12 B per logical page). A command failing a check fails
+    /// with [`EngineError::Verify`] naming it. `sim` must verify reads (its oracle is on), and
+    /// every later command must run on it.
+    pub fn verify(&mut self, sim: &Simulator) -> Result<(), String> {
+        self.checks = Some(Shadow::new(sim)?);
+        Ok(())
+    }
+
+    /// What the checks counted, when on.
+    pub fn byte_checks(&self) -> Option<ByteChecks> {
+        self.checks.as_ref().map(Shadow::counts)
+    }
+
     /// Executes `cmd` arriving at `t` (no earlier than the previous command); returns its
     /// completion.
     pub fn execute(
+        &mut self,
+        sim: &mut Simulator,
+        cmd: Cmd<'_>,
+        t: SimTime,
+    ) -> Result<SimTime, EngineError> {
+        if self.checks.is_none() {
+            return self.run(sim, cmd, t);
+        }
+        let (what, offset, len) = extent(&cmd);
+        self.run(sim, cmd, t).map_err(|e| match e {
+            EngineError::Verify(m) => {
+                if let Some(c) = self.checks.as_mut() {
+                    c.note_failed_command();
+                }
+                EngineError::Verify(format!("{what} at byte {offset} (+{len} B): {m}"))
+            }
+            e => e,
+        })
+    }
+
+    fn run(
         &mut self,
         sim: &mut Simulator,
         cmd: Cmd<'_>,
@@ -148,7 +193,12 @@ impl HostBytes {
             offset,
             len,
         };
-        let r = sim.submit_data(io, data);
+        let failures = sim.oracle().map_or(0, |o| o.failures());
+        let (r, bytes): (_, &[u8]) = match data {
+            Payload::Read(buf) => (sim.submit_data(io, Payload::Read(&mut *buf)), buf),
+            Payload::Write(d) => (sim.submit_data(io, Payload::Write(d)), d),
+            Payload::None => (sim.submit_data(io, Payload::None), &[]),
+        };
         if let Some(j) = self.journal.as_mut() {
             let stamp = match (&r, op) {
                 (Ok(_), Op::Write | Op::Trim) => sim.last_stamp(),
@@ -157,6 +207,9 @@ impl HostBytes {
             j.push(Issued { io, stamp });
         }
         let done = r?;
+        if let Some(c) = self.checks.as_mut() {
+            c.served(sim, &io, bytes, failures)?;
+        }
         if op == Op::Write {
             self.writes_done = self.writes_done.max(done);
         }
@@ -285,6 +338,17 @@ impl HostBytes {
             at += k;
         }
         Ok(done)
+    }
+}
+
+/// A command's name, first byte and length, for messages.
+fn extent(cmd: &Cmd<'_>) -> (&'static str, u64, u64) {
+    match cmd {
+        Cmd::Read { offset, buf } => ("read", *offset, buf.len() as u64),
+        Cmd::Write { offset, data, .. } => ("write", *offset, data.len() as u64),
+        Cmd::Flush => ("flush", 0, 0),
+        Cmd::Trim { offset, len, .. } => ("trim", *offset, *len),
+        Cmd::WriteZeroes { offset, len, .. } => ("write-zeroes", *offset, *len),
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod bytes;
 mod oracle;
 mod power;
+mod shadow;
 
 pub use oracle::Oracle;
 pub use power::PowerCutPlan;
@@ -440,6 +441,7 @@ impl Simulator {
                 enabled: true,
                 checked: o.checked(),
                 failures: o.failures(),
+                bytes: None,
             },
             None => VerifySummary::default(),
         };

@@ -14,6 +14,8 @@ pub struct Oracle {
     checked: u64,
     failures: u64,
     messages: Vec<String>,
+    /// The latest failure's message (the server names it in the failed command's log line).
+    last: Option<String>,
 }
 
 impl Oracle {
@@ -24,6 +26,7 @@ impl Oracle {
             checked: 0,
             failures: 0,
             messages: Vec::new(),
+            last: None,
         }
     }
 
@@ -51,15 +54,17 @@ impl Oracle {
     pub fn messages(&self) -> &[String] {
         &self.messages
     }
+    /// The latest failure's message.
+    pub fn last_message(&self) -> Option<&str> {
+        self.last.as_deref()
+    }
+
     /// Counts a check made outside a read (after a recovery), and its failure with the message
     /// `msg` makes.
     pub fn note_check(&mut self, ok: bool, msg: impl FnOnce() -> String) {
         self.checked += 1;
         if !ok {
-            self.failures += 1;
-            if self.messages.len() < KEEP {
-                self.messages.push(msg());
-            }
+            self.fail(msg());
         }
     }
 
@@ -68,6 +73,39 @@ impl Oracle {
         self.checked = 0;
         self.failures = 0;
         self.messages.clear();
+        self.last = None;
+    }
+
+    /// Counts a read of `lpn` that returned `from` instead of version `want` (0: unmapped).
+    #[cold]
+    fn wrong_read(&mut self, lpn: Lpn, want: u32, from: Served) {
+        let expected = if want == 0 {
+            "unmapped".to_string()
+        } else {
+            format!("stamp {want}")
+        };
+        let found = match from {
+            Served::Flash { ppa, oob } => match (oob.lpn(), oob.tpn()) {
+                (Some(l), _) => format!("{ppa:?} holding LPN {} stamp {}", l.0, oob.stamp),
+                (_, Some(t)) => format!("{ppa:?} holding translation page {}", t.0),
+                _ => format!("{ppa:?}"),
+            },
+            Served::Buffer { stamp } => format!("buffered stamp {stamp}"),
+            Served::Unmapped => "unmapped".to_string(),
+        };
+        self.fail(format!(
+            "read of LPN {}: expected {expected}, found {found}",
+            lpn.0
+        ));
+    }
+
+    /// Counts a failed check and keeps its message.
+    fn fail(&mut self, msg: String) {
+        self.failures += 1;
+        if self.messages.len() < KEEP {
+            self.messages.push(msg.clone());
+        }
+        self.last = Some(msg);
     }
 }
 
@@ -82,27 +120,7 @@ impl ReadSink for Oracle {
             Served::Unmapped => want == 0,
         };
         if !ok {
-            self.failures += 1;
-            if self.messages.len() < KEEP {
-                let expected = if want == 0 {
-                    "unmapped".to_string()
-                } else {
-                    format!("stamp {want}")
-                };
-                let found = match from {
-                    Served::Flash { ppa, oob } => match (oob.lpn(), oob.tpn()) {
-                        (Some(l), _) => format!("{ppa:?} holding LPN {} stamp {}", l.0, oob.stamp),
-                        (_, Some(t)) => format!("{ppa:?} holding translation page {}", t.0),
-                        _ => format!("{ppa:?}"),
-                    },
-                    Served::Buffer { stamp } => format!("buffered stamp {stamp}"),
-                    Served::Unmapped => "unmapped".to_string(),
-                };
-                self.messages.push(format!(
-                    "read of LPN {}: expected {expected}, found {found}",
-                    lpn.0
-                ));
-            }
+            self.wrong_read(lpn, want, from);
         }
     }
 }
@@ -143,6 +161,7 @@ mod tests {
             },
         );
         assert_eq!(o.failures(), 3);
+        assert_eq!(o.last_message(), Some(o.messages()[2].as_str()));
         assert!(o.messages()[0].contains("LPN 3") && o.messages()[0].contains("stamp 7"));
         assert!(o.messages()[0].contains("stamp 6"), "{}", o.messages()[0]);
         assert!(

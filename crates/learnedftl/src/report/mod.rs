@@ -140,6 +140,18 @@ pub fn phases_table(phases: &[Metrics]) -> String {
     t.render()
 }
 
+/// A line with what the byte path's checks counted (`serve --verify`), or nothing when they
+/// were off.
+pub fn byte_checks_line(m: &Metrics) -> String {
+    let Some(b) = m.verify.bytes else {
+        return String::new();
+    };
+    format!(
+        "verify: {} pages compared byte for byte, {} mismatched, {} learned; {} commands failed a check\n",
+        b.pages_compared, b.mismatches, b.pages_learned, b.failed_commands
+    )
+}
+
 /// The measured phase of one run in detail: flash operations by cause and DRAM by part.
 pub fn detail_table(r: &RunReport) -> String {
     let m = &r.result;

@@ -119,6 +119,23 @@ pub struct VerifySummary {
     pub checked: u64,
     /// Page reads that returned the wrong version.
     pub failures: u64,
+    /// The byte path's checks, when on (`serve --verify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<ByteChecks>,
+}
+
+/// What the checks of a verifying byte path counted (`serve --verify`; docs/metrics.md).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ByteChecks {
+    /// Pages reads returned whose bytes were compared with what was last written there.
+    pub pages_compared: u64,
+    /// Pages reads returned in a version not written through the byte path (adopted by a
+    /// power cut's recovery, or written before the checks began): their bytes were learned.
+    pub pages_learned: u64,
+    /// Compared pages whose bytes differed (of the right version: the stamp check passed).
+    pub mismatches: u64,
+    /// Commands failed because a check failed (the server answers them `NBD_EIO`).
+    pub failed_commands: u64,
 }
 
 /// Power cuts injected during a phase and the recoveries after them (docs/power.md).
