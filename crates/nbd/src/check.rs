@@ -14,7 +14,7 @@ use crate::proto::{Command, Request, CMD_FLAG_FUA, CMD_FLAG_NO_HOLE};
 use crate::server::{serve_connection, Backend};
 use crate::sim::{SimBackend, Timing};
 use learnedftl::check::stream::{HostOp, Kind};
-use learnedftl::check::{Driver, DriverError};
+use learnedftl::check::{Driver, DriverError, Ran};
 use learnedftl::engine::Simulator;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
@@ -111,7 +111,7 @@ impl Driver for NbdDriver {
         self.sim.cut_power().map(drop)
     }
 
-    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError> {
+    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<Ran, DriverError> {
         let n = self.conns.len();
         self.spare.resize_with(n, Vec::new);
         for (c, (conn, out)) in self.conns.iter().zip(self.spare.iter_mut()).enumerate() {
@@ -159,7 +159,10 @@ impl Driver for NbdDriver {
                 self.spare[c] = bytes;
             }
         }
-        Ok(ops.len())
+        Ok(Ran {
+            ops: ops.len(),
+            cut_after: false,
+        })
     }
 
     fn with_sim(&mut self, f: &mut dyn FnMut(&mut Simulator)) {

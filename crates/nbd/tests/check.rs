@@ -47,7 +47,11 @@ fn run(
             inner: inner.clone(),
             last: Mutex::new(Vec::new()),
         });
-        Ok(Box::new(NbdDriver::with_backend(inner, backend, connections)?))
+        Ok(Box::new(NbdDriver::with_backend(
+            inner,
+            backend,
+            connections,
+        )?))
     };
     check::run(spec, ops, opts, &mut make).unwrap()
 }
@@ -85,7 +89,10 @@ impl Backend for Stale {
             buf.copy_from_slice(&last[..buf.len()]);
             return Ok(None);
         }
-        let r = self.inner.execute(Cmd::Read { offset, buf: &mut *buf });
+        let r = self.inner.execute(Cmd::Read {
+            offset,
+            buf: &mut *buf,
+        });
         last.clear();
         last.extend_from_slice(buf);
         r
@@ -101,10 +108,9 @@ fn a_server_returning_a_stale_buffer_is_caught_shrunk_and_replayed() {
     assert!(f.what.contains("wrong bytes"), "{f}");
     let n = f.stream_ops.unwrap();
     assert!(n <= 40, "shrunk to {n} operations only: {f}");
-    let file: ReplayFile = serde_json::from_str(
-        &std::fs::read_to_string(f.replay_file.as_ref().unwrap()).unwrap(),
-    )
-    .unwrap();
+    let file: ReplayFile =
+        serde_json::from_str(&std::fs::read_to_string(f.replay_file.as_ref().unwrap()).unwrap())
+            .unwrap();
     let again = run(&file.spec, Some(file.ops), &o, true);
     assert!(!again.failures.is_empty(), "the replay passes");
     std::fs::remove_dir_all(&o.failures_dir).unwrap();

@@ -141,6 +141,15 @@ pub enum CheckError {
     Setup(String),
 }
 
+/// How much of a batch a [`Driver`] ran.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// Operations that ran (the first ones of the batch).
+    pub ops: usize,
+    /// A power cut struck after the last of them completed, not inside it.
+    pub cut_after: bool,
+}
+
 /// What a [`Driver`] reports when an operation fails: its index in the batch and why.
 pub type DriverError = (usize, String);
 
@@ -152,9 +161,9 @@ pub trait Driver {
     fn cut(&mut self, after_ops: u32) -> Result<(), String>;
     /// Executes one batch of operations in flight together, none conflicting with another
     /// ([`HostOp::conflicts`]); `bufs[i]` holds write `i`'s data or receives read `i`'s.
-    /// Returns how many ran: all, or up to the one a power cut struck in (the rest are
-    /// submitted again as a batch of their own) or the oracle failed in.
-    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError>;
+    /// Returns how many ran: all, or up to the one a power cut struck in or right after (the
+    /// rest are submitted again as a batch of their own) or the oracle failed in.
+    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<Ran, DriverError>;
     /// Calls `f` with the simulator, between batches.
     fn with_sim(&mut self, f: &mut dyn FnMut(&mut Simulator));
 }
@@ -212,8 +221,9 @@ impl Driver for EngineDriver {
             .map_err(|e| e.to_string())
     }
 
-    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<usize, DriverError> {
+    fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<Ran, DriverError> {
         let mut done = self.t;
+        let mut cut_after = false;
         let recoveries = self.sim.recoveries();
         let failures = |s: &Simulator| s.oracle().map_or(0, |o| o.failures());
         let failed = failures(&self.sim);
@@ -228,6 +238,7 @@ impl Driver for EngineDriver {
             // A cut its operation did not reach strikes right after it.
             if i == 0 && op.cut.is_some() && self.sim.device().power_cut_armed() {
                 self.sim.cut_power_now(d).map_err(|e| (i, e.to_string()))?;
+                cut_after = true;
             }
             // Stop at a cut (what follows is a batch of its own) or at a wrong version (the
             // failure is this operation's).
@@ -236,7 +247,10 @@ impl Driver for EngineDriver {
             }
         }
         self.t = done;
-        Ok(ran)
+        Ok(Ran {
+            ops: ran,
+            cut_after,
+        })
     }
 
     fn with_sim(&mut self, f: &mut dyn FnMut(&mut Simulator)) {
@@ -490,12 +504,16 @@ impl Run {
         }
         let mut floor = 0;
         driver.with_sim(&mut |s| floor = s.last_stamp());
-        let ran = driver
+        let Ran {
+            ops: ran,
+            cut_after,
+        } = driver
             .run_batch(ops, &mut self.bufs[..ops.len()])
             .map_err(|(i, e)| fail(i, e))?;
         let ops = &ops[..ran];
         self.counts.ops += ran as u64;
-        // The new versions' stamps, and whether a cut struck (in the last operation that ran).
+        // The new versions' stamps, and whether a cut struck (in or after the last operation
+        // that ran).
         let mut stamps = Vec::new();
         let mut recoveries = 0;
         driver.with_sim(&mut |s| {
@@ -508,11 +526,12 @@ impl Run {
             }
         });
         let cut = recoveries != self.recoveries;
+        let interrupted = cut && !cut_after;
         let mut stamps = stamps.into_iter();
         for (i, op) in ops.iter().enumerate().filter(|(_, o)| o.kind.writes()) {
             for lpn in self.touched(op) {
                 let s = stamps.next().expect("one per touched page");
-                if !self.apply(op, lpn, s, floor, cut) {
+                if !self.apply(op, lpn, s, floor, cut, interrupted) {
                     return Err(Box::new(Failure {
                         lpn: Some(lpn),
                         expected: Some(format!("a stamp above {floor}")),
@@ -522,14 +541,16 @@ impl Run {
                 }
             }
         }
-        // Reads before the cut saw the state before it; a read the cut struck was served
+        // Reads before the cut saw the state before it; a read the cut struck in was served
         // again after the recovery.
-        let before_cut = if cut { ran - 1 } else { ran };
+        let before_cut = if interrupted { ran - 1 } else { ran };
         for i in 0..before_cut {
             self.finish(ops, i, first)?;
         }
         if cut {
             self.after_cuts(driver, ops, first)?;
+        }
+        if interrupted {
             self.finish(ops, ran - 1, first)?;
         }
         self.oracle(driver, ops, first)?;
@@ -582,9 +603,18 @@ impl Run {
 
     /// Page `lpn`, which `op` changes, now holds version `stamp`: the operation's if it is
     /// new (a stamp above `floor`, the last one before the batch, or a discard of the whole
-    /// page), else an older one a power cut brought back, which [`Run::after_cuts`] adopts.
-    /// Returns false when, without a cut, the page holds no new version.
-    fn apply(&mut self, op: &HostOp, lpn: u32, stamp: u32, floor: u32, cut: bool) -> bool {
+    /// page), else (after a `cut`) an older one a recovery brought back, which
+    /// [`Run::after_cuts`] adopts. Returns false when, without a cut, the page holds no new
+    /// version. `interrupted`: the cut struck inside the batch's last operation.
+    fn apply(
+        &mut self,
+        op: &HostOp,
+        lpn: u32,
+        stamp: u32,
+        floor: u32,
+        cut: bool,
+        interrupted: bool,
+    ) -> bool {
         let ps = self.model.page_bytes();
         let (p0, p1) = (lpn as u64 * ps, (lpn as u64 + 1) * ps);
         let (a, b) = (op.offset.max(p0), (op.offset + op.len).min(p1));
@@ -596,7 +626,7 @@ impl Run {
         self.model
             .set(a, b - a, if op.kind == Kind::Write { op.id } else { 0 });
         // A read-modify-write a cut interrupted may have merged bytes recovery chose.
-        if cut && !whole {
+        if interrupted && !whole {
             self.model.forget_outside(lpn, a, b - a);
         }
         self.model.set_stamp(lpn, stamp);
