@@ -1142,3 +1142,93 @@ fn warnings_that_describe_the_result_go_to_stderr_even_when_quiet() {
         }
     }
 }
+
+#[test]
+fn check_passes_and_writes_one_json_object_per_ftl() {
+    let dir = Scratch::new("check-pass");
+    let failures = dir.join("failures");
+    let (ok, stdout, stderr) = learnedftl(&[
+        "check",
+        "--ftl",
+        "ideal,leaftl",
+        "--ops",
+        "2000",
+        "--power-cuts",
+        "200",
+        "--failures",
+        failures.to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("check leaftl through engine: 2000 operations"), "{stderr}");
+    let json = &stdout[stdout.find("\n[").expect("the JSON after the table") + 1..];
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let runs = v.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        for key in [
+            "ftl",
+            "ops",
+            "reads_checked",
+            "bytes_checked",
+            "power_cuts",
+            "failures",
+            "seconds",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing: {r}");
+        }
+        assert_eq!(r["ops"], 2000);
+        assert!(r["power_cuts"].as_u64().unwrap() > 0);
+        assert_eq!(r["failures"], serde_json::json!([]));
+    }
+    assert!(!failures.exists(), "nothing saved when nothing failed");
+}
+
+#[test]
+fn a_failed_check_exits_1_with_a_replay_that_fails_again() {
+    let dir = Scratch::new("check-fail");
+    let failures = dir.join("failures");
+    let (ok, stdout, stderr) = learnedftl(&[
+        "check",
+        "--ftl",
+        "tpftl",
+        "--ops",
+        "5000",
+        "--set",
+        "inject=drop-trim",
+        "--failures",
+        failures.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(!ok, "{stdout}");
+    assert!(stderr.is_empty(), "--quiet: {stderr}");
+    assert!(stdout.contains("FAILED: tpftl (seed 1): operation"), "{stdout}");
+    let replay = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: learnedftl check --replay "))
+        .expect("a replay line");
+    assert!(stdout.contains(
+        "the whole stream: learnedftl check --ftl tpftl --preset tiny --seed 1 --ops 5000 --through engine --set inject=drop-trim"
+    ), "{stdout}");
+    let (ok, again, _) = learnedftl(&["check", "--replay", replay, "--quiet"]);
+    assert!(!ok && again.contains("FAILED: tpftl"), "{again}");
+}
+
+#[test]
+fn check_refuses_bad_options_naming_them() {
+    for (args, says) in [
+        (vec!["--through", "usb"], "--through"),
+        (vec!["--ops", "0"], "--ops"),
+        (vec!["--ftl", "nosuch"], "nosuch"),
+        (vec!["--set", "bogus=1"], "bogus"),
+        (vec!["--power-cuts", "0"], "--power-cuts"),
+        (vec!["--replay", "/nonexistent/stream.json"], "--replay"),
+    ] {
+        let mut a = vec!["check"];
+        a.extend(args);
+        let (ok, _, stderr) = learnedftl(&a);
+        assert!(!ok, "{a:?}");
+        assert!(stderr.contains(says) && !stderr.contains("panicked"), "{a:?}: {stderr}");
+    }
+}
