@@ -1161,7 +1161,10 @@ fn check_passes_and_writes_one_json_object_per_ftl() {
         "-",
     ]);
     assert!(ok, "{stderr}");
-    assert!(stderr.contains("check leaftl through engine: 2000 operations"), "{stderr}");
+    assert!(
+        stderr.contains("check leaftl through engine: 2000 operations"),
+        "{stderr}"
+    );
     let json = &stdout[stdout.find("\n[").expect("the JSON after the table") + 1..];
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     let runs = v.as_array().unwrap();
@@ -1203,7 +1206,10 @@ fn a_failed_check_exits_1_with_a_replay_that_fails_again() {
     ]);
     assert!(!ok, "{stdout}");
     assert!(stderr.is_empty(), "--quiet: {stderr}");
-    assert!(stdout.contains("FAILED: tpftl (seed 1): operation"), "{stdout}");
+    assert!(
+        stdout.contains("FAILED: tpftl (seed 1): operation"),
+        "{stdout}"
+    );
     let replay = stdout
         .lines()
         .find_map(|l| l.trim().strip_prefix("replay: learnedftl check --replay "))
@@ -1229,6 +1235,9 @@ fn check_refuses_bad_options_naming_them() {
         a.extend(args);
         let (ok, _, stderr) = learnedftl(&a);
         assert!(!ok, "{a:?}");
-        assert!(stderr.contains(says) && !stderr.contains("panicked"), "{a:?}: {stderr}");
+        assert!(
+            stderr.contains(says) && !stderr.contains("panicked"),
+            "{a:?}: {stderr}"
+        );
     }
 }

@@ -396,7 +396,7 @@ pub fn prepare(spec: &CheckSpec) -> Result<Prepared, CheckError> {
     let last_id = ops.iter().map(|o| o.id).max().unwrap_or(0);
     let mut driver = EngineDriver::new(sim);
     let mut run = Run::new(Model::new(g.logical_bytes(), ps, spec.cut_every > 0));
-    if let Some(f) = run.ops(&mut driver, &ops, None) {
+    if let Some(f) = run.ops(&mut driver, &ops, 0, None) {
         return Err(CheckError::Setup(format!(
             "the preconditioning failed: {f} (replay: {})",
             spec.command()
@@ -418,6 +418,8 @@ struct Run {
     bufs: Vec<Vec<u8>>,
     recoveries: u64,
     oracle_failures: u64,
+    /// Batches run.
+    batches: u64,
 }
 
 /// Batches between two checks of the FTL's invariants.
@@ -431,15 +433,18 @@ impl Run {
             bufs: Vec::new(),
             recoveries: 0,
             oracle_failures: 0,
+            batches: 0,
         }
     }
 
-    /// Runs `ops` on `driver`, checking each batch; returns the first failure. `deadline`
-    /// stops early (shrinking's trials), as a pass.
+    /// Runs `ops` (from stream index `base`) on `driver`, checking each batch and the FTL's
+    /// invariants every [`INVARIANTS_EVERY`] batches and at the end; returns the first
+    /// failure. `deadline` stops early (shrinking's trials), as a pass.
     fn ops(
         &mut self,
         driver: &mut dyn Driver,
         ops: &[HostOp],
+        base: u64,
         deadline: Option<Instant>,
     ) -> Option<Failure> {
         driver.with_sim(&mut |s| {
@@ -447,27 +452,28 @@ impl Run {
             self.oracle_failures = s.oracle().map_or(0, |o| o.failures());
         });
         let ps = self.model.page_bytes();
-        for (n, range) in stream::batches(ops, ps).into_iter().enumerate() {
+        for range in stream::batches(ops, ps) {
             if deadline.is_some_and(|d| Instant::now() > d) {
                 return None;
             }
             let first = range.start;
             let mut at = first;
             while at < range.end {
-                match self.batch(driver, &ops[at..range.end], at as u64) {
+                match self.batch(driver, &ops[at..range.end], base + at as u64) {
                     Ok(ran) => at += ran,
                     Err(f) => return Some(*f),
                 }
             }
-            if (n as u64 + 1) % INVARIANTS_EVERY == 0 {
-                if let Err(f) = invariants(driver, &ops[first], first as u64) {
+            self.batches += 1;
+            if self.batches % INVARIANTS_EVERY == 0 {
+                if let Err(f) = invariants(driver, &ops[first], base + first as u64) {
                     return Some(*f);
                 }
             }
         }
         let last = ops.len().saturating_sub(1);
         ops.last()
-            .and_then(|op| invariants(driver, op, last as u64).err())
+            .and_then(|op| invariants(driver, op, base + last as u64).err())
             .map(|f| *f)
     }
 
@@ -765,24 +771,51 @@ pub fn run(
     let prepared = prepare(spec)?;
     let precondition_seconds = t0.elapsed().as_secs_f64();
     let g = prepared.sim.device().geo();
-    let ops = ops.unwrap_or_else(|| {
-        let s = StreamSpec {
-            ops: spec.ops,
-            seed: spec.seed,
-            cut_every: spec.cut_every,
-        };
-        stream::generate(&s, g.logical_bytes(), g.page_size as u64, prepared.last_id)
-    });
+    let stream = StreamSpec {
+        ops: spec.ops,
+        seed: spec.seed,
+        cut_every: spec.cut_every,
+    };
+    let (lb, ps) = (g.logical_bytes(), g.page_size as u64);
     let t1 = Instant::now();
     let mut run = Run::new(prepared.model.clone());
     let mut driver = make(prepared.sim.clone()).map_err(CheckError::Setup)?;
-    let failure = run.ops(driver.as_mut(), &ops, None);
+    let failure = match &ops {
+        Some(ops) => run.ops(driver.as_mut(), ops, 0, None),
+        // Chunk by chunk: a long stream is never held whole.
+        None => {
+            let mut gen = stream::Generator::new(&stream, lb, ps, prepared.last_id);
+            let mut chunk = Vec::new();
+            let mut failure = None;
+            loop {
+                let base = gen.position();
+                chunk.clear();
+                if !gen.fill(&mut chunk) {
+                    break;
+                }
+                failure = run.ops(driver.as_mut(), &chunk, base, None);
+                if failure.is_some() {
+                    break;
+                }
+            }
+            failure
+        }
+    };
     drop(driver);
     let seconds = t1.elapsed().as_secs_f64();
     let counts = run.counts;
     let failures = match failure {
         None => Vec::new(),
-        Some(f) => vec![shrink_and_save(spec, &prepared, &ops, f, opts, make)],
+        Some(f) => {
+            // The stream up to twice the failure's index, generated again (shrinking may use
+            // what follows the failure).
+            let ops = ops.unwrap_or_else(|| {
+                let n = (2 * (f.op_index + 1)).min(spec.ops);
+                let s = StreamSpec { ops: n, ..stream };
+                stream::generate(&s, lb, ps, prepared.last_id)
+            });
+            vec![shrink_and_save(spec, &prepared, &ops, f, opts, make)]
+        }
     };
     Ok(CheckReport {
         ftl: spec.ftl.clone(),
@@ -818,6 +851,7 @@ fn shrink_and_save(
         run.ops(
             driver.as_mut(),
             candidate,
+            0,
             Some(deadline + Duration::from_secs(60)),
         )
     };

@@ -133,6 +133,10 @@ enum Pattern {
 /// Operations per stretch of one pattern and queue depth.
 const STRETCH: u64 = 997;
 
+/// Operations generated at a time; each chunk starts a batch, so a stream run chunk by chunk
+/// is batched exactly as the whole stream would be.
+pub const CHUNK: u64 = 1 << 16;
+
 /// The operations of `spec` on a logical space of `logical_bytes` in pages of `page_size`;
 /// data identities start after `first_id`.
 pub fn generate(
@@ -141,8 +145,50 @@ pub fn generate(
     page_size: u64,
     first_id: u32,
 ) -> Vec<HostOp> {
-    let mut g = Gen::new(spec.seed, logical_bytes, page_size, first_id);
-    (0..spec.ops).map(|i| g.next(i, spec.cut_every)).collect()
+    let mut g = Generator::new(spec, logical_bytes, page_size, first_id);
+    let mut ops = Vec::new();
+    while g.fill(&mut ops) {}
+    ops
+}
+
+/// A stream generated chunk by chunk (a long check keeps one chunk in memory). The first `n`
+/// operations do not depend on the stream's length.
+pub struct Generator {
+    gen: Gen,
+    spec: StreamSpec,
+    next: u64,
+}
+
+impl Generator {
+    /// The generator of `spec`'s stream (see [`generate`]).
+    pub fn new(spec: &StreamSpec, logical_bytes: u64, page_size: u64, first_id: u32) -> Self {
+        Generator {
+            gen: Gen::new(spec.seed, logical_bytes, page_size, first_id),
+            spec: *spec,
+            next: 0,
+        }
+    }
+
+    /// Index of the next operation.
+    pub fn position(&self) -> u64 {
+        self.next
+    }
+
+    /// Appends the next chunk (up to [`CHUNK`] operations) to `out`; false once the stream is
+    /// over.
+    pub fn fill(&mut self, out: &mut Vec<HostOp>) -> bool {
+        let end = (self.next + CHUNK).min(self.spec.ops);
+        if self.next == end {
+            return false;
+        }
+        for i in self.next..end {
+            let mut op = self.gen.next(i, self.spec.cut_every);
+            op.new_batch |= i % CHUNK == 0;
+            out.push(op);
+        }
+        self.next = end;
+        true
+    }
 }
 
 /// The stream generator's state.
