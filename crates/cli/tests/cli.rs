@@ -1,6 +1,8 @@
 //! End-to-end tests of the `learnedftl` binary: valid JSON with the documented keys, and clear
 //! errors for bad input.
 
+mod common;
+
 use std::process::Command;
 
 /// A scratch directory removed when the test ends, pass or fail.
@@ -1038,15 +1040,7 @@ fn a_trace_without_a_request_is_an_error_naming_the_first_line_that_is_not_one()
     // Bytes that are no trace (a fixed xorshift stream), read as blkparse: every line used to
     // be passed over as a non-event, and `trace stats` said 0 requests with status 0.
     let noise = dir.join("noise.bin");
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let bytes: Vec<u8> = (0..100_000)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let bytes = common::noise(0x2545_F491_4F6C_DD1D, 100_000);
     std::fs::write(&noise, bytes).unwrap();
     let n = noise.to_str().unwrap();
     let out = dir.join("out.msr");

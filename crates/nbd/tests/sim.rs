@@ -315,41 +315,41 @@ fn a_power_cut_between_requests_keeps_acknowledged_data_and_the_connection() {
 #[test]
 fn verify_answers_eio_for_a_wrong_read_instead_of_its_data() {
     for verify in [false, true] {
-        // One page read in four returns another LPN's page.
+        // Reads of about one LPN in four return another LPN's page: of LPNs 0-5, LPN 4.
         let (b, log) = verifying("ideal", &["inject=wrong-read:4"], verify);
         let (mut c, h) = connect(b.clone());
         go(&mut c);
         let data = bytes(1, 8 * 4096);
         let page = |p: usize| &data[p * 4096..(p + 1) * 4096];
         write(&mut c, 0, &data, 0);
-        for p in 0..3 {
+        for p in 0..4 {
             assert_eq!(read(&mut c, p as u64 * 4096, 4096), page(p));
         }
-        let (e, got) = call(&mut c, Command::Read, 0, 3 * 4096, Err(4096));
+        let (e, got) = call(&mut c, Command::Read, 0, 4 * 4096, Err(4096));
         let m = b.live_metrics();
         assert_eq!(m.verify.failures, 1, "the oracle sees it either way");
         if verify {
             assert_eq!((e, got.len()), (NbdError::EIO.0, 0), "no data");
             let v = m.verify.bytes.expect("byte checks reported");
             assert_eq!((v.failed_commands, v.mismatches), (1, 0));
-            assert_eq!(v.pages_compared, 3);
+            assert_eq!(v.pages_compared, 4);
             let log = log.lock().unwrap();
             assert_eq!(log.len(), 1, "{log:?}");
             assert!(
                 log[0].contains("NBD_EIO")
-                    && log[0].contains("read at byte 12288 (+4096 B)")
-                    && log[0].contains("read of LPN 3: expected stamp 1"),
+                    && log[0].contains("read at byte 16384 (+4096 B)")
+                    && log[0].contains("read of LPN 4: expected stamp 1"),
                 "{}",
                 log[0]
             );
             assert_eq!(b.failures().0, 1);
         } else {
             assert_eq!(e, 0);
-            assert_ne!(got, page(3), "wrong data returned");
+            assert_ne!(got, page(4), "wrong data returned");
             assert_eq!(m.verify.bytes, None);
         }
         // Serving goes on.
-        assert_eq!(read(&mut c, 4 * 4096, 4096), page(4));
+        assert_eq!(read(&mut c, 5 * 4096, 4096), page(5));
         disconnect(c, h);
     }
 }
