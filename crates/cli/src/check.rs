@@ -2,8 +2,10 @@
 //! `learnedftl_nbd::check`).
 
 use crate::output::{self, Target};
+use crate::progress::Bar;
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use indicatif::MultiProgress;
 use learnedftl::check::{self, CheckReport, CheckSpec, ReplayFile, RunOptions, Through};
 use learnedftl::config::DeviceConfig;
 use learnedftl::ftl::FTLS;
@@ -58,7 +60,7 @@ pub struct CheckOpts {
     /// Write one JSON object per FTL (an array) to PATH (`-`: standard output).
     #[arg(long, value_name = "PATH")]
     json: Option<String>,
-    /// Print no line per FTL as it finishes.
+    /// Print no progress bar and no line per FTL as it finishes.
     #[arg(long)]
     quiet: bool,
 }
@@ -161,6 +163,7 @@ fn run_all(
     jobs: usize,
     quiet: bool,
 ) -> Result<Vec<CheckReport>> {
+    let lines = MultiProgress::new();
     let next = Mutex::new(0usize);
     let results: Vec<Mutex<Option<Result<CheckReport>>>> =
         specs.iter().map(|_| Mutex::new(None)).collect();
@@ -174,7 +177,8 @@ fn run_all(
                     i
                 };
                 let Some(spec) = specs.get(i) else { break };
-                let r = run_one(spec, replay.clone(), opts);
+                let mut bar = Bar::new(&spec.ftl, &lines, quiet);
+                let r = run_one(spec, replay.clone(), opts, &mut bar);
                 if !quiet {
                     output::note(&match &r {
                         Ok(rep) => format!("{}\n", summary(rep)),
@@ -195,6 +199,7 @@ fn run_one(
     spec: &CheckSpec,
     replay: Option<Vec<learnedftl::check::stream::HostOp>>,
     opts: &RunOptions,
+    bar: &mut Bar,
 ) -> Result<CheckReport> {
     let through = spec.through;
     let connections = spec.connections;
@@ -204,7 +209,7 @@ fn run_one(
             Through::Nbd => Box::new(NbdDriver::new(sim, connections)?),
         })
     };
-    check::run(spec, replay, opts, &mut make).with_context(|| format!("check {}", spec.ftl))
+    check::run(spec, replay, opts, &mut make, bar).with_context(|| format!("check {}", spec.ftl))
 }
 
 /// One line per finished FTL.

@@ -4,7 +4,7 @@
 
 use learnedftl::check::{self, CheckReport, CheckSpec, EngineDriver, ReplayFile, RunOptions};
 use learnedftl::check::{Driver, Through};
-use learnedftl::engine::Simulator;
+use learnedftl::engine::{NoProgress, Simulator};
 use learnedftl::ftl::FTLS;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,7 +38,7 @@ fn run(
     let mut make = |sim: Simulator| -> Result<Box<dyn Driver>, String> {
         Ok(Box::new(EngineDriver::new(sim)))
     };
-    check::run(spec, ops, &opts, &mut make).unwrap()
+    check::run(spec, ops, &opts, &mut make, &mut NoProgress).unwrap()
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! replayed.
 
 use learnedftl::check::{self, CheckReport, CheckSpec, Driver, ReplayFile, RunOptions, Through};
-use learnedftl::engine::Simulator;
+use learnedftl::engine::{NoProgress, Simulator};
 use learnedftl_nbd::check::NbdDriver;
 use learnedftl_nbd::server::{Backend, Cmd};
 use learnedftl_nbd::sim::{SimBackend, Timing};
@@ -53,7 +53,7 @@ fn run(
             connections,
         )?))
     };
-    check::run(spec, ops, opts, &mut make).unwrap()
+    check::run(spec, ops, opts, &mut make, &mut NoProgress).unwrap()
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::addr::{Lpn, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::PowerCut;
 use crate::engine::bytes::{Cmd, HostBytes};
-use crate::engine::{SimOptions, Simulator, Verify};
+use crate::engine::{Progress, SimOptions, Simulator, Verify};
 use crate::params::Params;
 use model::Model;
 use serde::{Deserialize, Serialize};
@@ -760,12 +760,14 @@ pub struct RunOptions {
 pub type MakeDriver<'a> = dyn FnMut(Simulator) -> Result<Box<dyn Driver>, String> + 'a;
 
 /// Runs `spec`'s stream (or `ops`, a replayed one) on drivers `make` builds from the prepared
-/// simulator; a failure is shrunk and saved with its replay command.
+/// simulator, reporting operations done to `progress`; a failure is shrunk and saved with its
+/// replay command.
 pub fn run(
     spec: &CheckSpec,
     ops: Option<Vec<HostOp>>,
     opts: &RunOptions,
     make: &mut MakeDriver<'_>,
+    progress: &mut dyn Progress,
 ) -> Result<CheckReport, CheckError> {
     let t0 = Instant::now();
     let prepared = prepare(spec)?;
@@ -780,6 +782,10 @@ pub fn run(
     let t1 = Instant::now();
     let mut run = Run::new(prepared.model.clone());
     let mut driver = make(prepared.sim.clone()).map_err(CheckError::Setup)?;
+    progress.start(
+        "check",
+        Some(ops.as_ref().map_or(spec.ops, |o| o.len() as u64)),
+    );
     let failure = match &ops {
         Some(ops) => run.ops(driver.as_mut(), ops, 0, None),
         // Chunk by chunk: a long stream is never held whole.
@@ -797,10 +803,12 @@ pub fn run(
                 if failure.is_some() {
                     break;
                 }
+                progress.advance(chunk.len() as u64);
             }
             failure
         }
     };
+    progress.finish();
     drop(driver);
     let seconds = t1.elapsed().as_secs_f64();
     let counts = run.counts;
