@@ -210,6 +210,9 @@ pub struct Counts {
     pub bytes_checked: u64,
     /// Power cuts recovered from.
     pub power_cuts: u64,
+    /// Power cuts by the cause of the flash operation they struck in
+    /// ([`crate::device::Cause::key`]), or `between_operations`.
+    pub power_cuts_in: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// The report of one FTL's check (JSON: one object per FTL).
@@ -231,6 +234,9 @@ pub struct CheckReport {
     pub bytes_checked: u64,
     /// Power cuts recovered from.
     pub power_cuts: u64,
+    /// Power cuts by the cause of the flash operation in flight (`user`, `gc_data`,
+    /// `translation_writeback`, `checkpoint`, …) or `between_operations`.
+    pub power_cuts_in: std::collections::BTreeMap<&'static str, u64>,
     /// Failures found (at most one per run: the first, shrunk).
     pub failures: Vec<Failure>,
     /// Wall-clock seconds of the stream (preconditioning and shrinking not counted).
@@ -403,6 +409,7 @@ pub fn run(
         reads_checked: counts.reads_checked,
         bytes_checked: counts.bytes_checked,
         power_cuts: counts.power_cuts,
+        power_cuts_in: counts.power_cuts_in,
         failures,
         seconds,
         ops_per_sec: counts.ops as f64 / seconds.max(1e-9),

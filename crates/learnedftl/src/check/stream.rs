@@ -201,6 +201,8 @@ struct Gen {
     qd: u32,
     /// Flushes per thousand operations in this stretch (FUA on twice as many writes).
     durable_per_mille: u32,
+    /// A power cut drawn and not yet attached to an operation.
+    cut_pending: bool,
     in_batch: u32,
     zipf: BlockPicker,
     cursor: u64,
@@ -219,6 +221,7 @@ impl Gen {
             pattern: Pattern::Uniform,
             qd: 1,
             durable_per_mille: 0,
+            cut_pending: false,
             in_batch: 0,
             zipf,
             cursor: 0,
@@ -252,9 +255,13 @@ impl Gen {
         if new_batch {
             self.in_batch = 1;
         }
-        let cut = (cut_every > 0 && self.rng.gen_range(0..cut_every) == 0)
-            .then(|| self.rng.gen_range(0..64));
+        // A cut drawn on a read waits for the next operation that programs flash (a read
+        // rarely does), so cuts strike inside flash work rather than between operations.
+        self.cut_pending |= cut_every > 0 && self.rng.gen_range(0..cut_every) == 0;
+        let cut_here = self.cut_pending && kind != Kind::Read;
+        self.cut_pending &= !cut_here;
         if kind == Kind::Flush {
+            let cut = cut_here.then(|| self.rng.gen_range(0..64));
             return HostOp {
                 kind,
                 offset: 0,
@@ -267,6 +274,13 @@ impl Gen {
         }
         let len = self.length().min(self.sectors);
         let start = self.start(len);
+        // Mostly within the operation's own programs (about two per page it touches, with the
+        // GC and write-backs they cause), a quarter of the time deeper into what follows.
+        let pages = (len.div_ceil(self.page_sectors) + 1) as u32;
+        let cut = cut_here.then(|| match self.rng.gen_range(0..4) {
+            0 => self.rng.gen_range(0..64 * pages),
+            _ => self.rng.gen_range(0..2 * pages + 2),
+        });
         let id = if kind == Kind::Write {
             self.next_id = self.next_id.checked_add(1).unwrap_or(1);
             self.next_id

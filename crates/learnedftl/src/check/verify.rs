@@ -248,12 +248,14 @@ impl Run {
         let mut unknown = None;
         let model = &mut self.model;
         let (mut recoveries, before) = (0, self.recoveries);
+        let mut cut_in = None;
         driver.with_sim(&mut |s| {
             recoveries = s.recoveries();
             if recoveries == before {
                 // Through the engine a cut is only armed before its operation.
                 return;
             }
+            cut_in = Some(s.device().last_cut_in());
             let o = s.oracle().expect("checks verify");
             for lpn in 0..s.device().geo().logical_pages as u32 {
                 let stamp = o.expected(Lpn(lpn));
@@ -263,6 +265,10 @@ impl Run {
             }
         });
         self.counts.power_cuts += recoveries - self.recoveries;
+        if let Some(c) = cut_in {
+            let key = c.map_or("between_operations", |c| c.key());
+            *self.counts.power_cuts_in.entry(key).or_default() += recoveries - self.recoveries;
+        }
         self.recoveries = recoveries;
         match unknown {
             None => Ok(()),

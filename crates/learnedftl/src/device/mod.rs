@@ -259,6 +259,8 @@ pub struct Device {
     /// side table keeps [`Oob`] at 8 bytes a page).
     records: BTreeMap<u32, TrimRecord>,
     power: Power,
+    /// The cause of the operation the latest cut struck in (`None`: between operations).
+    cut_in: Option<Cause>,
     /// The last committed mapping checkpoint: per block, how many of its pages it covers (its
     /// write pointer when the checkpoint was taken; 0 once the block is erased), so that
     /// recovery scans only what was programmed since (docs/power.md "Checkpoints").
@@ -305,6 +307,7 @@ impl Device {
                 .then(|| PayloadStore::new(geo.page_size as usize, geo.pages())),
             records: BTreeMap::new(),
             power: Power::On,
+            cut_in: None,
             ckpt_written: vec![0; blocks],
             ckpt_pages: 0,
             math: AddrMath::new(&geo),
@@ -786,6 +789,14 @@ impl Device {
     /// during the request it was meant for strikes between requests).
     pub fn cut_power(&mut self) {
         self.power = Power::Lost;
+        self.cut_in = None;
+    }
+
+    /// The cause of the program or erase the latest power cut struck in, `None` if it struck
+    /// between operations ([`Device::cut_power`]; also after power-loss protection's
+    /// capacitor flush, which ends with one) or none struck yet.
+    pub fn last_cut_in(&self) -> Option<Cause> {
+        self.cut_in
     }
 
     /// Power-loss protection: the capacitors power the device for the FTL to program its
@@ -809,6 +820,7 @@ impl Device {
             Power::Lost => Err(DeviceError::PowerLost),
             Power::Armed(PowerCut::AfterOps(0)) => {
                 self.power = Power::Lost;
+                self.cut_in = Some(cause);
                 Ok(true)
             }
             Power::Armed(PowerCut::AfterOps(n)) => {
@@ -820,6 +832,7 @@ impl Device {
                     *nth = nth.saturating_sub(1);
                     if *nth == 0 {
                         self.power = Power::Lost;
+                        self.cut_in = Some(cause);
                         return Ok(true);
                     }
                 }
