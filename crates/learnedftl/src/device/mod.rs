@@ -358,6 +358,15 @@ impl Device {
             b.advance_floor(t.0);
         }
     }
+    /// A copy of the device without its payloads (a copy whose reads need OOBs only: cloning
+    /// the payload store touches every stored page).
+    pub fn clone_without_payloads(&mut self) -> Device {
+        let payload = self.payload.take();
+        let copy = self.clone();
+        self.payload = payload;
+        copy
+    }
+
     /// The payload store, if payloads are kept.
     pub fn payloads(&self) -> Option<&PayloadStore> {
         self.payload.as_ref()

@@ -117,7 +117,9 @@ impl Simulator {
         }
         unflushed.sort_unstable_by_key(|u| u.lpn.0);
         let lp = self.dev.geo().logical_pages as u32;
-        let mut dev = self.dev.clone();
+        // The read-back needs OOBs, not data: a clone without payloads skips touching every
+        // stored page.
+        let mut dev = self.dev.clone_without_payloads();
         let mut ftl = self.ftl.clone();
         let mut found = Found {
             first: 0,
