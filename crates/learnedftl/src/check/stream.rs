@@ -304,9 +304,9 @@ impl Gen {
         let ps = self.page_sectors;
         match self.rng.gen_range(0..10_000) {
             0..=4999 => self.rng.gen_range(1..=ps),
-            5000..=9399 => ps * self.rng.gen_range(1..=4),
-            9400..=9899 => self.rng.gen_range(ps..=16 * ps),
-            9900..=9989 => self.rng.gen_range(16 * ps..=2048),
+            5000..=9449 => ps * self.rng.gen_range(1..=4),
+            9450..=9964 => self.rng.gen_range(ps..=16 * ps),
+            9965..=9996 => self.rng.gen_range(16 * ps..=2048),
             _ => self.rng.gen_range(2048..=8192),
         }
     }
