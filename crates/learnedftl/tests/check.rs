@@ -44,7 +44,7 @@ fn run(
 #[test]
 fn every_ftl_passes_a_check_with_power_cuts() {
     for &ftl in FTLS {
-        let r = run(&spec(ftl, 3000, 300, &[]), None, dir(ftl));
+        let r = run(&spec(ftl, 3000, 150, &[]), None, dir(ftl));
         assert!(r.failures.is_empty(), "{ftl}: {:?}", r.failures);
         assert_eq!(r.ops, 3000, "{ftl}");
         assert!(r.power_cuts >= 3, "{ftl}: {} cuts", r.power_cuts);

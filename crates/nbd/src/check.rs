@@ -13,7 +13,7 @@ use crate::client::{self, Receiver, Sender};
 use crate::proto::{Command, Request, CMD_FLAG_FUA, CMD_FLAG_NO_HOLE};
 use crate::server::{serve_connection, Backend};
 use crate::sim::{SimBackend, Timing};
-use learnedftl::check::stream::{HostOp, Kind};
+use learnedftl::check::stream::{Cut, HostOp, Kind};
 use learnedftl::check::{Driver, DriverError, Ran};
 use learnedftl::engine::Simulator;
 use std::os::unix::net::UnixStream;
@@ -107,7 +107,7 @@ fn request(op: &HostOp, i: usize) -> Request {
 }
 
 impl Driver for NbdDriver {
-    fn cut(&mut self, _after_ops: u32) -> Result<(), String> {
+    fn cut(&mut self, _: Cut) -> Result<(), String> {
         self.sim.cut_power().map(drop)
     }
 

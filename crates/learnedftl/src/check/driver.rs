@@ -2,7 +2,7 @@
 //! them straight into a simulator through the byte path the NBD server uses (the NBD crate's
 //! driver goes through the server itself).
 
-use super::stream::{HostOp, Kind};
+use super::stream::{Cut, HostOp, Kind};
 use crate::addr::SimTime;
 use crate::device::PowerCut;
 use crate::engine::bytes::{Cmd, HostBytes};
@@ -23,9 +23,10 @@ pub type DriverError = (usize, String);
 /// Runs batches of a stream on a simulated device.
 pub trait Driver {
     /// A power cut before the batch's first operation: through the engine, armed to strike
-    /// after `after_ops` more flash programs and erases, or right after that operation if it
-    /// issues fewer; through NBD, now, between two batches.
-    fn cut(&mut self, after_ops: u32) -> Result<(), String>;
+    /// where `cut` says: [`Cut::After`] in that operation's service or right after it,
+    /// [`Cut::At`] at that kind of flash work in whichever later operation does it; through
+    /// NBD, now, between two batches.
+    fn cut(&mut self, cut: Cut) -> Result<(), String>;
     /// Executes one batch of operations in flight together, none conflicting with another
     /// ([`HostOp::conflicts`]); `bufs[i]` holds write `i`'s data or receives read `i`'s.
     /// Returns how many ran: all, or up to the one a power cut struck in or right after (the
@@ -82,10 +83,15 @@ impl EngineDriver {
 }
 
 impl Driver for EngineDriver {
-    fn cut(&mut self, after_ops: u32) -> Result<(), String> {
-        self.sim
-            .arm_power_cut(PowerCut::AfterOps(after_ops as u64))
-            .map_err(|e| e.to_string())
+    fn cut(&mut self, cut: Cut) -> Result<(), String> {
+        let cut = match cut {
+            Cut::After(n) => PowerCut::AfterOps(n as u64),
+            Cut::At { cause, nth } => PowerCut::AtCause {
+                cause,
+                nth: nth.max(1) as u64,
+            },
+        };
+        self.sim.arm_power_cut(cut).map_err(|e| e.to_string())
     }
 
     fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<Ran, DriverError> {
@@ -102,8 +108,10 @@ impl Driver for EngineDriver {
                 .map_err(|e| (i, e.to_string()))?;
             done = done.max(d);
             ran = i + 1;
-            // A cut its operation did not reach strikes right after it.
-            if i == 0 && op.cut.is_some() && self.sim.device().power_cut_armed() {
+            // A cut after a number of operations that its operation did not reach strikes right
+            // after it; one at a kind of work waits for it.
+            let counted = matches!(op.cut, Some(Cut::After(_)));
+            if i == 0 && counted && self.sim.device().power_cut_armed() {
                 self.sim.cut_power_now(d).map_err(|e| (i, e.to_string()))?;
                 cut_after = true;
             }

@@ -3,6 +3,7 @@
 //! not; uniform, Zipf, hot/cold and sequential addresses; queue depths 1 to 64), and the
 //! preconditioning that leaves the device full and fragmented.
 
+use crate::device::Cause;
 use crate::workload::dist::{BlockPicker, Dist};
 use rand::Rng;
 use rand::SeedableRng;
@@ -57,11 +58,27 @@ pub struct HostOp {
     /// (none conflicts with another, so any order of service is correct).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub new_batch: bool,
-    /// A power cut before or inside this operation: through the engine, after this many flash
-    /// programs and erases of its service (right after it if it issues fewer); through NBD,
-    /// between the previous batch and this one.
+    /// A power cut armed before this operation: through the engine, where [`Cut`] says;
+    /// through NBD, between the previous batch and this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cut: Option<u32>,
+    pub cut: Option<Cut>,
+}
+
+/// Where a power cut strikes in the service of its operation (through the engine).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cut {
+    /// With the program or erase after this many others in flight.
+    After(u32),
+    /// With the `nth` (from 1) program or erase of one kind of flash work in flight (GC,
+    /// translation write-back, a trim record, a checkpoint), in this operation's service or
+    /// whichever later one does that work.
+    At {
+        /// The kind of work ([`Cause::key`]).
+        cause: Cause,
+        /// Which of its operations.
+        nth: u32,
+    },
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -261,7 +278,8 @@ impl Gen {
         let cut_here = self.cut_pending && kind != Kind::Read;
         self.cut_pending &= !cut_here;
         if kind == Kind::Flush {
-            let cut = cut_here.then(|| self.rng.gen_range(0..64));
+            // Inside a write buffer's flush, if there is one.
+            let cut = cut_here.then(|| Cut::After(self.rng.gen_range(0..64)));
             return HostOp {
                 kind,
                 offset: 0,
@@ -274,12 +292,24 @@ impl Gen {
         }
         let len = self.length().min(self.sectors);
         let start = self.start(len);
-        // Mostly within the operation's own programs (about two per page it touches, with the
-        // GC and write-backs they cause), a quarter of the time deeper into what follows.
+        // Half the cuts among the operation's own programs (about two per page it touches,
+        // with the GC and write-backs they cause; now and then deeper), half at a kind of
+        // flash work whenever it next happens.
         let pages = (len.div_ceil(self.page_sectors) + 1) as u32;
-        let cut = cut_here.then(|| match self.rng.gen_range(0..4) {
-            0 => self.rng.gen_range(0..64 * pages),
-            _ => self.rng.gen_range(0..2 * pages + 2),
+        let cut = cut_here.then(|| match self.rng.gen_range(0..8) {
+            0 => Cut::After(self.rng.gen_range(0..64 * pages)),
+            1..=3 => Cut::After(self.rng.gen_range(0..2 * pages + 2)),
+            k => {
+                let (cause, most) = match k {
+                    4 => (Cause::GcData, 64),
+                    5 => (Cause::TransWrite, 4),
+                    6 => (Cause::GcTrans, 4),
+                    _ if kind != Kind::Write => (Cause::TrimRecord, 1),
+                    _ => (Cause::Checkpoint, 8),
+                };
+                let nth = self.rng.gen_range(1..=most);
+                Cut::At { cause, nth }
+            }
         });
         let id = if kind == Kind::Write {
             self.next_id = self.next_id.checked_add(1).unwrap_or(1);

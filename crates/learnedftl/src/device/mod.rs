@@ -19,28 +19,38 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Why a flash operation happened (SPEC §6).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[repr(u8)]
 pub enum Cause {
     /// Host data.
+    #[serde(rename = "user")]
     User = 0,
     /// Translation-page read on a mapping miss.
+    #[serde(rename = "translation_read")]
     TransRead = 1,
     /// Translation-page program (dirty write-back) and its read-modify-write read.
+    #[serde(rename = "translation_writeback")]
     TransWrite = 2,
     /// Extra translation reads made only to prefetch.
+    #[serde(rename = "prefetch")]
     Prefetch = 3,
     /// Garbage collection of data pages.
+    #[serde(rename = "gc_data")]
     GcData = 4,
     /// Garbage collection of translation pages (and translation updates GC forces).
+    #[serde(rename = "gc_translation")]
     GcTrans = 5,
     /// A read of a wrongly predicted page (learned FTLs).
+    #[serde(rename = "misprediction")]
     Mispredict = 6,
     /// A trim record's program (docs/power.md: what makes an acknowledged trim durable).
+    #[serde(rename = "trim_record")]
     TrimRecord = 7,
     /// Reads and programs of a recovery after a power cut (docs/power.md).
+    #[serde(rename = "recovery")]
     Recovery = 8,
     /// Programs of a mapping checkpoint (`checkpoint_every`, docs/power.md).
+    #[serde(rename = "checkpoint")]
     Checkpoint = 9,
 }
 
@@ -60,7 +70,7 @@ impl Cause {
         Cause::Recovery,
         Cause::Checkpoint,
     ];
-    /// The key used in reports.
+    /// The key used in reports (and its serde name).
     pub fn key(self) -> &'static str {
         match self {
             Cause::User => "user",
