@@ -292,11 +292,11 @@ impl Gen {
         }
         let len = self.length().min(self.sectors);
         let start = self.start(len);
-        // Half the cuts among the operation's own programs (about two per page it touches,
-        // with the GC and write-backs they cause; now and then deeper), half at a kind of
-        // flash work whenever it next happens.
+        // Four in nine cuts among the operation's own programs (about two per page it
+        // touches, with the GC and write-backs they cause; now and then deeper), the others at
+        // a kind of flash work whenever it next happens.
         let pages = (len.div_ceil(self.page_sectors) + 1) as u32;
-        let cut = cut_here.then(|| match self.rng.gen_range(0..8) {
+        let cut = cut_here.then(|| match self.rng.gen_range(0..9) {
             0 => Cut::After(self.rng.gen_range(0..64 * pages)),
             1..=3 => Cut::After(self.rng.gen_range(0..2 * pages + 2)),
             k => {
@@ -304,6 +304,8 @@ impl Gen {
                     4 => (Cause::GcData, 64),
                     5 => (Cause::TransWrite, 4),
                     6 => (Cause::GcTrans, 4),
+                    // Host data: inside a buffered FTL's next buffer flush.
+                    7 => (Cause::User, 64),
                     _ if kind != Kind::Write => (Cause::TrimRecord, 1),
                     _ => (Cause::Checkpoint, 8),
                 };
