@@ -57,7 +57,8 @@ pub struct CheckOpts {
     /// Where failing streams are saved.
     #[arg(long, default_value = "check-failures", value_name = "DIR")]
     failures: PathBuf,
-    /// Write one JSON object per FTL (an array) to PATH (`-`: standard output).
+    /// Write one JSON object per FTL (an array) to PATH (`-`: standard output, the table then
+    /// goes to standard error).
     #[arg(long, value_name = "PATH")]
     json: Option<String>,
     /// Print no progress bar and no line per FTL as it finishes.
@@ -97,16 +98,22 @@ pub fn check(o: CheckOpts) -> Result<bool> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, specs.len());
-    device.check_memory(true, jobs, &AvailableMemory::now())?;
+    // Each check holds its prepared simulator and the one running (they share the pages
+    // programmed before the stream).
+    device.check_memory(true, 2 * jobs, &AvailableMemory::now())?;
     let reports = run_all(&specs, replay, &run_opts, jobs, o.quiet)?;
-    output::print(&render(&reports))?;
+    let json = serde_json::to_string_pretty(&reports)? + "\n";
+    // The tables go to stderr when the JSON takes stdout, as for `run`.
     match o.json.as_deref() {
-        Some("-") => output::print(&(serde_json::to_string_pretty(&reports)? + "\n"))?,
-        Some(p) => output::write_all(
-            Target::File(Path::new(p)),
-            &(serde_json::to_string_pretty(&reports)? + "\n"),
-        )?,
-        None => {}
+        Some("-") => {
+            output::note(&render(&reports));
+            output::print(&json)?;
+        }
+        Some(p) => {
+            output::print(&render(&reports))?;
+            output::write_all(Target::File(Path::new(p)), &json)?;
+        }
+        None => output::print(&render(&reports))?,
     }
     Ok(reports.iter().all(|r| r.failures.is_empty()))
 }

@@ -1159,8 +1159,11 @@ fn check_passes_and_writes_one_json_object_per_ftl() {
         stderr.contains("check leaftl through engine: 2000 operations"),
         "{stderr}"
     );
-    let json = &stdout[stdout.find("\n[").expect("the JSON after the table") + 1..];
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert!(
+        stderr.contains("MiB checked"),
+        "the table on stderr: {stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let runs = v.as_array().unwrap();
     assert_eq!(runs.len(), 2);
     for r in runs {
