@@ -83,9 +83,11 @@ impl Fast {
             f.recover_lbs(dev, u, &mut lb_blocks, &newest, &in_log, &mut erase, t)?;
             f.recover_logs(dev, u, logs, &scan)?;
         }
-        // Each LPN's newest version: in its sequential log block, else its data block, else
-        // the random log. A partial merge cut mid-copy leaves offsets below the sequential
-        // log's next page in both blocks, and completing it erases the data block.
+        // Each LPN's newest version: below the sequential log block's next page, there or in
+        // the random log; else in its data block, else the random log. Never in the data block
+        // below that page, even when it holds the same version (a partial merge cut mid-copy
+        // leaves both, or tears the sequential log's copy of a version the random log still
+        // holds): completing the sequential log erases the data block.
         for l in 0..lp {
             if newest[l] == 0 {
                 continue;
@@ -93,13 +95,13 @@ impl Fast {
             let lpn = Lpn(l as u32);
             let (u, lb, off) = f.place(lpn);
             let want = Some((lpn, newest[l]));
-            let seq = f.unit[u as usize].seq.filter(|s| s.lb == lb);
-            let at = [seq.map(|s| s.block), Some(f.data[lb as usize])]
-                .into_iter()
-                .flatten()
+            let seq = f.unit[u as usize]
+                .seq
+                .filter(|s| s.lb == lb && off < s.next);
+            let at = Some(seq.map_or(f.data[lb as usize], |s| s.block))
                 .filter(|&b| b != NONE && off < dev.block_written(b))
                 .map(|b| f.ppa(b, off))
-                .find(|&p| current(dev, &newest, p) == want)
+                .filter(|&p| current(dev, &newest, p) == want)
                 .or_else(|| (in_log[l] != NONE).then_some(Ppa(in_log[l])))
                 .ok_or_else(|| lost(format!("no block kept holds {lpn:?} stamp {}", newest[l])))?;
             f.loc[l] = at.0;

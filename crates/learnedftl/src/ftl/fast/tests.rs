@@ -249,3 +249,48 @@ fn a_partial_merge_cut_at_a_padding_page_recovers_into_its_sequential_log() {
     submit(&mut f, &mut d, Op::Write, lpn(1, 0), 68).unwrap();
     f.check_invariants(&d).unwrap();
 }
+
+#[test]
+fn a_partial_merge_torn_at_a_copy_also_in_the_log_recovers_it_from_the_log() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let (mut d, mut f) = setup(&[]);
+    let mut stamp = 0;
+    let mut submit = |f: &mut Fast, d: &mut Device, lpn| {
+        stamp += 1;
+        f.submit(d, &Request::new(Op::Write, lpn, 1, 0, stamp), &mut NullSink)
+    };
+    for k in 0..64 {
+        submit(&mut f, &mut d, lpn(0, k)).unwrap();
+    }
+    // Log block 1: offset 3 again and again; log block 2: offset 5 once, then offset 6.
+    for _ in 0..64 {
+        submit(&mut f, &mut d, lpn(0, 3)).unwrap();
+    }
+    submit(&mut f, &mut d, lpn(0, 5)).unwrap();
+    for _ in 0..63 {
+        submit(&mut f, &mut d, lpn(0, 6)).unwrap();
+    }
+    // The pool is full: a full merge rebuilds block 0, copying offset 5 from log block 2,
+    // which keeps its (now invalid) page of the same version.
+    submit(&mut f, &mut d, lpn(0, 7)).unwrap();
+    assert_eq!(counters(&f).full_merges, 1);
+    let data = f.data[0];
+    // Offset 0 rewritten: a sequential log block. Block 1's offset 0 needs it: the partial
+    // merge copies offsets 1 to 4 and the cut tears its copy of offset 5 (its fifth program).
+    submit(&mut f, &mut d, lpn(0, 0)).unwrap();
+    d.arm_power_cut(PowerCut::AtCause {
+        cause: Cause::GcData,
+        nth: 5,
+    });
+    assert!(submit(&mut f, &mut d, lpn(1, 0)).is_err());
+    d.power_on();
+    let (mut f, _) = Fast::recover(&cfg, &mut Params::default(), &mut d, SimTime(0)).unwrap();
+    let seq = f.unit[0].seq.unwrap();
+    assert_eq!((seq.lb, seq.next, f.data[0]), (0, 6, data));
+    // Offset 5 is below the sequential log's next page but torn there: it maps to the log
+    // copy, not the data block that completing the sequential log erases.
+    assert_ne!(f.loc[lpn(0, 5) as usize] / 64, data);
+    f.check_invariants(&d).unwrap();
+    submit(&mut f, &mut d, lpn(1, 0)).unwrap();
+    f.check_invariants(&d).unwrap();
+}
