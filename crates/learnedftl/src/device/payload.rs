@@ -216,25 +216,30 @@ impl PayloadStore {
 
     pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) -> io::Result<()> {
         let i = ppa.idx();
-        if let Pages::Memory(v) = &mut self.pages {
-            let data = match src {
-                Src::Host => oob
-                    .lpn()
-                    .and_then(|l| self.take_staged(l, oob.stamp))
-                    .map(std::sync::Arc::new),
-                Src::Page(from) => v.get(from.idx()).cloned().flatten(),
-                Src::None => None,
-            };
-            let Pages::Memory(v) = &mut self.pages else {
-                unreachable!("matched above")
-            };
-            if let Some(old) = std::mem::replace(&mut v[i], data) {
-                self.release(old);
-            }
-            return Ok(());
-        }
-        let data = match src {
+        let host = match src {
             Src::Host => oob.lpn().and_then(|l| self.take_staged(l, oob.stamp)),
+            _ => None,
+        };
+        let old = match &mut self.pages {
+            Pages::Memory(v) => {
+                let data = match src {
+                    Src::Host => host.map(std::sync::Arc::new),
+                    Src::Page(from) => v.get(from.idx()).cloned().flatten(),
+                    Src::None => None,
+                };
+                std::mem::replace(&mut v[i], data)
+            }
+            Pages::File { .. } => return self.program_file(i, src, host),
+        };
+        if let Some(old) = old {
+            self.release(old);
+        }
+        Ok(())
+    }
+
+    /// [`PayloadStore::on_program`] of page `i` in a file-backed store.
+    fn program_file(&mut self, i: usize, src: Src, host: Option<Box<[u8]>>) -> io::Result<()> {
+        let data = match src {
             Src::Page(from) => {
                 let mut page = self.take_buffer();
                 if self.read(from, &mut page)? {
@@ -244,19 +249,20 @@ impl PayloadStore {
                     None
                 }
             }
-            Src::None => None,
+            _ => host,
         };
-        if let Pages::File { file, present } = &mut self.pages {
-            let bit = 1u64 << (i & 63);
-            present[i >> 6] &= !bit;
-            if let Some(d) = data {
-                let r = file.write_all_at(&d, i as u64 * self.page_size as u64);
-                self.recycle(d);
-                r?;
-                if let Pages::File { present, .. } = &mut self.pages {
-                    present[i >> 6] |= bit;
-                }
+        let Pages::File { file, present } = &mut self.pages else {
+            unreachable!("called for file-backed stores")
+        };
+        let bit = 1u64 << (i & 63);
+        present[i >> 6] &= !bit;
+        if let Some(d) = data {
+            let r = file.write_all_at(&d, i as u64 * self.page_size as u64);
+            if r.is_ok() {
+                present[i >> 6] |= bit;
             }
+            self.recycle(d);
+            r?;
         }
         Ok(())
     }
