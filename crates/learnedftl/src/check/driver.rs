@@ -96,7 +96,6 @@ impl Driver for EngineDriver {
 
     fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<Ran, DriverError> {
         let mut done = self.t;
-        let mut cut_after = false;
         let recoveries = self.sim.recoveries();
         let failures = |s: &Simulator| s.oracle().map_or(0, |o| o.failures());
         let failed = failures(&self.sim);
@@ -113,7 +112,6 @@ impl Driver for EngineDriver {
             let counted = matches!(op.cut, Some(Cut::After(_)));
             if i == 0 && counted && self.sim.device().power_cut_armed() {
                 self.sim.cut_power_now(d).map_err(|e| (i, e.to_string()))?;
-                cut_after = true;
             }
             // Stop at a cut (what follows is a batch of its own) or at a wrong version (the
             // failure is this operation's).
@@ -122,6 +120,10 @@ impl Driver for EngineDriver {
             }
         }
         self.t = done;
+        // A cut in the background work after the operation's last request struck after it
+        // completed, as one right after it does: a read returned what it found before.
+        let cut_after =
+            self.sim.recoveries() != recoveries && self.bytes.cut_after_last_command(&self.sim);
         Ok(Ran {
             ops: ran,
             cut_after,

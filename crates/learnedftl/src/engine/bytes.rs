@@ -86,6 +86,9 @@ pub struct HostBytes {
     /// A page's worth or more of zeroes.
     zeroes: Vec<u8>,
     journal: Option<Vec<Issued>>,
+    /// The simulator's power cuts recovered from when the latest page-level request was
+    /// submitted.
+    recoveries_before_last: u64,
     /// The checks, when on.
     checks: Option<Shadow>,
 }
@@ -113,6 +116,15 @@ impl HostBytes {
     pub fn verify(&mut self, sim: &Simulator) -> Result<(), String> {
         self.checks = Some(Shadow::new(sim)?);
         Ok(())
+    }
+
+    /// Whether the latest power cut struck after the last command completed — in the
+    /// background work after its last page-level request, or later — rather than inside the
+    /// command (which then finished after the recovery: a read returns what recovery
+    /// rebuilt, a read-modify-write merged bytes from before the cut). `sim` is the simulator
+    /// the commands ran on.
+    pub fn cut_after_last_command(&self, sim: &Simulator) -> bool {
+        sim.recoveries() > self.recoveries_before_last && sim.last_cut_after_ack()
     }
 
     /// What the checks counted, when on.
@@ -194,6 +206,7 @@ impl HostBytes {
             len,
         };
         let failures = sim.oracle().map_or(0, |o| o.failures());
+        self.recoveries_before_last = sim.recoveries();
         let (r, bytes): (_, &[u8]) = match data {
             Payload::Read(buf) => (sim.submit_data(io, Payload::Read(&mut *buf)), buf),
             Payload::Write(d) => (sim.submit_data(io, Payload::Write(d)), d),

@@ -258,6 +258,9 @@ pub struct Simulator {
     ckpt_due: u64,
     /// Power cuts recovered from so far.
     recoveries: u64,
+    /// Whether the latest cut struck after every request was acknowledged (in the background
+    /// work after one, or between two) rather than in a request's service.
+    cut_after_ack: bool,
 }
 
 impl Simulator {
@@ -311,6 +314,7 @@ impl Simulator {
             cuts: None,
             ckpt_due: 0,
             recoveries: 0,
+            cut_after_ack: false,
         }
     }
 
@@ -457,6 +461,14 @@ impl Simulator {
     /// demand).
     pub fn recoveries(&self) -> u64 {
         self.recoveries
+    }
+
+    /// Whether the latest power cut struck after every request served so far was
+    /// acknowledged — in the background work after one, or between two — rather than in a
+    /// request's service (which then completed only after the recovery: a read was served
+    /// again from what recovery rebuilt). False before any cut.
+    pub fn last_cut_after_ack(&self) -> bool {
+        self.cut_after_ack
     }
 
     fn next_stamp(&mut self) -> u32 {

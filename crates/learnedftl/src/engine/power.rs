@@ -91,6 +91,7 @@ impl Simulator {
             .map_err(|e| fail(e.to_string()))?;
         let old = std::mem::replace(&mut self.ftl, ftl);
         self.recoveries += 1;
+        self.cut_after_ack = inflight.is_none();
         let lost = self.check_recovery(inflight, &mut unflushed, cost.done)?;
         self.phase
             .note_power_cut(old.stats(), lost, cost.flash_reads, cost.sim_ns());
