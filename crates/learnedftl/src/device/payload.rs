@@ -50,10 +50,11 @@ const SPARE_PAGES: usize = 4096;
 /// [`PayloadStore::use_file`] pages live in a sparse file instead (at `PPA × page size`), for
 /// devices larger than RAM; only staged data stays in memory.
 ///
-/// Programmed data never changes, so memory-backed pages are shared buffers: a garbage
-/// collection's copy and a clone (a simulator snapshot) share them instead of copying. A
-/// file-backed store's clone shares the file, so snapshots are for memory-backed or
-/// payload-free devices.
+/// Programmed data never changes, so memory-backed pages share buffers: a garbage
+/// collection's copy points its PPA at the same slot (a count in a dense array, so a move
+/// touches no cold memory), and a clone (a simulator snapshot) shares the slots' buffers
+/// instead of copying them. A file-backed store's clone shares the file, so snapshots are for
+/// memory-backed or payload-free devices.
 #[derive(Clone, Debug)]
 pub struct PayloadStore {
     page_size: usize,
@@ -66,14 +67,89 @@ pub struct PayloadStore {
     spare: Vec<Box<[u8]>>,
 }
 
-/// A programmed page's data, shared: programmed data never changes, so a garbage-collection
-/// copy (and a simulator snapshot) shares the buffer instead of copying 4 KiB.
+/// A programmed page's data, shared between simulator snapshots (clones): programmed data
+/// never changes.
 type Shared = std::sync::Arc<Box<[u8]>>;
+
+/// No slot: the page holds no data.
+const NO_SLOT: u32 = u32::MAX;
+
+/// Memory-backed pages: each PPA names a slot, and the PPAs holding one version's data (its
+/// first program and garbage-collection copies) share it.
+#[derive(Clone, Debug)]
+struct Slots {
+    /// Per PPA, its slot ([`NO_SLOT`]: no data).
+    at: Vec<u32>,
+    /// Per slot, its data (`None` while free).
+    data: Vec<Option<Shared>>,
+    /// Per slot, the PPAs naming it (0: free).
+    refs: Vec<u32>,
+    /// Free slots.
+    free: Vec<u32>,
+}
+
+impl Slots {
+    fn new(pages: u64) -> Slots {
+        Slots {
+            at: vec![NO_SLOT; pages as usize],
+            data: Vec::new(),
+            refs: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// The data page `i` holds.
+    #[inline]
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        match self.at.get(i) {
+            Some(&s) if s != NO_SLOT => self.data[s as usize].as_deref().map(|b| &b[..]),
+            _ => None,
+        }
+    }
+
+    /// A new slot holding `page`.
+    fn insert(&mut self, page: Box<[u8]>) -> u32 {
+        let page = Some(std::sync::Arc::new(page));
+        match self.free.pop() {
+            Some(s) => {
+                self.data[s as usize] = page;
+                self.refs[s as usize] = 1;
+                s
+            }
+            None => {
+                self.data.push(page);
+                self.refs.push(1);
+                (self.data.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Points page `i` at `slot` (a reference already counted, or [`NO_SLOT`]); the data it
+    /// held before, when nothing else holds it, goes to `spare`.
+    fn set(&mut self, i: usize, slot: u32, spare: &mut Vec<Box<[u8]>>) {
+        let old = std::mem::replace(&mut self.at[i], slot);
+        if old == NO_SLOT {
+            return;
+        }
+        let r = &mut self.refs[old as usize];
+        *r -= 1;
+        if *r == 0 {
+            self.free.push(old);
+            let page = self.data[old as usize]
+                .take()
+                .expect("a used slot holds data");
+            // A snapshot may still share it.
+            if let Ok(b) = std::sync::Arc::try_unwrap(page) {
+                recycle(spare, b);
+            }
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Pages {
-    /// By PPA.
-    Memory(Vec<Option<Shared>>),
+    /// In memory, in shared slots.
+    Memory(Slots),
     /// In a file at `PPA × page size`; a bit per PPA says whether the page holds data.
     File {
         file: std::sync::Arc<File>,
@@ -85,7 +161,7 @@ impl PayloadStore {
     pub(super) fn new(page_size: usize, physical_pages: u64) -> Self {
         PayloadStore {
             page_size,
-            pages: Pages::Memory((0..physical_pages).map(|_| None).collect()),
+            pages: Pages::Memory(Slots::new(physical_pages)),
             staged: HashMap::new(),
             older: HashMap::new(),
             spare: Vec::new(),
@@ -97,7 +173,7 @@ impl PayloadStore {
     /// stored so far are dropped.
     pub fn use_file(&mut self, path: &Path) -> io::Result<()> {
         let pages = match &self.pages {
-            Pages::Memory(v) => v.len() as u64,
+            Pages::Memory(m) => m.at.len() as u64,
             Pages::File { present, .. } => present.len() as u64 * 64,
         };
         let file = OpenOptions::new()
@@ -180,9 +256,9 @@ impl PayloadStore {
     pub fn read(&self, ppa: Ppa, dst: &mut [u8]) -> io::Result<bool> {
         let i = ppa.idx();
         match &self.pages {
-            Pages::Memory(v) => match v.get(i).and_then(Option::as_deref) {
+            Pages::Memory(m) => match m.get(i) {
                 Some(d) => {
-                    dst.copy_from_slice(&d[..]);
+                    dst.copy_from_slice(d);
                     Ok(true)
                 }
                 None => Ok(false),
@@ -207,33 +283,27 @@ impl PayloadStore {
         recycle(&mut self.spare, page);
     }
 
-    /// Keeps a shared page buffer for reuse once nothing else holds it.
-    fn release(&mut self, page: Shared) {
-        if let Ok(b) = std::sync::Arc::try_unwrap(page) {
-            self.recycle(b);
-        }
-    }
-
     pub(super) fn on_program(&mut self, ppa: Ppa, oob: Oob, src: Src) -> io::Result<()> {
         let i = ppa.idx();
         let host = match src {
             Src::Host => oob.lpn().and_then(|l| self.take_staged(l, oob.stamp)),
             _ => None,
         };
-        let old = match &mut self.pages {
-            Pages::Memory(v) => {
-                let data = match src {
-                    Src::Host => host.map(std::sync::Arc::new),
-                    Src::Page(from) => v.get(from.idx()).cloned().flatten(),
-                    Src::None => None,
-                };
-                std::mem::replace(&mut v[i], data)
-            }
-            Pages::File { .. } => return self.program_file(i, src, host),
+        let Pages::Memory(m) = &mut self.pages else {
+            return self.program_file(i, src, host);
         };
-        if let Some(old) = old {
-            self.release(old);
-        }
+        let slot = match (src, host) {
+            (Src::Host, Some(page)) => m.insert(page),
+            (Src::Page(from), _) => match m.at.get(from.idx()) {
+                Some(&s) if s != NO_SLOT => {
+                    m.refs[s as usize] += 1;
+                    s
+                }
+                _ => NO_SLOT,
+            },
+            _ => NO_SLOT,
+        };
+        m.set(i, slot, &mut self.spare);
         Ok(())
     }
 
@@ -272,12 +342,9 @@ impl PayloadStore {
     pub(super) fn on_erase(&mut self, first: Ppa, n: u32) {
         let range = first.idx()..first.idx() + n as usize;
         match &mut self.pages {
-            Pages::Memory(v) => {
-                for slot in &mut v[range] {
-                    if let Some(old) = slot.take().and_then(|a| std::sync::Arc::try_unwrap(a).ok())
-                    {
-                        recycle(&mut self.spare, old);
-                    }
+            Pages::Memory(m) => {
+                for i in range {
+                    m.set(i, NO_SLOT, &mut self.spare);
                 }
             }
             Pages::File { present, .. } => {
