@@ -103,10 +103,15 @@ impl Segment {
     #[inline]
     pub fn stride(&self) -> u8 {
         if self.k == 0 {
-            1
-        } else {
-            (1.0 / self.k()).round() as u8
+            return 1;
         }
+        // round(1/K) in integers, on every lookup's path: a normal f16 K is
+        // 2^(e-15)·(1024 + m)/1024, so 1/K = 2^(25-e)/(1024 + m). An accurate K is
+        // 1/stride to f16 precision, far from a rounding tie (the unit test checks all).
+        let e = (self.k >> 10) as u32 & 31;
+        let m = (self.k & 1023) as u32 + 1024;
+        let num = 1u64 << 25u32.saturating_sub(e);
+        ((num + m as u64 / 2) / m as u64).min(255) as u8
     }
 
     /// Whether an accurate segment encodes offset `x` (the paper's `has_lpa` without the CRB).
