@@ -100,7 +100,7 @@ enum TraceCmd {
         file: PathBuf,
         #[command(flatten)]
         input: TraceInput,
-        /// Target format: disksim, fio-iolog (v3) or msr.
+        /// Target format: disksim, fio-iolog (v3), msr or learnedftl.
         #[arg(long)]
         to: String,
         /// Output file (default: stdout).
@@ -112,7 +112,7 @@ enum TraceCmd {
 /// How to read a trace.
 #[derive(Args)]
 struct TraceInput {
-    /// Trace format: disksim, msr, umass, systor, fiu, blkparse, fio-iolog (default: detected).
+    /// Trace format: disksim, msr, umass, systor, fiu, blkparse, fio-iolog, learnedftl (default: detected).
     #[arg(long)]
     format: Option<String>,
     /// Count malformed lines as warnings instead of stopping at the first.
@@ -180,6 +180,15 @@ struct Opts {
     /// own, not counted in the result).
     #[arg(long, requires = "trace")]
     fill_unwritten: bool,
+    /// Trace replay: `open` (each request at its recorded arrival) or `closed` (a learnedftl
+    /// recording: each request its recorded think time after what it waited for completed on
+    /// the simulated device; docs/traces.md).
+    #[arg(long, requires = "trace", default_value = "open")]
+    replay: String,
+    /// Closed-loop replay: the recorded application's phases, `name,start_unix_ns,end_unix_ns[,ops]`
+    /// a line; each gets its simulated duration and operations per second.
+    #[arg(long, requires = "trace")]
+    phases: Option<PathBuf>,
     /// Access pattern: read, write, trim, randread, randwrite, randtrim, rw, randrw.
     #[arg(long)]
     rw: Option<String>,
@@ -261,6 +270,8 @@ impl Opts {
             max_requests: self.max_requests,
             device_filter: self.device_filter,
             fill_unwritten: self.fill_unwritten,
+            replay: self.replay.clone(),
+            phases: self.phases.clone(),
             rw: self.rw.clone(),
             bs: self.bs.clone(),
             numjobs: self.numjobs,
@@ -367,9 +378,14 @@ fn describe(e: &Experiment) -> String {
         }
         Workload::Trace(t) => {
             s += &format!(
-                "trace {} ({}), speed {}x, address policy {}{}\n",
+                "trace {} ({}), {}, speed {}x, address policy {}{}\n",
                 t.path.display(),
                 t.format.map_or("detected".into(), |f| f.to_string()),
+                if t.closed_loop {
+                    "closed-loop"
+                } else {
+                    "open-loop"
+                },
                 t.replay.speed,
                 t.replay.address_policy,
                 if t.fill_unwritten {
@@ -481,11 +497,12 @@ fn main_inner() -> Result<bool> {
             let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
             let notes = report::notes(std::slice::from_ref(&r));
             let tables = format!(
-                "{}\n{}{}\n{}",
+                "{}\n{}{}\n{}{}",
                 describe(&e),
                 report::phases_table(&r.phases),
                 notes.footer,
-                report::detail_table(&r)
+                report::detail_table(&r),
+                report::closed_loop_table(std::slice::from_ref(&r))
             );
             let written = opts.output(&tables, serde_json::to_value(&r)?);
             warn(&notes.warnings);
@@ -517,10 +534,11 @@ fn main_inner() -> Result<bool> {
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let notes = report::notes(&runs);
             let tables = format!(
-                "{}\n{}{}",
+                "{}\n{}{}{}",
                 describe(&e),
                 report::compare_table(&runs),
-                notes.footer
+                notes.footer,
+                report::closed_loop_table(&runs)
             );
             if let Some(path) = &svg {
                 output::write_all(Target::File(path), &report::plot::compare_svg(&runs)?)?;

@@ -23,6 +23,7 @@ fn rec(line: u64, time_ns: u64, op: Op, offset: u64, len: u64, device: u32) -> T
         offset,
         len,
         device,
+        done_ns: None,
     }
 }
 

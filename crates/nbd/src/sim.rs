@@ -297,6 +297,7 @@ impl State {
                     offset: io.offset,
                     len: io.len,
                     device: 0,
+                    done_ns: None,
                 };
                 if let Err(e) = rec.write(&line) {
                     self.last_failure = Some(format!("recording stopped: {e}"));

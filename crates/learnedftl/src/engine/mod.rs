@@ -908,13 +908,29 @@ impl Simulator {
         total: Option<u64>,
         progress: &mut dyn Progress,
     ) -> Result<Metrics, EngineError> {
+        let mut stream = stream.into_iter();
+        self.run_feedback(name, total, progress, |_| stream.next())
+    }
+
+    /// Runs a phase of requests that `next` gives one by one, telling it when the request
+    /// before completed (ns since the phase start; `None` before the first): closed-loop replay
+    /// issues each request after what it waited for. Arrivals are ns since the phase start and
+    /// must not decrease.
+    pub fn run_feedback<E: std::fmt::Display>(
+        &mut self,
+        name: &str,
+        total: Option<u64>,
+        progress: &mut dyn Progress,
+        mut next: impl FnMut(Option<u64>) -> Option<Result<HostIo, E>>,
+    ) -> Result<Metrics, EngineError> {
         self.begin_phase(name);
         let start = self.clock;
         let mut ticker = Ticker::start(progress, name, total);
-        for io in stream {
+        let mut done = None;
+        while let Some(io) = next(done) {
             let mut io = io.map_err(|e| EngineError::Input(e.to_string()))?;
             io.arrival = start.after(io.arrival.0);
-            self.submit(io)?;
+            done = Some(self.submit(io)?.since(start));
             ticker.tick();
         }
         ticker.finish();

@@ -216,6 +216,47 @@ pub struct Notes {
     pub warnings: Vec<String>,
 }
 
+/// The application's phases of closed-loop replays (`--replay closed --phases`), one row per FTL
+/// and phase: operations per second live and on the simulated device (SPEC §6 has no such
+/// figure: docs/traces.md "Closed-loop replay" defines them); empty without them.
+pub fn closed_loop_table(runs: &[RunReport]) -> String {
+    let mut t = table::Table::new(&[
+        "ftl",
+        "phase",
+        "ops",
+        "requests",
+        "live ms",
+        "sim ms",
+        "live ops/s",
+        "sim ops/s",
+    ]);
+    let mut any = false;
+    let rate = |r: Option<f64>| r.map_or("–".to_string(), |r| format!("{r:.0}"));
+    for r in runs {
+        let Some(c) = r.trace.as_ref().and_then(|t| t.closed_loop.as_ref()) else {
+            continue;
+        };
+        for p in &c.phases {
+            any = true;
+            t.row(vec![
+                r.ftl.clone(),
+                p.name.clone(),
+                p.ops.map_or("–".into(), |o| o.to_string()),
+                p.requests.to_string(),
+                format!("{:.3}", p.recorded_s * 1e3),
+                format!("{:.3}", p.simulated_s * 1e3),
+                rate(p.recorded_ops_per_sec),
+                rate(p.simulated_ops_per_sec),
+            ]);
+        }
+    }
+    if any {
+        format!("\nclosed-loop replay, application phases:\n{}", t.render())
+    } else {
+        String::new()
+    }
+}
+
 /// The footer and warnings of `runs` ([`Notes`]); both empty when there is nothing to say.
 pub fn notes(runs: &[RunReport]) -> Notes {
     let mut footer = Vec::new();

@@ -2,8 +2,10 @@
 //! into a [`RunReport`]. The CLI's `run` and `compare` and the Python binding are thin layers
 //! over this: [`RunOptions`] turns options as a user writes them into an [`Experiment`].
 
+pub mod closed;
 mod options;
 
+pub use closed::{AppPhase, ClosedLoopSummary, PhaseResult};
 pub use options::{
     parallel_jobs, OptionsError, RunOptions, DEFAULT_PRECONDITION, DEFAULT_READ_IOS_PER_JOB,
     DEFAULT_READ_NUMJOBS,
@@ -100,6 +102,10 @@ pub struct TraceWorkload {
     /// Before replaying, write every page the trace reads before it writes it, as a phase of
     /// its own.
     pub fill_unwritten: bool,
+    /// Replay closed-loop (a learnedftl recording): each request after what it waited for.
+    pub closed_loop: bool,
+    /// The recorded application's phases (closed-loop replay).
+    pub phases: Vec<AppPhase>,
 }
 
 /// What an experiment runs after preconditioning.
@@ -152,6 +158,9 @@ pub struct TraceSummary {
     pub warnings: Vec<String>,
     /// What the adaptation did: filtered, clipped, wrapped, ... requests.
     pub replay: trace::ReplayCounters,
+    /// Closed-loop replay: the span and the application's phases on this device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<ClosedLoopSummary>,
 }
 
 /// What to run on each FTL.
@@ -509,7 +518,14 @@ fn replay_trace(
     let mut replay = reader
         .into_replay(logical, t.replay.clone())
         .map_err(input)?;
-    phases.push(sim.run_stream("trace", replay.by_ref(), t.replay.max_requests, progress)?);
+    let closed_loop = if t.closed_loop {
+        let (m, summary) = closed::replay(sim, t, &mut replay, progress)?;
+        phases.push(m);
+        Some(summary)
+    } else {
+        phases.push(sim.run_stream("trace", replay.by_ref(), t.replay.max_requests, progress)?);
+        None
+    };
     let r = replay.inner();
     let summary = TraceSummary {
         path: t.path.display().to_string(),
@@ -521,6 +537,7 @@ fn replay_trace(
         ignored_lines: r.ignored(),
         warnings: r.warnings().to_vec(),
         replay: replay.counters().clone(),
+        closed_loop,
     };
     if summary.replay.requests == 0 {
         let c = &summary.replay;
@@ -767,6 +784,8 @@ mod tests {
                 parse: ParseOptions::default(),
                 replay: ReplayOptions::default(),
                 fill_unwritten: fill,
+                closed_loop: false,
+                phases: Vec::new(),
             }),
             settle: Settle::Off,
             seed: 1,

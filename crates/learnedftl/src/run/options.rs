@@ -95,6 +95,12 @@ pub struct RunOptions {
     pub device_filter: Option<u32>,
     /// Trace replay: first write every page the trace reads before writing it.
     pub fill_unwritten: bool,
+    /// Trace replay: `open` (at the recorded arrivals) or `closed` (a learnedftl recording:
+    /// each request after what it waited for).
+    pub replay: String,
+    /// Closed-loop replay: the recorded application's phases
+    /// (`name,start_unix_ns,end_unix_ns[,ops]` lines).
+    pub phases: Option<PathBuf>,
     /// Access pattern of the job: read, write, trim, randread, randwrite, randtrim, rw, randrw.
     pub rw: Option<String>,
     /// Block size (fio syntax).
@@ -147,6 +153,8 @@ impl Default for RunOptions {
             max_requests: None,
             device_filter: None,
             fill_unwritten: false,
+            replay: "open".into(),
+            phases: None,
             rw: None,
             bs: None,
             numjobs: None,
@@ -286,6 +294,8 @@ impl RunOptions {
             ("max_requests", self.max_requests.is_some()),
             ("device_filter", self.device_filter.is_some()),
             ("fill_unwritten", self.fill_unwritten),
+            ("replay", self.replay != "open"),
+            ("phases", self.phases.is_some()),
         ];
         for (options, needs, present) in [
             (&job_options[..], "rw", self.rw.is_some()),
@@ -374,6 +384,27 @@ impl RunOptions {
         if let Some(n) = reader.detection_note() {
             note(&n);
         }
+        let closed_loop = match self.replay.as_str() {
+            "open" => false,
+            "closed" if reader.format() == trace::Format::Recording => true,
+            "closed" => {
+                return Err(bad(
+                    "replay",
+                    format!(
+                        "closed needs each request's completion time: a learnedftl recording \
+                         (serve --record-format learnedftl), but {} is {}",
+                        path.display(),
+                        reader.format()
+                    ),
+                ))
+            }
+            other => return Err(bad("replay", format!("{other:?} is not open or closed"))),
+        };
+        let phases = match &self.phases {
+            None => Vec::new(),
+            Some(_) if !closed_loop => return Err(bad("phases", "needs replay=closed")),
+            Some(p) => super::closed::read_phases(p, path, &parse)?,
+        };
         Ok(TraceWorkload {
             path: path.to_path_buf(),
             format: Some(reader.format()),
@@ -388,6 +419,8 @@ impl RunOptions {
                 device_filter: self.device_filter,
             },
             fill_unwritten: self.fill_unwritten,
+            closed_loop,
+            phases,
         })
     }
 }

@@ -75,6 +75,7 @@ impl Parser {
             offset,
             len,
             device,
+            done_ns: None,
         }))
     }
 

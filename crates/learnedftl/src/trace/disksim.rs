@@ -30,6 +30,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         offset: sectors("lba", lba)?,
         len: sectors("size", size)?,
         device,
+        done_ns: None,
     }))
 }
 

@@ -81,6 +81,7 @@ impl Parser {
             offset,
             len,
             device,
+            done_ns: None,
         }))
     }
 

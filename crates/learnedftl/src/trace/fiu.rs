@@ -36,5 +36,6 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         offset: sectors("lba", lba)?,
         len: sectors("size", size)?,
         device: dev_id("major", major, minor)?,
+        done_ns: None,
     }))
 }

@@ -26,6 +26,7 @@ mod fio_iolog;
 mod fiu;
 mod msr;
 mod reader;
+mod recording;
 mod replay;
 mod stats;
 mod systor;
@@ -34,6 +35,7 @@ mod write;
 
 pub use error::{LineErrorKind, NoRequest, TraceError};
 pub use reader::{open, Compression, TraceReader, MAX_LINE};
+pub use recording::{start_unix_ns, HEADER as RECORDING_HEADER};
 pub use replay::{AddressPolicy, Replay, ReplayCounters, ReplayOptions};
 pub use stats::{InterArrival, SizeBucket, StatsBuilder, TraceStats, FOOTPRINT_MAX_SPAN};
 pub use write::{write_header, write_record, TraceWriter};
@@ -57,8 +59,12 @@ pub struct TraceRecord {
     pub offset: u64,
     /// Length in bytes (0 for flushes).
     pub len: u64,
-    /// Device, disk, LUN or ASU number as the format defines it (0 where it has none).
+    /// Device, disk, LUN or ASU number as the format defines it (0 where it has none; a
+    /// recording's connection).
     pub device: u32,
+    /// When the request completed on the traced host, on the clock of `time_ns`, where the
+    /// format records it (learnedftl recordings): what closed-loop replay needs.
+    pub done_ns: Option<u64>,
 }
 
 /// The trace formats we read (SPEC §4.3).
@@ -78,11 +84,14 @@ pub enum Format {
     Blkparse,
     /// fio `write_iolog` output, version 2 or 3.
     FioIolog,
+    /// learnedftl recordings (`serve --record-format learnedftl`):
+    /// `issue_ns,done_ns,conn,op,offset,len`, with completion times for closed-loop replay.
+    Recording,
 }
 
 impl Format {
     /// Every format, in detection order.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::DiskSim,
         Format::Msr,
         Format::Umass,
@@ -90,10 +99,11 @@ impl Format {
         Format::Fiu,
         Format::Blkparse,
         Format::FioIolog,
+        Format::Recording,
     ];
 
     /// The names `FromStr` accepts (and `Display` prints), in [`Format::ALL`] order.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "disksim",
         "msr",
         "umass",
@@ -101,6 +111,7 @@ impl Format {
         "fiu",
         "blkparse",
         "fio-iolog",
+        "learnedftl",
     ];
 
     /// The format's name (`disksim`, `msr`, …).
@@ -113,7 +124,10 @@ impl Format {
 
     /// Whether [`write_record`] can produce this format (`convert --to`).
     pub fn can_write(self) -> bool {
-        matches!(self, Format::DiskSim | Format::Msr | Format::FioIolog)
+        matches!(
+            self,
+            Format::DiskSim | Format::Msr | Format::FioIolog | Format::Recording
+        )
     }
 
     /// Recognise a format from the first lines of a file (decompressed text).
@@ -204,6 +218,7 @@ pub(crate) enum Parser {
     Fiu,
     Blkparse(blkparse::Parser),
     FioIolog(fio_iolog::Parser),
+    Recording,
 }
 
 /// How a line bears on detection.
@@ -225,6 +240,7 @@ impl Parser {
             Format::Fiu => Parser::Fiu,
             Format::Blkparse => Parser::Blkparse(blkparse::Parser::new(action)),
             Format::FioIolog => Parser::FioIolog(fio_iolog::Parser::default()),
+            Format::Recording => Parser::Recording,
         }
     }
 
@@ -239,6 +255,7 @@ impl Parser {
             Parser::Fiu => fiu::parse(line),
             Parser::Blkparse(p) => p.parse(line),
             Parser::FioIolog(p) => p.parse(line),
+            Parser::Recording => recording::parse(line),
         }
     }
 
@@ -329,7 +346,7 @@ mod tests {
 
     #[test]
     fn trace_detect_each_format() {
-        let cases: [(&[&str], Format); 8] = [
+        let cases: [(&[&str], Format); 9] = [
             (&["0 0 100 8 1", "1000 0 200 8 0"], Format::DiskSim),
             (&["128166372003061629,wdev,2,Write,3817840640,4096,2770"], Format::Msr),
             (&["0,303567,3584,w,0.000000", "1,4,512,R,0.01"], Format::Umass),
@@ -347,6 +364,10 @@ mod tests {
             ),
             (&["fio version 3 iolog", "0 /dev/sdb add", "5 /dev/sdb write 0 4096"], Format::FioIolog),
             (&["fio version 2 iolog", "/dev/sdb add", "/dev/sdb read 0 4096"], Format::FioIolog),
+            (
+                &["# learnedftl recording", RECORDING_HEADER, "10,90,0,write,0,4096", "95,99,1,read,0,4096"],
+                Format::Recording,
+            ),
         ];
         for (lines, want) in cases {
             assert_eq!(Format::detect(lines), Some(want), "{lines:?}");

@@ -45,6 +45,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         offset,
         len,
         device,
+        done_ns: None,
     }))
 }
 

@@ -119,6 +119,8 @@ pub struct TraceReader {
     ignored: u64,
     warnings: Vec<String>,
     done: bool,
+    /// A recording's `start_unix_ns` comment, once read.
+    start_unix_ns: Option<u128>,
     /// Records yielded.
     records: u64,
     /// Malformed lines (skipped or yielded as errors), and the first one's message.
@@ -234,11 +236,18 @@ impl TraceReader {
             ignored: 0,
             warnings: Vec::new(),
             done: false,
+            start_unix_ns: None,
             records: 0,
             malformed: (0, None),
             not_requests: (0, None),
             name,
         })
+    }
+
+    /// A learnedftl recording's wall-clock instant of time 0 (its `# start_unix_ns=N`
+    /// comment), once the lines before its first request have been read.
+    pub fn start_unix_ns(&self) -> Option<u128> {
+        self.start_unix_ns
     }
 
     /// The file (or stream) name used in messages.
@@ -403,6 +412,11 @@ impl Iterator for TraceReader {
                 Some(Ok(())) => {
                     let line = trim_eol(&self.buf);
                     if is_blank_or_comment(line) {
+                        if self.format == Format::Recording && self.start_unix_ns.is_none() {
+                            self.start_unix_ns = std::str::from_utf8(line)
+                                .ok()
+                                .and_then(super::start_unix_ns);
+                        }
                         self.ignored += 1;
                         continue;
                     }

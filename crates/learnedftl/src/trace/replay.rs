@@ -126,6 +126,8 @@ pub struct Replay<I> {
     options: ReplayOptions,
     base: Option<u64>,
     last_arrival: u64,
+    /// The recorded completion of the request yielded last, rebased and scaled.
+    last_done: Option<SimTime>,
     pending: Option<HostIo>,
     counters: ReplayCounters,
 }
@@ -164,6 +166,7 @@ where
             options,
             base: None,
             last_arrival: 0,
+            last_done: None,
             pending: None,
             counters: ReplayCounters::default(),
         })
@@ -179,15 +182,38 @@ where
         &self.inner
     }
 
-    fn arrival(&mut self, time_ns: u64) -> SimTime {
+    /// Trace time `time_ns` on the replay's clock: relative to the first replayed record and
+    /// divided by the speed (the first record read sets time 0).
+    fn rebased(&mut self, time_ns: u64) -> u64 {
         let base = *self.base.get_or_insert(time_ns);
-        let delta = time_ns.saturating_sub(base);
+        self.scale(time_ns.saturating_sub(base))
+    }
+
+    fn scale(&self, delta: u64) -> u64 {
         #[allow(clippy::float_cmp)] // exactly 1.0 keeps full integer precision
-        let mut t = if self.options.speed == 1.0 {
+        if self.options.speed == 1.0 {
             delta
         } else {
             (delta as f64 / self.options.speed) as u64
-        };
+        }
+    }
+
+    /// Trace time `time_ns` on the replay's clock, once the first record was read (a phase
+    /// mark of a closed-loop replay).
+    pub fn replay_time(&self, time_ns: u64) -> Option<u64> {
+        self.base.map(|b| self.scale(time_ns.saturating_sub(b)))
+    }
+
+    /// The recorded completion of the request yielded last (the second half of a split one
+    /// shares it), on the replay's clock: for closed-loop replay. `None` when the trace does
+    /// not record completions.
+    pub fn recorded_done(&self) -> Option<SimTime> {
+        self.last_done
+    }
+
+    fn arrival(&mut self, time_ns: u64) -> SimTime {
+        let base = *self.base.get_or_insert(time_ns);
+        let mut t = self.rebased(time_ns);
         if time_ns < base || t < self.last_arrival {
             self.counters.out_of_order += 1;
             t = self.last_arrival;
@@ -287,6 +313,7 @@ where
                 continue;
             }
             let arrival = self.arrival(rec.time_ns);
+            self.last_done = rec.done_ns.map(|d| SimTime(self.rebased(d)));
             let io = if rec.op == Op::Flush {
                 Some(HostIo {
                     arrival,
@@ -321,6 +348,7 @@ mod tests {
             offset,
             len,
             device: 0,
+            done_ns: None,
         }
     }
 

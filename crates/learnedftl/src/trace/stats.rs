@@ -463,6 +463,7 @@ mod tests {
             offset,
             len,
             device: 0,
+            done_ns: None,
         }
     }
 

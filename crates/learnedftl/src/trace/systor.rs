@@ -31,5 +31,6 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         offset,
         len,
         device,
+        done_ns: None,
     }))
 }

@@ -25,5 +25,6 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         offset: sectors("lba", lba)?,
         len,
         device,
+        done_ns: None,
     }))
 }

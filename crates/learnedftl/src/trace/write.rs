@@ -1,7 +1,7 @@
 //! Conversion writers (`convert --to disksim|msr|fio-iolog`).
 
 use super::error::TraceError;
-use super::{disksim, fio_iolog, msr, Format, TraceRecord};
+use super::{disksim, fio_iolog, msr, recording, Format, TraceRecord};
 use std::io::Write;
 
 /// Write one record as a line of `format` (fio-iolog is written as version 3).
@@ -20,6 +20,7 @@ pub fn write_record<W: Write + ?Sized>(
         Format::DiskSim => disksim::write(rec, w),
         Format::Msr => msr::write(rec, w),
         Format::FioIolog => fio_iolog::write(rec, w),
+        Format::Recording => recording::write(rec, w),
         other => Err(TraceError::NoWriter(other)),
     }
 }
@@ -29,6 +30,7 @@ pub fn write_record<W: Write + ?Sized>(
 pub fn write_header<W: Write + ?Sized>(format: Format, w: &mut W) -> Result<(), TraceError> {
     match format {
         Format::FioIolog => fio_iolog::write_header(w),
+        Format::Recording => recording::write_header(w),
         f if f.can_write() => Ok(()),
         other => Err(TraceError::NoWriter(other)),
     }
@@ -67,6 +69,19 @@ impl<W: Write> TraceWriter<W> {
             self.opened.push(rec.device);
         }
         write_record(self.format, rec, &mut self.out)
+    }
+
+    /// Writes `# text` as a line of its own (learnedftl recordings only: other formats'
+    /// readers need not skip comments): e.g. the recording's `start_unix_ns`.
+    pub fn comment(&mut self, text: &str) -> Result<(), TraceError> {
+        if self.format != Format::Recording {
+            return Err(TraceError::InvalidOption(format!(
+                "{} traces carry no comments",
+                self.format
+            )));
+        }
+        self.header()?;
+        writeln!(self.out, "# {text}").map_err(TraceError::Write)
     }
 
     /// Flush the output so far (the header is written even for an empty trace).

@@ -1,5 +1,6 @@
 //! Host workloads: closed-loop fio-style jobs ([`job`]), their random distributions ([`dist`]),
-//! fio job files ([`fio`]), and the open-loop request type trace replay feeds the engine.
+//! fio job files ([`fio`]), the open-loop request type trace replay feeds the engine, and the
+//! schedule of a closed-loop replay of a recording ([`closed_loop`]).
 
 use crate::addr::SimTime;
 use crate::error::quote;
@@ -46,6 +47,7 @@ impl std::str::FromStr for Settle {
     }
 }
 
+pub mod closed_loop;
 pub mod dist;
 pub mod fio;
 pub mod job;

@@ -1,0 +1,125 @@
+//! learnedftl recordings (`serve --record-format learnedftl`): every page-level request the
+//! server gave the FTL, with when its host command was issued and when its reply was sent, so
+//! a closed-loop replay knows what each request waited for (docs/traces.md "Recordings").
+//!
+//! CSV, one request a line: `issue_ns,done_ns,conn,op,offset,len` — nanoseconds since the
+//! recording started, the NBD connection (0, 1, …), `read`, `write`, `trim` or `flush`, and
+//! bytes. A first line naming the columns is a header; `#` lines are comments (the server
+//! writes `# start_unix_ns=N`, the wall-clock instant of time 0, so phase marks taken by a
+//! script can be placed on the recording's clock). A command the server served as several
+//! page-level requests (a read-modify-write) has a line for each, with the command's times.
+
+use super::error::{FieldError, LineErrorKind, TraceError};
+use super::fields::{parse_u64, Fields, Sep};
+use super::{Parsed, TraceRecord};
+use crate::ftl::Op;
+use std::io::Write;
+
+const FIELDS: &[&str] = &["issue_ns", "done_ns", "conn", "op", "offset", "len"];
+
+/// The header line the server writes.
+pub const HEADER: &str = "issue_ns,done_ns,conn,op,offset,len";
+
+/// Parse one line.
+pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
+    let mut f = Fields::new(line, Sep::Comma, FIELDS);
+    let issue = f.next()?;
+    if issue.eq_ignore_ascii_case(b"issue_ns") {
+        return Ok(Parsed::Ignored);
+    }
+    let time_ns = parse_u64("issue_ns", issue)?;
+    let done_ns = f.u64()?;
+    if done_ns < time_ns {
+        return Err(FieldError::new(
+            "done_ns",
+            LineErrorKind::Invalid("earlier than issue_ns"),
+            done_ns.to_string().as_bytes(),
+        ));
+    }
+    let device = f.u32()?;
+    let op = f.next()?;
+    let op = match op {
+        b"read" => Op::Read,
+        b"write" => Op::Write,
+        b"trim" => Op::Trim,
+        b"flush" => Op::Flush,
+        _ => return Err(FieldError::new("op", LineErrorKind::UnknownOp, op)),
+    };
+    let offset = f.u64()?;
+    let len = f.u64()?;
+    f.end()?;
+    Ok(Parsed::Record(TraceRecord {
+        line: 0,
+        time_ns,
+        op,
+        offset,
+        len,
+        device,
+        done_ns: Some(done_ns),
+    }))
+}
+
+/// Writes the header: a comment naming the format, then the column names.
+pub(crate) fn write_header<W: Write + ?Sized>(w: &mut W) -> Result<(), TraceError> {
+    writeln!(w, "# learnedftl recording\n{HEADER}").map_err(TraceError::Write)
+}
+
+/// Write one record (a record without `done_ns` completes when issued).
+pub(crate) fn write<W: Write + ?Sized>(rec: &TraceRecord, w: &mut W) -> Result<(), TraceError> {
+    let op = match rec.op {
+        Op::Read => "read",
+        Op::Write => "write",
+        Op::Trim => "trim",
+        Op::Flush => "flush",
+    };
+    writeln!(
+        w,
+        "{},{},{},{op},{},{}",
+        rec.time_ns,
+        rec.done_ns.unwrap_or(rec.time_ns),
+        rec.device,
+        rec.offset,
+        rec.len
+    )
+    .map_err(TraceError::Write)
+}
+
+/// The `start_unix_ns` a recording's comment lines give, if any.
+pub fn start_unix_ns(comment: &str) -> Option<u128> {
+    comment
+        .trim_start_matches(['#', ' '])
+        .strip_prefix("start_unix_ns=")?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recording_lines_round_trip() {
+        let rec = TraceRecord {
+            line: 0,
+            time_ns: 1200,
+            op: Op::Write,
+            offset: 8192,
+            len: 4096,
+            device: 2,
+            done_ns: Some(95_000),
+        };
+        let mut out = Vec::new();
+        write(&rec, &mut out).unwrap();
+        assert_eq!(out, b"1200,95000,2,write,8192,4096\n");
+        match parse(&out[..out.len() - 1]).unwrap() {
+            Parsed::Record(r) => assert_eq!(r, rec),
+            Parsed::Ignored => panic!("a request"),
+        }
+        assert!(matches!(parse(HEADER.as_bytes()), Ok(Parsed::Ignored)));
+        assert!(parse(b"5,4,0,read,0,4096").is_err(), "done before issue");
+        assert!(parse(b"5,6,0,erase,0,4096").is_err());
+        assert_eq!(start_unix_ns("# start_unix_ns=17"), Some(17));
+        assert_eq!(start_unix_ns("# learnedftl recording"), None);
+    }
+}
