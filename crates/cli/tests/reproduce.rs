@@ -5,6 +5,8 @@
 //! Without chromium the browser test is skipped with a notice, except in CI (`CI` set), where
 //! `.ci/run` installs it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -99,22 +101,6 @@ fn reproduce_refuses_what_it_does_not_know() {
     assert!(ok && stdout.contains("randread") && stdout.contains("hpftl-fig2"));
 }
 
-/// chromium if installed; `None` (after saying so) if not, outside CI.
-fn chromium() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("chromium"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium is not installed, and CI must run this test (see .ci/run)");
-        }
-        eprintln!("SKIPPED: chromium is not installed (apt-get install chromium)");
-    }
-    found
-}
-
 /// Loads `report.html` in an iframe of a check page that counts the plots drawn and asks
 /// whether the embedded font loaded.
 const CHECK_PAGE: &str = r#"<!DOCTYPE html><html><body><pre id="result">not loaded</pre>
@@ -137,7 +123,9 @@ document.getElementById('r').addEventListener('load', async () => {
 
 #[test]
 fn the_html_report_renders_in_a_headless_browser() {
-    let Some(chromium) = chromium() else { return };
+    let Some(chromium) = common::client("chromium", "chromium") else {
+        return;
+    };
     let out = artifacts("reproduce-tiny");
     let (ok, _, stderr) = learnedftl(&[
         "reproduce",
@@ -206,4 +194,84 @@ fn the_html_report_renders_in_a_headless_browser() {
         "{}",
         String::from_utf8_lossy(&s.stderr)
     );
+}
+
+/// The README's test command, from the first code block after "Run the whole test suite".
+fn readme_test_command() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let after = readme
+        .split_once("Run the whole test suite")
+        .expect("the README says how to run the tests")
+        .1;
+    let block = after.split("```").nth(1).expect("a code block");
+    let command = block.lines().skip(1).collect::<Vec<_>>().join("\n");
+    command.trim().to_string()
+}
+
+#[test]
+fn the_readme_test_command_lists_the_tests_that_skipped() {
+    let dir = artifacts("test-command");
+    // Stands in for cargo: runs the browser test of this very file with no chromium on `PATH`,
+    // so that it skips, and exits with a status of its own to be passed on.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cargo = bin.join("cargo");
+    std::fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\necho \"$*\" >'{args}'\n\
+             PATH=/nonexistent '{exe}' --exact the_html_report_renders_in_a_headless_browser || exit 1\n\
+             exit 7\n",
+            args = dir.join("args").display(),
+            exe = std::env::current_exe().unwrap().display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cargo, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let command = readme_test_command();
+    let path = std::env::join_paths(
+        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    // Twice: the second run lists its own skips only.
+    for _ in 0..2 {
+        let out = Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .env("PATH", &path)
+            .env("CARGO_TARGET_DIR", &dir)
+            .env_remove("CI")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "cargo's status\n{stdout}\n{stderr}"
+        );
+        let tail: Vec<&str> = stdout.lines().rev().take(2).collect();
+        assert_eq!(
+            tail,
+            [
+                "  reproduce::the_html_report_renders_in_a_headless_browser: chromium is not \
+                 installed (apt-get install chromium)",
+                "1 test skipped (it passed without running; CI installs what it needs: .ci/run):",
+            ],
+            "{stdout}\n{stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("args")).unwrap().trim(),
+            "test --workspace"
+        );
+    }
+    // Nothing left behind for a later run to list.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("skipped-tests"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
