@@ -2,7 +2,7 @@
 //! as linked SVG files) and as one self-contained HTML page (charts inline, the plot font
 //! embedded as an `@font-face` data URI; nothing is fetched).
 
-use crate::report::plot::{Chart, PlotError, FONT_FAMILY, FONT_TTF};
+use crate::report::plot::{escape, Chart, PlotError, FONT_FAMILY, FONT_TTF};
 use base64::Engine;
 
 /// A table of text cells.
@@ -221,13 +221,6 @@ impl Document {
             n = charts.len(),
         ))
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Markdown inline `code` and **bold** as HTML, the rest escaped.
