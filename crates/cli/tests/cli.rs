@@ -767,8 +767,9 @@ fn compare_draws_its_measured_phase_as_an_svg() {
     for label in ["IOPS", "p99 latency", "WAF", "ideal", "dftl"] {
         assert!(text.contains(label), "no {label} in the plot");
     }
-    // Two bars per panel, three panels (plotters draws each bar as a filled rect).
-    assert!(text.matches("<rect").count() >= 6);
+    // Two bars per panel, three panels.
+    assert_eq!(text.matches("<g class=\"panel\"").count(), 3);
+    assert_eq!(text.matches("<rect class=\"mark\"").count(), 6);
     // The plot may not overwrite an input.
     let job = dir.join("j.fio");
     std::fs::write(&job, "[j]\nrw=randread\nnumber_ios=10\n").unwrap();

@@ -35,22 +35,6 @@ impl Drop for Scratch {
     }
 }
 
-/// The client `name` if installed; `None` (after saying so) if not, outside CI.
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        if std::env::var_os("CI").is_some() {
-            panic!("{name} is not installed, and CI must run this test (see .ci/run)");
-        }
-        eprintln!("SKIPPED: {name} is not installed (apt-get install fio qemu-utils libnbd-bin)");
-    }
-    found
-}
-
 /// A running `learnedftl serve` on the tiny preset, stopped by PID (SIGTERM) when dropped.
 struct Server {
     child: Child,
@@ -181,7 +165,9 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 fn fio_verifies(ftl: &str) {
-    let Some(fio) = tool("fio") else { return };
+    let Some(fio) = common::client("fio", "fio") else {
+        return;
+    };
     let dir = Scratch::new(&format!("nbd-fio-{ftl}"));
     let json = dir.join("report.json");
     let server = Server::start(
@@ -233,7 +219,7 @@ fn fio_verifies_crc32c_on_learnedftl() {
 
 #[test]
 fn qemu_io_patterns_over_a_unix_socket() {
-    let Some(qemu_io) = tool("qemu-io") else {
+    let Some(qemu_io) = common::client("qemu-io", "qemu-utils") else {
         return;
     };
     let dir = Scratch::new("nbd-qemu-io");
@@ -265,7 +251,7 @@ fn qemu_io_patterns_over_a_unix_socket() {
 
 #[test]
 fn nbdcopy_round_trip_of_a_random_file() {
-    let Some(nbdcopy) = tool("nbdcopy") else {
+    let Some(nbdcopy) = common::client("nbdcopy", "libnbd-bin") else {
         return;
     };
     let dir = Scratch::new("nbd-nbdcopy");
@@ -309,7 +295,7 @@ fn qemu_io(qemu_io: &Path, server: &Server, commands: &[&str]) {
 
 #[test]
 fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
-    let Some(qemu) = tool("qemu-io") else {
+    let Some(qemu) = common::client("qemu-io", "qemu-utils") else {
         return;
     };
     let dir = Scratch::new("nbd-cut");

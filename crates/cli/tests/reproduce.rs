@@ -1,9 +1,13 @@
 //! End-to-end tests of `learnedftl reproduce` on the tiny preset: the output directory's files,
 //! a re-run served from the cache, a clear error for an unknown experiment, and the HTML report
 //! in a real headless browser (Debian's `chromium`): it loads with no console message, every
-//! plot is drawn in the embedded font, and a screenshot is kept in `target/ci-artifacts/`.
-//! Without chromium the browser test is skipped with a notice, except in CI (`CI` set), where
-//! `.ci/run` installs it.
+//! plot is drawn in the embedded font with nothing over anything else (legends, marks, labels),
+//! no repeated tick label and nothing cut off, and a screenshot is kept in
+//! `target/ci-artifacts/`. Without chromium the browser test is skipped, except in CI (`CI`
+//! set), where `.ci/run` installs it; the README's test command lists it as skipped (tested
+//! here too).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,45 +103,80 @@ fn reproduce_refuses_what_it_does_not_know() {
     assert!(ok && stdout.contains("randread") && stdout.contains("hpftl-fig2"));
 }
 
-/// chromium if installed; `None` (after saying so) if not, outside CI.
-fn chromium() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("chromium"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium is not installed, and CI must run this test (see .ci/run)");
-        }
-        eprintln!("SKIPPED: chromium is not installed (apt-get install chromium)");
-    }
-    found
-}
-
-/// Loads `report.html` in an iframe of a check page that counts the plots drawn and asks
-/// whether the embedded font loaded.
+/// Loads `report.html` in an iframe of a check page that counts the plots drawn, asks whether
+/// the embedded font loaded, and measures the laid-out page (element boxes) for faults a reader
+/// would see: in every chart (`.panel`), a mark (bar, line, point) outside the plot area, a legend
+/// over the plot area or a mark, two tick labels of an axis that read the same, two texts over
+/// each other or a text cut off at the plot's edge; a code block cut off without a scroll bar; a
+/// number in a table broken over lines. The result is JSON in `#result`.
 const CHECK_PAGE: &str = r#"<!DOCTYPE html><html><body><pre id="result">not loaded</pre>
 <iframe id="r" src="report.html" style="width:1280px;height:2000px"></iframe>
 <script>
 document.getElementById('r').addEventListener('load', async () => {
   const d = document.getElementById('r').contentDocument;
   await d.fonts.ready;
+  const faults = [];
+  const box = e => e.getBoundingClientRect();
+  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
+    Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+  const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5 &&
+    a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
   const figures = [...d.querySelectorAll('figure.plot')];
-  const drawn = figures.filter(f => {
-    const s = f.querySelector('svg');
-    return s && s.getBoundingClientRect().width > 0 && s.querySelectorAll('rect, path, polyline, circle').length > 0;
-  });
+  let drawn = 0;
+  for (const f of figures) {
+    const svg = f.querySelector('svg');
+    const panels = svg ? [...svg.querySelectorAll('.panel')] : [];
+    if (box(svg || f).width > 0 && panels.length > 0 &&
+        panels.every(p => p.querySelector('.mark'))) drawn++;
+    panels.forEach((p, i) => {
+      const where = `${f.id}, chart ${i + 1}`;
+      const area = box(p.querySelector('.plot-area'));
+      const marks = [...p.querySelectorAll('.mark')].map(box);
+      if (marks.some(m => !inside(m, area))) faults.push(`${where}: a mark outside the plot area`);
+      for (const l of p.querySelectorAll('.legend')) {
+        if (overlap(box(l), area)) faults.push(`${where}: the legend over the plot area`);
+        if (marks.some(m => overlap(box(l), m))) faults.push(`${where}: the legend over data`);
+      }
+      for (const a of p.querySelectorAll('.axis')) {
+        const ticks = [...a.querySelectorAll('.tick')].map(t => t.textContent);
+        if (new Set(ticks).size < ticks.length) {
+          faults.push(`${where}: repeated tick labels ${ticks.join(' | ')}`);
+        }
+      }
+      const texts = [...p.querySelectorAll('text')];
+      texts.forEach((t, j) => {
+        if (!inside(box(t), box(svg))) faults.push(`${where}: "${t.textContent}" cut off`);
+        for (const u of texts.slice(j + 1)) {
+          if (overlap(box(t), box(u))) faults.push(`${where}: "${t.textContent}" over "${u.textContent}"`);
+        }
+      });
+    });
+  }
+  for (const pre of d.querySelectorAll('pre')) {
+    if (pre.scrollWidth > pre.clientWidth && !['auto', 'scroll'].includes(getComputedStyle(pre).overflowX)) {
+      faults.push(`a code block cut off: ${pre.textContent.slice(0, 60)}`);
+    }
+  }
+  for (const td of d.querySelectorAll('td')) {
+    if (!/^[\d\s.,%×\/+\-–]*\d[\d\s.,%×\/+\-–]*$/.test(td.textContent)) continue;
+    const range = d.createRange();
+    range.selectNodeContents(td);
+    const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+    if (lines > 1) faults.push(`"${td.textContent}" broken over ${lines} lines in a table`);
+  }
   const loaded = [...d.fonts].filter(f => f.status === 'loaded').length;
-  document.getElementById('result').textContent =
-    `expected ${d.body.dataset.plots} figures ${figures.length} drawn ${drawn.length} ` +
-    `font ${d.fonts.check('12px "DejaVu Sans"') && loaded > 0}`;
+  document.getElementById('result').textContent = JSON.stringify({
+    expected: Number(d.body.dataset.plots), figures: figures.length, drawn,
+    font: d.fonts.check('12px "DejaVu Sans"') && loaded > 0, faults,
+  });
 });
 </script></body></html>"#;
 
 #[test]
 fn the_html_report_renders_in_a_headless_browser() {
-    let Some(chromium) = chromium() else { return };
+    let Some(chromium) = common::client("chromium", "chromium") else {
+        return;
+    };
     let out = artifacts("reproduce-tiny");
     let (ok, _, stderr) = learnedftl(&[
         "reproduce",
@@ -155,7 +194,6 @@ fn the_html_report_renders_in_a_headless_browser() {
                 "--headless=new",
                 "--no-sandbox",
                 "--disable-gpu",
-                "--hide-scrollbars",
                 "--allow-file-access-from-files",
                 "--virtual-time-budget=20000",
                 "--enable-logging=stderr",
@@ -178,15 +216,22 @@ fn the_html_report_renders_in_a_headless_browser() {
         .and_then(|s| s.split('<').next())
         .unwrap_or_default()
         .to_string();
-    let n: Vec<&str> = result.split(' ').collect();
-    assert!(n.len() == 8 && n[0] == "expected", "{result}\n{stderr}");
-    assert!(n[1].parse::<usize>().unwrap() >= 20, "{result}");
+    // The page's text as serialised: `&`, `<` and `>` escaped.
+    let json = result
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let r: serde_json::Value =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {result}\n{stderr}"));
+    assert!(r["expected"].as_u64().unwrap() >= 20, "{r}");
     assert_eq!(
-        (n[3], n[5]),
-        (n[1], n[1]),
-        "every plot present and drawn: {result}"
+        (&r["figures"], &r["drawn"]),
+        (&r["expected"], &r["expected"]),
+        "every plot present and drawn: {r}"
     );
-    assert_eq!(n[7], "true", "the embedded font loaded: {result}");
+    assert_eq!(r["font"], true, "the embedded font loaded: {r}");
+    let faults = r["faults"].as_array().unwrap();
+    assert!(faults.is_empty(), "{faults:#?}");
     // The report has no script: any console message (a resource that failed to load, a
     // parse error) is a fault.
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
@@ -206,4 +251,84 @@ fn the_html_report_renders_in_a_headless_browser() {
         "{}",
         String::from_utf8_lossy(&s.stderr)
     );
+}
+
+/// The README's test command, from the first code block after "Run the whole test suite".
+fn readme_test_command() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let after = readme
+        .split_once("Run the whole test suite")
+        .expect("the README says how to run the tests")
+        .1;
+    let block = after.split("```").nth(1).expect("a code block");
+    let command = block.lines().skip(1).collect::<Vec<_>>().join("\n");
+    command.trim().to_string()
+}
+
+#[test]
+fn the_readme_test_command_lists_the_tests_that_skipped() {
+    let dir = artifacts("test-command");
+    // Stands in for cargo: runs the browser test of this very file with no chromium on `PATH`,
+    // so that it skips, and exits with a status of its own to be passed on.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cargo = bin.join("cargo");
+    std::fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\necho \"$*\" >'{args}'\n\
+             PATH=/nonexistent '{exe}' --exact the_html_report_renders_in_a_headless_browser || exit 1\n\
+             exit 7\n",
+            args = dir.join("args").display(),
+            exe = std::env::current_exe().unwrap().display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cargo, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let command = readme_test_command();
+    let path = std::env::join_paths(
+        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    // Twice: the second run lists its own skips only.
+    for _ in 0..2 {
+        let out = Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .env("PATH", &path)
+            .env("CARGO_TARGET_DIR", &dir)
+            .env_remove("CI")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "cargo's status\n{stdout}\n{stderr}"
+        );
+        let tail: Vec<&str> = stdout.lines().rev().take(2).collect();
+        assert_eq!(
+            tail,
+            [
+                "  reproduce::the_html_report_renders_in_a_headless_browser: chromium is not \
+                 installed (apt-get install chromium)",
+                "1 test skipped (it passed without running; CI installs what it needs: .ci/run):",
+            ],
+            "{stdout}\n{stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("args")).unwrap().trim(),
+            "test --workspace"
+        );
+    }
+    // Nothing left behind for a later run to list.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("skipped-tests"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

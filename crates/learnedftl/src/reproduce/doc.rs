@@ -2,7 +2,7 @@
 //! as linked SVG files) and as one self-contained HTML page (charts inline, the plot font
 //! embedded as an `@font-face` data URI; nothing is fetched).
 
-use crate::report::plot::{Chart, PlotError, FONT_FAMILY, FONT_TTF};
+use crate::report::plot::{escape, Chart, PlotError, FONT_FAMILY, FONT_TTF};
 use base64::Engine;
 
 /// A table of text cells.
@@ -51,7 +51,14 @@ impl Table {
         let cells = |tag: &str, cells: &[String]| {
             cells
                 .iter()
-                .map(|c| format!("<{tag}>{}</{tag}>", inline(c)))
+                .map(|c| {
+                    // A number (with its unit or ratio sign) is never broken over lines.
+                    let numeric = c.chars().any(|ch| ch.is_ascii_digit())
+                        && c.chars()
+                            .all(|ch| ch.is_ascii_digit() || " .,%×/+-–".contains(ch));
+                    let class = if numeric { " class=\"n\"" } else { "" };
+                    format!("<{tag}{class}>{}</{tag}>", inline(c))
+                })
                 .collect::<String>()
         };
         let mut s = format!(
@@ -213,21 +220,14 @@ impl Document {
              body {{ font-family: \"{FONT_FAMILY}\", sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }}\n\
              table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }}\n\
              th, td {{ border: 1px solid #ccc; padding: 2px 6px; text-align: right; }}\n\
-             th:first-child, td:first-child {{ text-align: left; }}\n\
+             th:first-child, td:first-child {{ text-align: left; }} td.n {{ white-space: nowrap; }}\n\
              .t {{ overflow-x: auto; }} pre {{ background: #f6f6f6; padding: 0.5em; overflow-x: auto; font-size: 0.8em; }}\n\
-             figure.plot {{ margin: 1em 0; }} figcaption {{ font-size: 0.85em; color: #555; }}\n\
+             figure.plot {{ margin: 1em 0; overflow-x: auto; }} figcaption {{ font-size: 0.85em; color: #555; }}\n\
              </style></head>\n<body data-plots=\"{n}\">\n{body}</body></html>\n",
             title = escape(&self.title),
             n = charts.len(),
         ))
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Markdown inline `code` and **bold** as HTML, the rest escaped.
@@ -272,7 +272,7 @@ mod tests {
         s.text("ours **1.9×** the `paper` value");
         s.text("* one\n* two");
         let mut t = Table::new(&["FTL", "IOPS"]);
-        t.row(vec!["a|b".into(), "1".into()]);
+        t.row(vec!["a|b".into(), "100.0 %".into()]);
         s.table(t);
         s.chart(Chart {
             title: "IOPS".into(),
@@ -296,7 +296,7 @@ mod tests {
         let d = doc();
         let md = d.markdown();
         assert!(
-            md.contains("## Random <reads>") && md.contains("| a\\|b | 1 |"),
+            md.contains("## Random <reads>") && md.contains("| a\\|b | 100.0 % |"),
             "{md}"
         );
         assert!(md.contains("![IOPS](plots/randread-1.svg)"), "{md}");
@@ -304,6 +304,11 @@ mod tests {
         assert!(html.contains("Random &lt;reads&gt;"));
         assert!(html.contains("<b>1.9×</b> the <code>paper</code>"));
         assert!(html.contains("<ul><li>one</li><li>two</li></ul>"), "{html}");
+        // A number keeps to one line; text may wrap.
+        assert!(
+            html.contains("<td>a|b</td><td class=\"n\">100.0 %</td>"),
+            "{html}"
+        );
         assert!(html.contains("<figure class=\"plot\" id=\"randread-1\"><svg"));
         assert!(html.contains("data-plots=\"1\"") && html.contains("@font-face"));
         // Nothing is fetched from elsewhere.
