@@ -12,6 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::MultiProgress;
 use learnedftl::config::PRESETS;
+use learnedftl::error::ConfigError;
 use learnedftl::ftl::FTLS;
 use learnedftl::host::AvailableMemory;
 use learnedftl::params::Params;
@@ -74,6 +75,19 @@ enum Cmd {
     Check(check::CheckOpts),
     /// List the implemented FTLs and the device presets.
     List,
+    /// List every --set key of the device and the FTLs: its default (on --preset), unit and
+    /// meaning, grouped by what takes it.
+    Params {
+        /// Only the keys of this FTL and the device (default: every FTL's).
+        #[arg(long)]
+        ftl: Option<String>,
+        /// Device preset whose defaults to show: paper, quick or tiny.
+        #[arg(long, default_value = "quick")]
+        preset: String,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
     /// Trace tools: statistics and format conversion.
     Trace {
         #[command(subcommand)]
@@ -330,6 +344,19 @@ fn flag_error(e: OptionsError) -> anyhow::Error {
     }
 }
 
+/// A library configuration error; an unknown `--set` key's points at `learnedftl params`, which
+/// explains every key of `ftls`.
+pub(crate) fn params_error(e: ConfigError, ftls: &[&str]) -> anyhow::Error {
+    if !matches!(e, ConfigError::UnknownKeys { .. }) {
+        return e.into();
+    }
+    let command = match ftls {
+        [one] => format!("learnedftl params --ftl {one}"),
+        _ => "learnedftl params".to_string(),
+    };
+    anyhow!("{e} (`{command}` explains each key)")
+}
+
 fn describe(e: &Experiment) -> String {
     let g = &e.device.geometry;
     let mut s = format!(
@@ -469,15 +496,24 @@ fn main_inner() -> Result<bool> {
         Cmd::Serve(o) => serve::serve(o)?,
         Cmd::Check(o) => return check::check(o),
         Cmd::List => output::print(&format!(
-            "FTLs: {}\npresets: {}\n",
+            "FTLs: {}\npresets: {}\n(`learnedftl params` lists the --set keys)\n",
             FTLS.join(", "),
             PRESETS.join(", ")
         ))?,
+        Cmd::Params { ftl, preset, json } => {
+            let listing = learnedftl::ftl::keys::listing(ftl.as_deref(), &preset)?;
+            output::print(&if json {
+                serde_json::to_string_pretty(&listing)? + "\n"
+            } else {
+                listing.table()
+            })?;
+        }
         Cmd::Run { ftl, opts } => {
             opts.check_outputs()?;
             let e = opts.experiment()?;
             e.check_memory(1, &AvailableMemory::now())?;
-            e.check_params(&[ftl.as_str()])?;
+            e.check_params(&[ftl.as_str()])
+                .map_err(|err| params_error(err, &[ftl.as_str()]))?;
             let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
             let notes = report::notes(std::slice::from_ref(&r));
             let tables = format!(
@@ -513,7 +549,8 @@ fn main_inner() -> Result<bool> {
             let jobs = parallel_jobs(jobs).map_err(flag_error)?;
             // Memory first: checking the parameters builds every FTL.
             e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
-            e.check_params(&ftls)?;
+            e.check_params(&ftls)
+                .map_err(|err| params_error(err, &ftls))?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let notes = report::notes(&runs);
             let tables = format!(

@@ -99,7 +99,8 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         verify: Verify::Count,
         check_invariants: false,
     };
-    let mut sim = Simulator::new(&device, &o.ftl, params, opts)?;
+    let mut sim = Simulator::new(&device, &o.ftl, params, opts)
+        .map_err(|e| crate::params_error(e, &[&o.ftl]))?;
     if let Some(path) = &o.payload_file {
         let store = sim.device_mut().payloads_mut().expect("payloads are on");
         store

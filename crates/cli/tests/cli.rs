@@ -1238,3 +1238,96 @@ fn check_refuses_bad_options_naming_them() {
         );
     }
 }
+
+#[test]
+fn params_lists_every_key_with_its_default_and_unknown_keys_say_what_was_meant() {
+    let (ok, table, stderr) = learnedftl(&["params", "--ftl", "dftl", "--preset", "tiny"]);
+    assert!(ok, "{stderr}");
+    assert!(table.contains("defaults on the tiny preset"), "{table}");
+    let row = |key: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no row for {key}: {table}"))
+            .to_string()
+    };
+    assert!(row("cmt_ratio").contains(" 0.03 "), "{table}");
+    assert!(row("channels").contains(" 4 "), "{table}");
+    assert!(row("gc_fg_ratio").contains("only with gc=femu"), "{table}");
+
+    let (ok, json, stderr) = learnedftl(&["params", "--ftl", "learnedftl", "--json"]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (v["preset"].as_str(), v["ftl"].as_str()),
+        (Some("quick"), Some("learnedftl"))
+    );
+    let keys: Vec<&serde_json::Value> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["keys"].as_array().unwrap())
+        .collect();
+    let default = |key: &str| {
+        keys.iter().find(|k| k["key"] == key).unwrap()["default"]
+            .as_str()
+            .map(str::to_string)
+    };
+    assert_eq!(default("cmt_ratio").as_deref(), Some("0.015"));
+    assert_eq!(default("channels").as_deref(), Some("8"));
+    assert_eq!(default("mapping_dram_bytes"), None);
+    for k in &keys {
+        assert!(k["meaning"].as_str().is_some_and(|m| !m.is_empty()), "{k}");
+    }
+
+    // Every key with a default that needs no other setting, given that default, is taken.
+    let (ok, json, _) = learnedftl(&["params", "--ftl", "dftl", "--preset", "tiny", "--json"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut args = vec![
+        "run", "--ftl", "dftl", "--preset", "tiny", "--settle", "off",
+    ];
+    args.extend(["--rw", "randread", "--number-ios", "10", "--quiet"]);
+    let sets: Vec<String> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["keys"].as_array().unwrap())
+        .filter(|k| k["only_with"].is_null())
+        .filter_map(|k| Some(format!("{}={}", k["key"].as_str()?, k["default"].as_str()?)))
+        .collect();
+    assert!(sets.len() > 20, "{sets:?}");
+    for s in &sets {
+        args.extend(["--set", s]);
+    }
+    let (ok, _, stderr) = learnedftl(&args);
+    assert!(ok, "{sets:?}: {stderr}");
+
+    // A misspelt key: the closest valid one, and where every key is explained.
+    let (ok, _, stderr) = learnedftl(&[
+        "run",
+        "--ftl",
+        "dftl",
+        "--preset",
+        "tiny",
+        "--set",
+        "cmt_ration=0.1",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("\"cmt_ration\" (from --set; did you mean cmt_ratio?)")
+            && stderr.contains("`learnedftl params --ftl dftl` explains each key"),
+        "{stderr}"
+    );
+    // Nothing close: every valid key.
+    let (ok, _, stderr) = learnedftl(&[
+        "run", "--ftl", "tpftl", "--preset", "tiny", "--set", "zzz=1",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("the valid keys are: ") && stderr.contains("prefetch_threshold"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = learnedftl(&["params", "--ftl", "nope"]);
+    assert!(!ok && stderr.contains("unknown FTL \"nope\""), "{stderr}");
+}

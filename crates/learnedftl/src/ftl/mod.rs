@@ -10,6 +10,7 @@ pub mod fast;
 pub mod hpftl;
 pub mod ideal;
 pub mod inject;
+pub mod keys;
 pub mod leaftl;
 pub mod learned;
 pub mod mu;

@@ -26,9 +26,9 @@ crate::params::keys! {
     /// The keys of TPFTL's cache ([`cache_config`]; LearnedFTL's cache is TPFTL's).
     pub static TPCACHE_KEYS = "tpcache", "TPFTL's two-level cache of TP nodes and their entries";
     NODE_BYTES = "node_bytes" ["B"] "DRAM charged per cached TP node on top of 8 B per entry";
-    REQUEST_PREFETCH = "request_prefetch" ["on/off"] "a miss loads every entry of the request that its TP holds";
-    SELECTIVE_PREFETCH = "selective_prefetch" ["on/off"] "a miss may load the following entries of its TP while accesses look sequential";
-    PREFETCH_THRESHOLD = "prefetch_threshold" [""] "the ±N counter that switches selective prefetch (0: always on)";
+    REQUEST_PREFETCH = "request_prefetch" ["on/off"] "request-level prefetch: a miss loads the rest of the request's entries from the same TP read";
+    SELECTIVE_PREFETCH = "selective_prefetch" ["on/off"] "selective prefetch: a miss also loads as many entries as precede it cached in its TP node";
+    PREFETCH_THRESHOLD = "prefetch_threshold" [""] "the ±N node counter that switches selective prefetch on and off (0: always on)";
 }
 
 /// The cache's knobs from `params` (defaults: TPFTL as published).

@@ -67,17 +67,17 @@ crate::params::keys! {
     GROUP_TPS = "group_tps" ["TPs"] "TPs per group; a group's LPNs must fit one line (one line's worth unless given)";
     DESIGN = "design" ["log|paper"] "log: group lines and a shared write log (ours); paper: the paper's allocation and whole-group GC";
     MERGE_BUDGET = "merge_budget" ["pages per host page"] "design=log: pages a group merge may move per host page written (0: never, inf: whenever GC picks a group line)";
-    CROSS_GROUP = "cross_group" ["on/off"] "a group out of lines may borrow another group's" only with "design=paper";
+    CROSS_GROUP = "cross_group" ["on/off"] "opportunistic cross-group allocation: a group out of lines may borrow another group's" only with "design=paper";
     GROUP_LINE_QUOTA = "group_line_quota" ["lines"] "lines a group may own before it borrows or GC runs" only with "design=paper";
-    ENCROACH_THRESHOLD = "encroach_threshold" ["pages"] "free pages a lender must keep (a quarter of a line unless given)" only with "design=paper";
+    ENCROACH_THRESHOLD = "encroach_threshold" ["pages"] "pages a borrower may place in its lender's lines before both are collected (a quarter of a line unless given)" only with "design=paper";
     LENDER = "lender" ["untrained|any"] "which groups lend room: those with untrained models, or any" only with "design=paper";
     GROUP_GC = "group_gc" ["group|line"] "GC collects a whole group, or single lines of any group" only with "design=paper";
-    SEQUENTIAL_INIT = "sequential_init" ["on/off"] "a group's first sequential write initialises its models";
-    RANK_PIECES = "rank_pieces" ["on/off"] "models keep rank pieces for pages written out of order (on under design=log)";
+    SEQUENTIAL_INIT = "sequential_init" ["on/off"] "sequential initialisation of the models (paper §III-E1)";
+    RANK_PIECES = "rank_pieces" ["on/off"] "line collections may install rank pieces (on under design=log, off under design=paper)";
     TRAINING = "training" ["greedy-plr|equal-count-ls"] "how models are trained: the paper's greedy PLR, or the authors' code";
-    TRAIN_MIN_PAGES = "train_min_pages" ["pages"] "pages a piece needs before it is trained";
+    TRAIN_MIN_PAGES = "train_min_pages" ["pages"] "fewest valid LPNs a TP needs to be trained";
     TP_WRITE_COST = "tp_write_cost" ["charged|free"] "whether translation page programs cost flash time (free: the authors' code)";
-    REFRESH_PERIOD = "refresh_period" ["duration|off"] "rewrite a group to refresh its models this often in simulated time (e.g. 10ms; needs group_gc=group)";
+    REFRESH_PERIOD = "refresh_period" ["duration (10ms) or off"] "rewrite a group to refresh its models this often in simulated time (e.g. 10ms; needs group_gc=group)";
     DRAM = "dram" ["paper|equal-dram"] "paper: CMT 1.5 % of the mappings + models + GTD; equal-dram: DFTL's total";
 }
 
