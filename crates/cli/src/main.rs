@@ -251,6 +251,10 @@ struct Opts {
     /// No progress bars (warnings about the result are still printed, on stderr).
     #[arg(long)]
     quiet: bool,
+    /// Under the table, every column's heading, JSON key and definition instead of the
+    /// one-line legend.
+    #[arg(long)]
+    explain: bool,
 }
 
 impl Opts {
@@ -295,6 +299,16 @@ impl Opts {
         options
             .experiment(&mut |note| output::note(&format!("{note}\n")))
             .map_err(flag_error)
+    }
+
+    /// What to print under a table of `layout`: the definition of every column with
+    /// `--explain`, else its one-line legend.
+    fn legend(&self, layout: &report::columns::Layout) -> String {
+        if self.explain {
+            format!("\n{}", layout.explain())
+        } else {
+            format!("{} (--explain: every column)\n", layout.legend)
+        }
     }
 
     /// The files the run reads.
@@ -517,9 +531,10 @@ fn main_inner() -> Result<bool> {
             let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
             let notes = report::notes(std::slice::from_ref(&r));
             let tables = format!(
-                "{}\n{}{}\n{}",
+                "{}\n{}{}{}\n{}",
                 describe(&e),
                 report::phases_table(&r.phases),
+                opts.legend(&report::columns::PHASES),
                 notes.footer,
                 report::detail_table(&r)
             );
@@ -554,9 +569,10 @@ fn main_inner() -> Result<bool> {
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let notes = report::notes(&runs);
             let tables = format!(
-                "{}\n{}{}",
+                "{}\n{}{}{}",
                 describe(&e),
                 report::compare_table(&runs),
+                opts.legend(&report::columns::COMPARE),
                 notes.footer
             );
             if let Some(path) = &svg {

@@ -202,8 +202,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     // Whoever started the server may have stopped reading its output: not a failure.
     let _ = writeln!(
         std::io::stdout(),
-        "{}{}\n{}",
+        "{}{} (docs/metrics.md: every column)\n{}\n{}",
         report::phases_table(&r.phases),
+        report::columns::PHASES.legend,
         report::byte_checks_line(&r.result),
         report::detail_table(&r)
     );

@@ -1331,3 +1331,71 @@ fn params_lists_every_key_with_its_default_and_unknown_keys_say_what_was_meant()
     let (ok, _, stderr) = learnedftl(&["params", "--ftl", "nope"]);
     assert!(!ok && stderr.contains("unknown FTL \"nope\""), "{stderr}");
 }
+
+#[test]
+fn tables_show_a_dash_where_a_figure_does_not_apply_and_explain_their_columns() {
+    let args = [
+        "compare",
+        "--ftl",
+        "ideal,dftl",
+        "--preset",
+        "tiny",
+        "--precondition",
+        "randwrite:512k:1",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "50",
+        "--quiet",
+        "--json",
+        "-",
+    ];
+    let (ok, stdout, table) = learnedftl(&args);
+    assert!(ok, "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("ftl "))
+        .expect("the table");
+    let headings: Vec<&str> = lines[header]
+        .split("  ")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect();
+    let col = |h: &str| headings.iter().position(|x| *x == h).unwrap();
+    for row in &lines[header + 1..header + 3] {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // Read-only: no write latency and no WAF; the read figures are measured.
+        for h in ["wr p99 µs", "wr p99.9 µs", "WAF"] {
+            assert_eq!(cells[col(h)], "–", "{h}: {row}");
+        }
+        assert_ne!(cells[col("rd p99 µs")], "–", "{row}");
+    }
+    assert!(
+        lines[header + 3].starts_with("–: does not apply")
+            && lines[header + 3].contains("double/triple: page reads needing 2/3 flash reads")
+            && lines[header + 3].ends_with("(--explain: every column)"),
+        "{table}"
+    );
+    // The JSON keeps its numbers.
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v[0]["result"]["waf"], 0.0);
+    assert_eq!(v[0]["result"]["latency_us"]["write"]["count"], 0);
+
+    let mut explain = args.to_vec();
+    explain.push("--explain");
+    let (ok, _, table) = learnedftl(&explain);
+    assert!(ok, "{table}");
+    for (heading, key) in [
+        ("double", "lookups.double"),
+        ("sim Mops/s", "sim_page_ops_per_sec"),
+        ("WAF", "waf"),
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(heading) && l.contains(key))
+            .unwrap_or_else(|| panic!("no {heading} → {key}: {table}"));
+        assert!(row.len() > heading.len() + key.len() + 10, "{row}");
+    }
+    assert!(!table.contains("(--explain: every column)"), "{table}");
+}

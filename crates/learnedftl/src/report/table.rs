@@ -8,9 +8,11 @@ pub struct Table {
     left: bool,
 }
 
+/// Whether a cell is a number, or the dash of a figure that does not apply, which stands in a
+/// column of numbers.
 fn numeric(s: &str) -> bool {
     let s = s.trim_end_matches('%');
-    !s.is_empty() && s.parse::<f64>().is_ok()
+    s == super::columns::NOT_APPLICABLE || (!s.is_empty() && s.parse::<f64>().is_ok())
 }
 
 impl Table {
