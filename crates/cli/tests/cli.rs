@@ -1399,3 +1399,33 @@ fn tables_show_a_dash_where_a_figure_does_not_apply_and_explain_their_columns() 
     }
     assert!(!table.contains("(--explain: every column)"), "{table}");
 }
+
+#[test]
+fn serve_refused_for_memory_names_the_payload_file() {
+    // 2^31 pages of 64 KiB: 128 TiB of page data, more than any machine holds in memory.
+    let (ok, _, stderr) = learnedftl_within(
+        60,
+        &[
+            "serve",
+            "--preset",
+            "paper",
+            "--listen",
+            "127.0.0.1:0",
+            "--set",
+            "page_size=65536",
+            "--set",
+            "pages_per_block=4096",
+            "--set",
+            "blocks_per_plane=8192",
+        ],
+    );
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.starts_with("error: the simulator state would need about")
+            && stderr.contains("128.0 TiB for the page data")
+            && stderr.contains(
+                "keep the page data in a sparse file instead (serve --payload-file FILE)"
+            ),
+        "{stderr}"
+    );
+}

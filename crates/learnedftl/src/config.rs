@@ -564,23 +564,50 @@ impl DeviceConfig {
     /// oracle, and `page_size` B per physical page when payloads are kept (each programmed
     /// page's data stays until its block is erased). Saturates rather than overflows.
     pub fn state_bytes(&self, verify: bool) -> u64 {
+        self.metadata_bytes(verify)
+            .saturating_add(self.payload_bytes())
+    }
+
+    /// [`DeviceConfig::state_bytes`] but the page data.
+    fn metadata_bytes(&self, verify: bool) -> u64 {
         let g = &self.geometry;
-        let per_page = 16 + g.page_size as u64 * self.payloads as u64;
-        let total = g.pages() as u128 * per_page as u128
+        let total = g.pages() as u128 * 16
             + g.blocks() as u128 * 32
             + g.logical_pages as u128 * (8 + 4 * verify as u64) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 
-    /// [`DeviceConfig::state_bytes`] as the part of a run's memory estimate that the device
-    /// makes.
+    /// The page data of [`DeviceConfig::state_bytes`]: `page_size` B per physical page with
+    /// payloads kept, else 0.
+    fn payload_bytes(&self) -> u64 {
+        if self.payloads {
+            self.geometry
+                .pages()
+                .saturating_mul(self.geometry.page_size as u64)
+        } else {
+            0
+        }
+    }
+
+    /// [`DeviceConfig::state_bytes`] as the parts of a run's memory estimate that the device
+    /// makes: its state, and the page data when payloads are kept (the largest part by far, and
+    /// the one a payload file removes).
     pub fn memory_estimate(&self, verify: bool) -> crate::host::MemoryEstimate {
-        crate::host::MemoryEstimate::default().with(
+        let estimate = crate::host::MemoryEstimate::default().with(
             "the device (from its geometry)".into(),
-            self.state_bytes(verify),
+            self.metadata_bytes(verify),
             "make the device smaller (blocks_per_plane, pages_per_block, channels, \
              luns_per_channel)",
-        )
+        );
+        match self.payload_bytes() {
+            0 => estimate,
+            data => estimate.with(
+                "the page data (payloads=on: page_size per physical page)".into(),
+                data,
+                "keep the page data in a sparse file instead (serve --payload-file FILE), or \
+                 none (payloads=off: run and compare never need it), or make the device smaller",
+            ),
+        }
     }
 
     /// Checks that `runs` simulators on this device at once fit in `available` memory, from
