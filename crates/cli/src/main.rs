@@ -9,7 +9,7 @@ mod reproduce;
 mod serve;
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::MultiProgress;
 use learnedftl::config::PRESETS;
 use learnedftl::error::ConfigError;
@@ -502,8 +502,44 @@ fn warn(warnings: &[String]) {
     }
 }
 
+/// The command line: [`Cli`] with every option that takes a value accepting a negative number
+/// as its value (`--seed -1` is a bad seed, not an unknown flag `-1`), and every unsigned option
+/// saying which numbers it takes, in every subcommand.
+fn command() -> Command {
+    fn numbers_are_values(cmd: Command) -> Command {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() {
+                unsigned_parser(a.allow_negative_numbers(true))
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(numbers_are_values)
+    }
+    numbers_are_values(Cli::command())
+}
+
+/// `a` with a parser that names the accepted range when its value is of an unsigned integer
+/// type (clap's own says "invalid digit found in string" for `-1`); other options unchanged.
+fn unsigned_parser(a: Arg) -> Arg {
+    let ty = a.get_value_parser().type_id();
+    macro_rules! unsigned {
+        ($($t:ty),+) => {$(
+            if ty == std::any::TypeId::of::<$t>() {
+                return a.value_parser(|s: &str| {
+                    s.parse::<$t>().map_err(|_| {
+                        format!("must be a whole number from 0 to {}", <$t>::MAX)
+                    })
+                });
+            }
+        )+};
+    }
+    unsigned!(u8, u16, u32, u64, usize);
+    a
+}
+
 fn main_inner() -> Result<bool> {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     match cli.cmd {
         Cmd::Reproduce(o) => return reproduce::reproduce(o),
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
@@ -596,6 +632,53 @@ fn main() -> ExitCode {
         Err(e) => {
             output::note(&format!("error: {}\n", output::render_error(&e)));
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    /// The subcommand path and long name of every option of every subcommand that takes a value.
+    fn options(cmd: &Command, path: &[&str], out: &mut Vec<(Vec<String>, String)>) {
+        for a in cmd.get_arguments() {
+            if let (true, Some(long)) = (a.get_action().takes_values(), a.get_long()) {
+                out.push((
+                    path.iter().map(|s| s.to_string()).collect(),
+                    long.to_string(),
+                ));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            options(sub, &[path, &[sub.get_name()]].concat(), out);
+        }
+    }
+
+    #[test]
+    fn negative_numbers_are_values_and_unsigned_options_say_what_they_take() {
+        let mut all = Vec::new();
+        options(&command(), &["learnedftl"], &mut all);
+        assert!(all.len() > 40, "{}", all.len());
+        let mut unsigned = Vec::new();
+        for (path, long) in &all {
+            let mut line = path.clone();
+            line.extend([format!("--{long}"), "-1".to_string()]);
+            let e = command().try_get_matches_from(&line).err();
+            // Whatever else is wrong with the line, "-1" was taken as the value.
+            let kind = e.as_ref().map(|e| e.kind());
+            assert_ne!(kind, Some(ErrorKind::UnknownArgument), "{line:?}");
+            if kind == Some(ErrorKind::ValueValidation) {
+                let msg = e.unwrap().to_string();
+                assert!(!msg.contains("invalid digit"), "{line:?}: {msg}");
+                if msg.contains("must be a whole number from 0 to") {
+                    unsigned.push(long.clone());
+                }
+            }
+        }
+        for long in ["seed", "jobs", "numjobs", "iodepth", "ops", "max-requests"] {
+            assert!(unsigned.iter().any(|u| u == long), "--{long}: {unsigned:?}");
         }
     }
 }

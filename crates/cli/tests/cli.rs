@@ -1401,6 +1401,44 @@ fn tables_show_a_dash_where_a_figure_does_not_apply_and_explain_their_columns() 
 }
 
 #[test]
+fn a_negative_number_is_a_bad_value_not_an_unknown_flag() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "--seed", "-1"],
+            "invalid value '-1' for '--seed <SEED>': must be a whole number from 0 to",
+        ),
+        (
+            &["compare", "--jobs", "-2"],
+            "'--jobs <JOBS>': must be a whole number",
+        ),
+        (
+            &["run", "--rw", "randread", "--numjobs", "-4"],
+            "'--numjobs <NUMJOBS>': must be a whole number from 0 to 4294967295",
+        ),
+        (
+            &["check", "--ops", "-5"],
+            "'--ops <OPS>': must be a whole number",
+        ),
+        (
+            &["reproduce", "--seed", "-1", "dram"],
+            "'--seed <SEED>': must be a whole number",
+        ),
+        (
+            &["run", "--trace", "/nonexistent", "--speed", "-1"],
+            "--speed: -1 is not a positive factor",
+        ),
+    ];
+    for (args, says) in cases {
+        let (ok, _, stderr) = learnedftl(args);
+        assert!(!ok, "{args:?}");
+        assert!(
+            stderr.contains(says) && !stderr.contains("unexpected argument"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn serve_refused_for_memory_names_the_payload_file() {
     // 2^31 pages of 64 KiB: 128 TiB of page data, more than any machine holds in memory.
     let (ok, _, stderr) = learnedftl_within(
