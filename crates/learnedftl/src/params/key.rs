@@ -1,4 +1,4 @@
-//! The registry of `--set` keys: every key a parser takes is a [`Key`] declared with [`keys!`]
+//! The registry of `--set` keys: every key a parser takes is a [`Key`] declared with `keys!`
 //! in a [`Scope`] (the device's keys, the GC policy's, one FTL's own, ...), with its unit and
 //! meaning. Parsers can only take keys through a [`Key`] ([`super::Params::take`] and the rest),
 //! so what `learnedftl params` lists (the keys of every scope a build consulted) is what the
@@ -16,8 +16,7 @@ pub struct Key {
 }
 
 impl Key {
-    /// Made by [`keys!`] only, so that every key is in the scope that lists it.
-    #[doc(hidden)]
+    /// Made by `keys!` only, so that every key is in the scope that lists it.
     pub(crate) const fn new(
         name: &'static str,
         unit: &'static str,
@@ -76,8 +75,7 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Made by [`keys!`] only.
-    #[doc(hidden)]
+    /// Made by `keys!` only.
     pub(crate) const fn new(
         name: &'static str,
         about: &'static str,
