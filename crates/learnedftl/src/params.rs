@@ -1,6 +1,6 @@
 //! `key=value` parameters from the command line (`--set`) or a config file.
 //!
-//! Every consumer takes the keys it understands, each a [`Key`] of the registry ([`key`]);
+//! Every consumer takes the keys it understands, each a declared [`Key`] of a [`Scope`];
 //! whatever is left at the end is an error that names the key and the valid keys closest to it,
 //! so a typo never silently falls back to a default. A set also remembers which groups of keys
 //! ([`Scope`]) its consumers consulted and the defaults they used for keys not given: what
