@@ -145,7 +145,7 @@ fn specs(o: &CheckOpts) -> Result<Vec<CheckSpec>> {
     for name in &names {
         let mut q = p.clone();
         learnedftl::ftl::build(name, &device, &mut q)?;
-        q.finish()?;
+        q.finish().map_err(|e| crate::params_error(e, &[name]))?;
     }
     Ok(names
         .iter()

@@ -9,9 +9,10 @@ mod reproduce;
 mod serve;
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::MultiProgress;
 use learnedftl::config::PRESETS;
+use learnedftl::error::ConfigError;
 use learnedftl::ftl::FTLS;
 use learnedftl::host::AvailableMemory;
 use learnedftl::params::Params;
@@ -74,6 +75,19 @@ enum Cmd {
     Check(check::CheckOpts),
     /// List the implemented FTLs and the device presets.
     List,
+    /// List every --set key of the device and the FTLs: its default (on --preset), unit and
+    /// meaning, grouped by what takes it.
+    Params {
+        /// Only the keys of this FTL and the device (default: every FTL's).
+        #[arg(long)]
+        ftl: Option<String>,
+        /// Device preset whose defaults to show: paper, quick or tiny.
+        #[arg(long, default_value = "quick")]
+        preset: String,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
     /// Trace tools: statistics and format conversion.
     Trace {
         #[command(subcommand)]
@@ -246,6 +260,10 @@ struct Opts {
     /// No progress bars (warnings about the result are still printed, on stderr).
     #[arg(long)]
     quiet: bool,
+    /// Under the table, every column's heading, JSON key and definition instead of the
+    /// one-line legend.
+    #[arg(long)]
+    explain: bool,
 }
 
 impl Opts {
@@ -294,6 +312,16 @@ impl Opts {
             .map_err(flag_error)
     }
 
+    /// What to print under a table of `layout`: the definition of every column with
+    /// `--explain`, else its one-line legend.
+    fn legend(&self, layout: &report::columns::Layout) -> String {
+        if self.explain {
+            format!("\n{}", layout.explain())
+        } else {
+            format!("{} (--explain: every column)\n", layout.legend)
+        }
+    }
+
     /// The files the run reads.
     fn inputs(&self) -> Vec<&Path> {
         self.trace
@@ -339,6 +367,19 @@ fn flag_error(e: OptionsError) -> anyhow::Error {
         }
         e => e.into(),
     }
+}
+
+/// A library configuration error; an unknown `--set` key's points at `learnedftl params`, which
+/// explains every key of `ftls`.
+pub(crate) fn params_error(e: ConfigError, ftls: &[&str]) -> anyhow::Error {
+    if !matches!(e, ConfigError::UnknownKeys { .. }) {
+        return e.into();
+    }
+    let command = match ftls {
+        [one] => format!("learnedftl params --ftl {one}"),
+        _ => "learnedftl params".to_string(),
+    };
+    anyhow!("{e} (`{command}` explains each key)")
 }
 
 fn describe(e: &Experiment) -> String {
@@ -477,29 +518,75 @@ fn warn(warnings: &[String]) {
     }
 }
 
+/// The command line: [`Cli`] with every option that takes a value accepting a negative number
+/// as its value (`--seed -1` is a bad seed, not an unknown flag `-1`), and every unsigned option
+/// saying which numbers it takes, in every subcommand.
+fn command() -> Command {
+    fn numbers_are_values(cmd: Command) -> Command {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() {
+                unsigned_parser(a.allow_negative_numbers(true))
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(numbers_are_values)
+    }
+    numbers_are_values(Cli::command())
+}
+
+/// `a` with a parser that names the accepted range when its value is of an unsigned integer
+/// type (clap's own says "invalid digit found in string" for `-1`); other options unchanged.
+fn unsigned_parser(a: Arg) -> Arg {
+    let ty = a.get_value_parser().type_id();
+    macro_rules! unsigned {
+        ($($t:ty),+) => {$(
+            if ty == std::any::TypeId::of::<$t>() {
+                return a.value_parser(|s: &str| {
+                    s.parse::<$t>().map_err(|_| {
+                        format!("must be a whole number from 0 to {}", <$t>::MAX)
+                    })
+                });
+            }
+        )+};
+    }
+    unsigned!(u8, u16, u32, u64, usize);
+    a
+}
+
 fn main_inner() -> Result<bool> {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     match cli.cmd {
         Cmd::Reproduce(o) => return reproduce::reproduce(o),
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
         Cmd::Serve(o) => serve::serve(o)?,
         Cmd::Check(o) => return check::check(o),
         Cmd::List => output::print(&format!(
-            "FTLs: {}\npresets: {}\n",
+            "FTLs: {}\npresets: {}\n(`learnedftl params` lists the --set keys)\n",
             FTLS.join(", "),
             PRESETS.join(", ")
         ))?,
+        Cmd::Params { ftl, preset, json } => {
+            let listing = learnedftl::ftl::keys::listing(ftl.as_deref(), &preset)?;
+            output::print(&if json {
+                serde_json::to_string_pretty(&listing)? + "\n"
+            } else {
+                listing.table()
+            })?;
+        }
         Cmd::Run { ftl, opts } => {
             opts.check_outputs()?;
             let e = opts.experiment()?;
             e.check_memory(1, &AvailableMemory::now())?;
-            e.check_params(&[ftl.as_str()])?;
+            e.check_params(&[ftl.as_str()])
+                .map_err(|err| params_error(err, &[ftl.as_str()]))?;
             let r = run_all(&e, &[ftl.as_str()], 1, opts.quiet)?.remove(0);
             let notes = report::notes(std::slice::from_ref(&r));
             let tables = format!(
-                "{}\n{}{}\n{}{}",
+                "{}\n{}{}{}\n{}{}",
                 describe(&e),
                 report::phases_table(&r.phases),
+                opts.legend(&report::columns::PHASES),
                 notes.footer,
                 report::detail_table(&r),
                 report::closed_loop_table(std::slice::from_ref(&r))
@@ -530,13 +617,15 @@ fn main_inner() -> Result<bool> {
             let jobs = parallel_jobs(jobs).map_err(flag_error)?;
             // Memory first: checking the parameters builds every FTL.
             e.check_memory(jobs.min(ftls.len()), &AvailableMemory::now())?;
-            e.check_params(&ftls)?;
+            e.check_params(&ftls)
+                .map_err(|err| params_error(err, &ftls))?;
             let runs = run_all(&e, &ftls, jobs, opts.quiet)?;
             let notes = report::notes(&runs);
             let tables = format!(
-                "{}\n{}{}{}",
+                "{}\n{}{}{}{}",
                 describe(&e),
                 report::compare_table(&runs),
+                opts.legend(&report::columns::COMPARE),
                 notes.footer,
                 report::closed_loop_table(&runs)
             );
@@ -561,6 +650,53 @@ fn main() -> ExitCode {
         Err(e) => {
             output::note(&format!("error: {}\n", output::render_error(&e)));
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    /// The subcommand path and long name of every option of every subcommand that takes a value.
+    fn options(cmd: &Command, path: &[&str], out: &mut Vec<(Vec<String>, String)>) {
+        for a in cmd.get_arguments() {
+            if let (true, Some(long)) = (a.get_action().takes_values(), a.get_long()) {
+                out.push((
+                    path.iter().map(|s| s.to_string()).collect(),
+                    long.to_string(),
+                ));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            options(sub, &[path, &[sub.get_name()]].concat(), out);
+        }
+    }
+
+    #[test]
+    fn negative_numbers_are_values_and_unsigned_options_say_what_they_take() {
+        let mut all = Vec::new();
+        options(&command(), &["learnedftl"], &mut all);
+        assert!(all.len() > 40, "{}", all.len());
+        let mut unsigned = Vec::new();
+        for (path, long) in &all {
+            let mut line = path.clone();
+            line.extend([format!("--{long}"), "-1".to_string()]);
+            let e = command().try_get_matches_from(&line).err();
+            // Whatever else is wrong with the line, "-1" was taken as the value.
+            let kind = e.as_ref().map(|e| e.kind());
+            assert_ne!(kind, Some(ErrorKind::UnknownArgument), "{line:?}");
+            if kind == Some(ErrorKind::ValueValidation) {
+                let msg = e.unwrap().to_string();
+                assert!(!msg.contains("invalid digit"), "{line:?}: {msg}");
+                if msg.contains("must be a whole number from 0 to") {
+                    unsigned.push(long.clone());
+                }
+            }
+        }
+        for long in ["seed", "jobs", "numjobs", "iodepth", "ops", "max-requests"] {
+            assert!(unsigned.iter().any(|u| u == long), "--{long}: {unsigned:?}");
         }
     }
 }

@@ -93,13 +93,15 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
     let plan = Plan::new(&config, &defs, &cache)?;
     let jobs = plan.workers(jobs);
     plan.check_memory(jobs, &AvailableMemory::now())?;
-    let (todo, starts) = plan.work(&cache);
+    let work = plan.work(&cache);
     let total = plan.units().len();
     output::note(&format!(
-        "{} experiments, {total} runs ({} cached) from {starts} shared starts, {jobs} at a time; \
-         output in {}\n",
+        "{} experiments, {total} runs ({} cached, {} shared between experiments) from {} shared \
+         starts, {jobs} at a time; output in {}\n",
         defs.len(),
-        total - todo,
+        work.cached,
+        work.shared,
+        work.starts,
         out.display()
     ));
     std::fs::create_dir_all(out.join("jobs"))

@@ -99,7 +99,8 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         verify: Verify::Count,
         check_invariants: false,
     };
-    let mut sim = Simulator::new(&device, &o.ftl, params, opts)?;
+    let mut sim = Simulator::new(&device, &o.ftl, params, opts)
+        .map_err(|e| crate::params_error(e, &[&o.ftl]))?;
     if let Some(path) = &o.payload_file {
         let store = sim.device_mut().payloads_mut().expect("payloads are on");
         store
@@ -201,8 +202,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     // Whoever started the server may have stopped reading its output: not a failure.
     let _ = writeln!(
         std::io::stdout(),
-        "{}{}\n{}",
+        "{}{} (docs/metrics.md: every column)\n{}\n{}",
         report::phases_table(&r.phases),
+        report::columns::PHASES.legend,
         report::byte_checks_line(&r.result),
         report::detail_table(&r)
     );

@@ -1239,3 +1239,232 @@ fn check_refuses_bad_options_naming_them() {
         );
     }
 }
+
+#[test]
+fn params_lists_every_key_with_its_default_and_unknown_keys_say_what_was_meant() {
+    let (ok, table, stderr) = learnedftl(&["params", "--ftl", "dftl", "--preset", "tiny"]);
+    assert!(ok, "{stderr}");
+    assert!(table.contains("defaults on the tiny preset"), "{table}");
+    let row = |key: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no row for {key}: {table}"))
+            .to_string()
+    };
+    assert!(row("cmt_ratio").contains(" 0.03 "), "{table}");
+    assert!(row("channels").contains(" 4 "), "{table}");
+    assert!(row("gc_fg_ratio").contains("only with gc=femu"), "{table}");
+
+    let (ok, json, stderr) = learnedftl(&["params", "--ftl", "learnedftl", "--json"]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (v["preset"].as_str(), v["ftl"].as_str()),
+        (Some("quick"), Some("learnedftl"))
+    );
+    let keys: Vec<&serde_json::Value> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["keys"].as_array().unwrap())
+        .collect();
+    let default = |key: &str| {
+        keys.iter().find(|k| k["key"] == key).unwrap()["default"]
+            .as_str()
+            .map(str::to_string)
+    };
+    assert_eq!(default("cmt_ratio").as_deref(), Some("0.015"));
+    assert_eq!(default("channels").as_deref(), Some("8"));
+    assert_eq!(default("mapping_dram_bytes"), None);
+    for k in &keys {
+        assert!(k["meaning"].as_str().is_some_and(|m| !m.is_empty()), "{k}");
+    }
+
+    // Every key with a default that needs no other setting, given that default, is taken.
+    let (ok, json, _) = learnedftl(&["params", "--ftl", "dftl", "--preset", "tiny", "--json"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut args = vec![
+        "run", "--ftl", "dftl", "--preset", "tiny", "--settle", "off",
+    ];
+    args.extend(["--rw", "randread", "--number-ios", "10", "--quiet"]);
+    let sets: Vec<String> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["keys"].as_array().unwrap())
+        .filter(|k| k["only_with"].is_null())
+        .filter_map(|k| Some(format!("{}={}", k["key"].as_str()?, k["default"].as_str()?)))
+        .collect();
+    assert!(sets.len() > 20, "{sets:?}");
+    for s in &sets {
+        args.extend(["--set", s]);
+    }
+    let (ok, _, stderr) = learnedftl(&args);
+    assert!(ok, "{sets:?}: {stderr}");
+
+    // A misspelt key: the closest valid one, and where every key is explained.
+    let (ok, _, stderr) = learnedftl(&[
+        "run",
+        "--ftl",
+        "dftl",
+        "--preset",
+        "tiny",
+        "--set",
+        "cmt_ration=0.1",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("\"cmt_ration\" (from --set; did you mean cmt_ratio?)")
+            && stderr.contains("`learnedftl params --ftl dftl` explains each key"),
+        "{stderr}"
+    );
+    // Nothing close: every valid key.
+    let (ok, _, stderr) = learnedftl(&[
+        "run", "--ftl", "tpftl", "--preset", "tiny", "--set", "zzz=1",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("the valid keys are: ") && stderr.contains("prefetch_threshold"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = learnedftl(&["params", "--ftl", "nope"]);
+    assert!(!ok && stderr.contains("unknown FTL \"nope\""), "{stderr}");
+}
+
+#[test]
+fn tables_show_a_dash_where_a_figure_does_not_apply_and_explain_their_columns() {
+    let args = [
+        "compare",
+        "--ftl",
+        "ideal,dftl",
+        "--preset",
+        "tiny",
+        "--precondition",
+        "randwrite:512k:1",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "50",
+        "--quiet",
+        "--json",
+        "-",
+    ];
+    let (ok, stdout, table) = learnedftl(&args);
+    assert!(ok, "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("ftl "))
+        .expect("the table");
+    let headings: Vec<&str> = lines[header]
+        .split("  ")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect();
+    let col = |h: &str| headings.iter().position(|x| *x == h).unwrap();
+    for row in &lines[header + 1..header + 3] {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // Read-only: no write latency and no WAF; the read figures are measured.
+        for h in ["wr p99 µs", "wr p99.9 µs", "WAF"] {
+            assert_eq!(cells[col(h)], "–", "{h}: {row}");
+        }
+        assert_ne!(cells[col("rd p99 µs")], "–", "{row}");
+    }
+    assert!(
+        lines[header + 3].starts_with("–: does not apply")
+            && lines[header + 3].contains("double/triple: page reads needing 2/3 flash reads")
+            && lines[header + 3].ends_with("(--explain: every column)"),
+        "{table}"
+    );
+    // The JSON keeps its numbers.
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v[0]["result"]["waf"], 0.0);
+    assert_eq!(v[0]["result"]["latency_us"]["write"]["count"], 0);
+
+    let mut explain = args.to_vec();
+    explain.push("--explain");
+    let (ok, _, table) = learnedftl(&explain);
+    assert!(ok, "{table}");
+    for (heading, key) in [
+        ("double", "lookups.double"),
+        ("sim Mops/s", "sim_page_ops_per_sec"),
+        ("WAF", "waf"),
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(heading) && l.contains(key))
+            .unwrap_or_else(|| panic!("no {heading} → {key}: {table}"));
+        assert!(row.len() > heading.len() + key.len() + 10, "{row}");
+    }
+    assert!(!table.contains("(--explain: every column)"), "{table}");
+}
+
+#[test]
+fn a_negative_number_is_a_bad_value_not_an_unknown_flag() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "--seed", "-1"],
+            "invalid value '-1' for '--seed <SEED>': must be a whole number from 0 to",
+        ),
+        (
+            &["compare", "--jobs", "-2"],
+            "'--jobs <JOBS>': must be a whole number",
+        ),
+        (
+            &["run", "--rw", "randread", "--numjobs", "-4"],
+            "'--numjobs <NUMJOBS>': must be a whole number from 0 to 4294967295",
+        ),
+        (
+            &["check", "--ops", "-5"],
+            "'--ops <OPS>': must be a whole number",
+        ),
+        (
+            &["reproduce", "--seed", "-1", "dram"],
+            "'--seed <SEED>': must be a whole number",
+        ),
+        (
+            &["run", "--trace", "/nonexistent", "--speed", "-1"],
+            "--speed: -1 is not a positive factor",
+        ),
+    ];
+    for (args, says) in cases {
+        let (ok, _, stderr) = learnedftl(args);
+        assert!(!ok, "{args:?}");
+        assert!(
+            stderr.contains(says) && !stderr.contains("unexpected argument"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn serve_refused_for_memory_names_the_payload_file() {
+    // 2^31 pages of 64 KiB: 128 TiB of page data, more than any machine holds in memory.
+    let (ok, _, stderr) = learnedftl_within(
+        60,
+        &[
+            "serve",
+            "--preset",
+            "paper",
+            "--listen",
+            "127.0.0.1:0",
+            "--set",
+            "page_size=65536",
+            "--set",
+            "pages_per_block=4096",
+            "--set",
+            "blocks_per_plane=8192",
+        ],
+    );
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.starts_with("error: the simulator state would need about")
+            && stderr.contains("128.0 TiB for the page data")
+            && stderr.contains(
+                "keep the page data in a sparse file instead (serve --payload-file FILE)"
+            ),
+        "{stderr}"
+    );
+}

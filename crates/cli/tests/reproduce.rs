@@ -52,7 +52,7 @@ fn reproduce_writes_the_report_and_a_rerun_comes_from_the_cache() {
     let (ok, _, stderr) = learnedftl(&args);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("2 experiments, 15 runs (0 cached)"),
+        stderr.contains("2 experiments, 15 runs (0 cached, 0 shared between experiments)"),
         "{stderr}"
     );
     for f in [
@@ -74,12 +74,59 @@ fn reproduce_writes_the_report_and_a_rerun_comes_from_the_cache() {
     assert!(md.contains("## TPFTL CMT-size sweep") && md.contains("**Why ours differs"));
 
     let (ok, _, stderr) = learnedftl(&args);
-    assert!(ok && stderr.contains("15 runs (15 cached)"), "{stderr}");
+    assert!(
+        ok && stderr.contains("15 runs (15 cached, 0 shared between experiments)"),
+        "{stderr}"
+    );
     // Another seed is another configuration.
     let mut other = args.to_vec();
     other.extend(["--seed", "2", "--jobs", "1"]);
     let (ok, _, stderr) = learnedftl(&other);
-    assert!(ok && stderr.contains("15 runs (0 cached)"), "{stderr}");
+    assert!(
+        ok && stderr.contains("15 runs (0 cached, 0 shared"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn runs_shared_between_experiments_are_counted_as_shared_not_cached() {
+    let out = artifacts("reproduce-shared");
+    // Both experiments start each workload with the same ideal-FTL run.
+    let args = [
+        "reproduce",
+        "--preset",
+        "tiny",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "hpftl-fig2",
+        "hpftl-secondary",
+    ];
+    let (ok, _, stderr) = learnedftl(&args);
+    assert!(ok, "{stderr}");
+    let counts = stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once(" runs (")?
+                .1
+                .split_once(')')
+                .map(|(c, _)| c.to_string())
+        })
+        .unwrap_or_else(|| panic!("no run counts: {stderr}"));
+    let (cached, shared) = counts
+        .split_once(" cached, ")
+        .and_then(|(c, s)| {
+            Some((
+                c.parse::<u32>().ok()?,
+                s.strip_suffix(" shared between experiments")?,
+            ))
+        })
+        .unwrap_or_else(|| panic!("{counts}"));
+    assert_eq!(
+        cached, 0,
+        "a fresh output directory has nothing cached: {stderr}"
+    );
+    assert!(shared.parse::<u32>().unwrap() > 0, "{stderr}");
 }
 
 #[test]

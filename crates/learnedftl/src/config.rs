@@ -2,7 +2,7 @@
 
 use crate::addr::{Ppa, PpaParts, Vppn};
 use crate::error::{quote, ConfigError};
-use crate::params::Params;
+use crate::params::{keys, Params};
 use serde::Serialize;
 
 /// Largest `page_size` accepted: NAND pages are 4-16 KiB, and a few pages this large already
@@ -390,6 +390,33 @@ pub struct DeviceConfig {
     pub checkpoint_every: u64,
 }
 
+keys! {
+    /// The device's keys ([`DeviceConfig::from_params`]); defaults are the preset's.
+    pub static DEVICE_KEYS = "device", "the flash device: geometry, timing, energy, data, power";
+    CHANNELS = "channels" [""] "flash channels";
+    LUNS_PER_CHANNEL = "luns_per_channel" [""] "LUNs (dies) per channel, the units that work in parallel";
+    PLANES_PER_LUN = "planes_per_lun" [""] "planes per LUN";
+    BLOCKS_PER_PLANE = "blocks_per_plane" [""] "blocks per plane = lines (a line is one block index across every LUN and plane)";
+    PAGES_PER_BLOCK = "pages_per_block" [""] "pages per block";
+    PAGE_SIZE = "page_size" ["B"] "page size, a multiple of 512";
+    OOB_SIZE = "oob_size" ["B"] "out-of-band bytes per page (LPN and write stamp; LeaFTL's neighbours)";
+    LOGICAL_RATIO = "logical_ratio" ["of the physical pages"] "logical space as a fraction of the physical pages, instead of logical_pages";
+    LOGICAL_PAGES = "logical_pages" ["pages"] "logical pages the host sees (15/16 of the physical pages unless given)";
+    READ_NS = "read_ns" ["ns"] "page read latency (array to register)";
+    PROGRAM_NS = "program_ns" ["ns"] "page program latency";
+    ERASE_NS = "erase_ns" ["ns"] "block erase latency";
+    CHANNEL_MB_S = "channel_mb_s" ["MB/s"] "channel bandwidth, with channel_transfer=on";
+    CHANNEL_TRANSFER = "channel_transfer" ["on/off"] "model each page's transfer over its channel (needs timing=femu)";
+    TIMING = "timing" ["backfill|femu"] "how a LUN books operations: backfill fills its idle gaps, femu is FEMU's busy-until rule";
+    BACKFILL_GAPS = "backfill_gaps" ["gaps"] "idle gaps each LUN remembers for gap filling" only with "timing=backfill";
+    READ_UJ = "read_uj" ["µJ"] "energy per page read";
+    PROGRAM_UJ = "program_uj" ["µJ"] "energy per page program";
+    ERASE_UJ = "erase_uj" ["µJ"] "energy per block erase";
+    PAYLOADS = "payloads" ["on/off"] "keep page data (emulator mode; serve and check turn it on)";
+    POWER_LOSS_PROTECTION = "power_loss_protection" ["on/off"] "capacitors let the FTL program its volatile buffers at a power cut";
+    CHECKPOINT_EVERY = "checkpoint_every" ["host page writes"] "write a mapping checkpoint every N host page writes (0: never; recovery then scans every page)";
+}
+
 /// Names of the built-in presets.
 pub const PRESETS: &[&str] = &["paper", "quick", "tiny"];
 
@@ -446,96 +473,84 @@ impl DeviceConfig {
         let g = &mut c.geometry;
         let mut geometry_changed = false;
         for (key, field) in [
-            ("channels", &mut g.channels),
-            ("luns_per_channel", &mut g.luns_per_channel),
-            ("planes_per_lun", &mut g.planes_per_lun),
-            ("blocks_per_plane", &mut g.blocks_per_plane),
-            ("pages_per_block", &mut g.pages_per_block),
-            ("page_size", &mut g.page_size),
-            ("oob_size", &mut g.oob_size),
+            (&CHANNELS, &mut g.channels),
+            (&LUNS_PER_CHANNEL, &mut g.luns_per_channel),
+            (&PLANES_PER_LUN, &mut g.planes_per_lun),
+            (&BLOCKS_PER_PLANE, &mut g.blocks_per_plane),
+            (&PAGES_PER_BLOCK, &mut g.pages_per_block),
+            (&PAGE_SIZE, &mut g.page_size),
+            (&OOB_SIZE, &mut g.oob_size),
         ] {
-            if let Some(v) = params.take::<u32>(key)? {
-                *field = v;
-                geometry_changed = true;
-            }
+            geometry_changed |= params.contains(key);
+            *field = params.take_or(key, *field)?;
         }
         // The logical space is derived from the page count: check what it rests on first.
         g.validate_shape()?;
-        let ratio = params.take::<f64>("logical_ratio")?;
-        let pages = params.take::<u64>("logical_pages")?;
-        match (ratio, pages) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::invalid(
-                    "logical_ratio",
-                    "give logical_ratio or logical_pages, not both",
-                ))
-            }
-            (Some(r), None) => {
+        let ratio = params.take::<f64>(&LOGICAL_RATIO)?;
+        if ratio.is_some() && params.contains(&LOGICAL_PAGES) {
+            return Err(ConfigError::invalid(
+                "logical_ratio",
+                "give logical_ratio or logical_pages, not both",
+            ));
+        }
+        g.logical_pages = match ratio {
+            Some(r) => {
                 if !(r > 0.0 && r < 1.0) {
                     return Err(ConfigError::invalid(
                         "logical_ratio",
                         format!("{r} is not strictly between 0 and 1"),
                     ));
                 }
-                g.logical_pages = (g.pages() as f64 * r) as u64;
+                (g.pages() as f64 * r) as u64
             }
-            (None, Some(p)) => g.logical_pages = p,
-            (None, None) if geometry_changed => g.logical_pages = g.pages() * 15 / 16,
-            (None, None) => {}
-        }
+            None => {
+                let derived = if geometry_changed {
+                    g.pages() * 15 / 16
+                } else {
+                    g.logical_pages
+                };
+                params.take_or(&LOGICAL_PAGES, derived)?
+            }
+        };
         let t = &mut c.timing;
         for (key, field) in [
-            ("read_ns", &mut t.read_ns),
-            ("program_ns", &mut t.program_ns),
-            ("erase_ns", &mut t.erase_ns),
-            ("channel_mb_s", &mut t.channel_mb_s),
+            (&READ_NS, &mut t.read_ns),
+            (&PROGRAM_NS, &mut t.program_ns),
+            (&ERASE_NS, &mut t.erase_ns),
+            (&CHANNEL_MB_S, &mut t.channel_mb_s),
         ] {
-            if let Some(v) = params.take::<u64>(key)? {
-                *field = v;
-            }
+            *field = params.take_or(key, *field)?;
         }
-        if let Some(v) = params.take_bool("channel_transfer")? {
-            t.channel_transfer = v;
-        }
-        t.mode = match params.take_str("timing").as_deref() {
-            None => t.mode,
-            Some("femu") => TimingMode::Femu,
-            Some("backfill") => TimingMode::Backfill,
-            Some(other) => {
+        t.channel_transfer = params.take_bool_or(&CHANNEL_TRANSFER, t.channel_transfer)?;
+        t.mode = match params.take_str_or(&TIMING, t.mode.key()).as_str() {
+            "femu" => TimingMode::Femu,
+            "backfill" => TimingMode::Backfill,
+            other => {
                 return Err(ConfigError::invalid(
                     "timing",
                     format!("{}: expected femu or backfill", quote(other)),
                 ))
             }
         };
-        if let Some(v) = params.take::<u32>("backfill_gaps")? {
-            if t.mode != TimingMode::Backfill {
-                return Err(ConfigError::invalid(
-                    "backfill_gaps",
-                    "only applies with timing=backfill",
-                ));
-            }
-            t.backfill_gaps = v;
+        if t.mode != TimingMode::Backfill && params.contains(&BACKFILL_GAPS) {
+            return Err(ConfigError::invalid(
+                "backfill_gaps",
+                "only applies with timing=backfill",
+            ));
         }
+        t.backfill_gaps = params.take_or(&BACKFILL_GAPS, t.backfill_gaps)?;
         let e = &mut c.energy;
         for (key, field) in [
-            ("read_uj", &mut e.read_uj),
-            ("program_uj", &mut e.program_uj),
-            ("erase_uj", &mut e.erase_uj),
+            (&READ_UJ, &mut e.read_uj),
+            (&PROGRAM_UJ, &mut e.program_uj),
+            (&ERASE_UJ, &mut e.erase_uj),
         ] {
-            if let Some(v) = params.take::<f64>(key)? {
-                *field = v;
-            }
+            *field = params.take_or(key, *field)?;
         }
-        if let Some(v) = params.take_bool("payloads")? {
-            c.payloads = v;
-        }
-        if let Some(v) = params.take_bool("power_loss_protection")? {
-            c.power_loss_protection = v;
-        }
-        if let Some(v) = params.take::<u64>("checkpoint_every")? {
-            c.checkpoint_every = v;
-        }
+        c.payloads = params.take_bool_or(&PAYLOADS, c.payloads)?;
+        c.power_loss_protection =
+            params.take_bool_or(&POWER_LOSS_PROTECTION, c.power_loss_protection)?;
+        c.checkpoint_every = params.take_or(&CHECKPOINT_EVERY, c.checkpoint_every)?;
         c.validate()?;
         Ok(c)
     }
@@ -549,23 +564,50 @@ impl DeviceConfig {
     /// oracle, and `page_size` B per physical page when payloads are kept (each programmed
     /// page's data stays until its block is erased). Saturates rather than overflows.
     pub fn state_bytes(&self, verify: bool) -> u64 {
+        self.metadata_bytes(verify)
+            .saturating_add(self.payload_bytes())
+    }
+
+    /// [`DeviceConfig::state_bytes`] but the page data.
+    fn metadata_bytes(&self, verify: bool) -> u64 {
         let g = &self.geometry;
-        let per_page = 16 + g.page_size as u64 * self.payloads as u64;
-        let total = g.pages() as u128 * per_page as u128
+        let total = g.pages() as u128 * 16
             + g.blocks() as u128 * 32
             + g.logical_pages as u128 * (8 + 4 * verify as u64) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 
-    /// [`DeviceConfig::state_bytes`] as the part of a run's memory estimate that the device
-    /// makes.
+    /// The page data of [`DeviceConfig::state_bytes`]: `page_size` B per physical page with
+    /// payloads kept, else 0.
+    fn payload_bytes(&self) -> u64 {
+        if self.payloads {
+            self.geometry
+                .pages()
+                .saturating_mul(self.geometry.page_size as u64)
+        } else {
+            0
+        }
+    }
+
+    /// [`DeviceConfig::state_bytes`] as the parts of a run's memory estimate that the device
+    /// makes: its state, and the page data when payloads are kept (the largest part by far, and
+    /// the one a payload file removes).
     pub fn memory_estimate(&self, verify: bool) -> crate::host::MemoryEstimate {
-        crate::host::MemoryEstimate::default().with(
+        let estimate = crate::host::MemoryEstimate::default().with(
             "the device (from its geometry)".into(),
-            self.state_bytes(verify),
+            self.metadata_bytes(verify),
             "make the device smaller (blocks_per_plane, pages_per_block, channels, \
              luns_per_channel)",
-        )
+        );
+        match self.payload_bytes() {
+            0 => estimate,
+            data => estimate.with(
+                "the page data (payloads=on: page_size per physical page)".into(),
+                data,
+                "keep the page data in a sparse file instead (serve --payload-file FILE), or \
+                 none (payloads=off: run and compare never need it), or make the device smaller",
+            ),
+        }
     }
 
     /// Checks that `runs` simulators on this device at once fit in `available` memory, from

@@ -42,9 +42,14 @@ pub enum ConfigError {
         /// What was expected.
         expected: String,
     },
-    /// Keys nobody understood.
-    #[error("unknown parameter(s): {0}")]
-    UnknownKeys(String),
+    /// Keys nobody understood ([`crate::params::unknown_keys`]).
+    #[error("unknown parameter(s): {keys}{hint}")]
+    UnknownKeys {
+        /// The keys, quoted, each with where it came from and the valid keys closest to it.
+        keys: String,
+        /// Every valid key, when one of the keys is close to none (else empty).
+        hint: String,
+    },
     /// A field whose value is impossible, with the reason.
     #[error("invalid {field}: {reason}")]
     Invalid {

@@ -1,16 +1,30 @@
 //! `key=value` parameters from the command line (`--set`) or a config file.
 //!
-//! Every consumer takes the keys it understands; whatever is left at the end is an error that
-//! names the key, so a typo never silently falls back to a default.
+//! Every consumer takes the keys it understands, each a declared [`Key`] of a [`Scope`];
+//! whatever is left at the end is an error that names the key and the valid keys closest to it,
+//! so a typo never silently falls back to a default. A set also remembers which groups of keys
+//! ([`Scope`]) its consumers consulted and the defaults they used for keys not given: what
+//! `learnedftl params` lists ([`crate::ftl::keys`]).
+
+mod key;
+mod suggest;
+
+pub(crate) use key::keys;
+pub use key::{Key, Scope};
 
 use crate::error::{quote, ConfigError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
 use std::str::FromStr;
 
 /// An ordered set of `key=value` overrides, each remembering where it came from.
 #[derive(Clone, Debug, Default)]
 pub struct Params {
     entries: BTreeMap<String, (String, String)>,
+    /// The groups of the keys consumers asked for, in the order first asked.
+    consulted: Vec<&'static Scope>,
+    /// The default a consumer used for each key it asked for with one.
+    defaults: BTreeMap<&'static str, String>,
 }
 
 impl Params {
@@ -70,22 +84,37 @@ impl Params {
             .map(|(k, (v, _))| (k.as_str(), v.as_str()))
     }
 
+    /// Every `(key, origin)` not yet taken, in key order.
+    pub fn left(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries
+            .iter()
+            .map(|(k, (_, origin))| (k.as_str(), origin.as_str()))
+    }
+
     /// Whether `key` is present (not yet taken).
-    pub fn contains(&self, key: &str) -> bool {
-        self.entries.contains_key(key)
+    pub fn contains(&self, key: &Key) -> bool {
+        self.entries.contains_key(key.name())
     }
 
     /// Removes and returns the raw text of `key`.
-    pub fn take_str(&mut self, key: &str) -> Option<String> {
-        self.entries.remove(key).map(|(v, _)| v)
+    pub fn take_str(&mut self, key: &'static Key) -> Option<String> {
+        self.consult(key);
+        self.entries.remove(key.name()).map(|(v, _)| v)
+    }
+
+    /// Removes and returns the raw text of `key`, or `default` (remembered as its default).
+    pub fn take_str_or(&mut self, key: &'static Key, default: &str) -> String {
+        self.defaults.insert(key.name(), default.to_string());
+        self.take_str(key).unwrap_or_else(|| default.to_string())
     }
 
     /// Removes `key` and parses it as `T`; an unparsable value is an error naming the key.
-    pub fn take<T: FromStr>(&mut self, key: &str) -> Result<Option<T>, ConfigError> {
-        match self.entries.remove(key) {
+    pub fn take<T: FromStr>(&mut self, key: &'static Key) -> Result<Option<T>, ConfigError> {
+        self.consult(key);
+        match self.entries.remove(key.name()) {
             None => Ok(None),
             Some((v, origin)) => v.parse::<T>().map(Some).map_err(|_| ConfigError::Value {
-                key: key.to_string(),
+                key: key.name().to_string(),
                 value: v,
                 origin,
                 expected: std::any::type_name::<T>().to_string(),
@@ -93,15 +122,26 @@ impl Params {
         }
     }
 
+    /// [`Params::take`], or `default` (remembered as its default) when `key` is not given.
+    pub fn take_or<T: FromStr + Display>(
+        &mut self,
+        key: &'static Key,
+        default: T,
+    ) -> Result<T, ConfigError> {
+        self.defaults.insert(key.name(), default.to_string());
+        Ok(self.take(key)?.unwrap_or(default))
+    }
+
     /// Removes `key` and parses it as a boolean (`true/false/on/off/1/0/yes/no`).
-    pub fn take_bool(&mut self, key: &str) -> Result<Option<bool>, ConfigError> {
-        match self.entries.remove(key) {
+    pub fn take_bool(&mut self, key: &'static Key) -> Result<Option<bool>, ConfigError> {
+        self.consult(key);
+        match self.entries.remove(key.name()) {
             None => Ok(None),
             Some((v, origin)) => match v.to_ascii_lowercase().as_str() {
                 "1" | "true" | "on" | "yes" => Ok(Some(true)),
                 "0" | "false" | "off" | "no" => Ok(Some(false)),
                 _ => Err(ConfigError::Value {
-                    key: key.to_string(),
+                    key: key.name().to_string(),
                     value: v,
                     origin,
                     expected: "a boolean (on/off, true/false, 1/0)".to_string(),
@@ -110,18 +150,86 @@ impl Params {
         }
     }
 
-    /// Fails naming every key nobody took.
+    /// [`Params::take_bool`], or `default` (remembered as its default, `on` or `off`).
+    pub fn take_bool_or(&mut self, key: &'static Key, default: bool) -> Result<bool, ConfigError> {
+        let word = if default { "on" } else { "off" };
+        self.defaults.insert(key.name(), word.to_string());
+        Ok(self.take_bool(key)?.unwrap_or(default))
+    }
+
+    fn consult(&mut self, key: &'static Key) {
+        let scope = key.scope();
+        if !self.consulted.iter().any(|s| std::ptr::eq(*s, scope)) {
+            self.consulted.push(scope);
+        }
+    }
+
+    /// The groups of keys consumers asked for, in the order first asked: every key they hold
+    /// is valid for what took this set.
+    pub fn consulted(&self) -> &[&'static Scope] {
+        &self.consulted
+    }
+
+    /// The default a consumer used for `key` when it was asked for with one.
+    pub fn default_of(&self, key: &Key) -> Option<&str> {
+        self.defaults.get(key.name()).map(String::as_str)
+    }
+
+    /// The keys of every group consulted.
+    pub fn valid_keys(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.consulted
+            .iter()
+            .flat_map(|s| s.keys().iter().map(|k| k.name()))
+    }
+
+    /// Fails naming every key nobody took, with the valid keys closest to each.
     pub fn finish(self) -> Result<(), ConfigError> {
         if self.entries.is_empty() {
             return Ok(());
         }
-        let keys: Vec<String> = self
-            .entries
-            .iter()
-            .map(|(k, (_, origin))| format!("{} (from {origin})", quote(k)))
-            .collect();
-        Err(ConfigError::UnknownKeys(keys.join(", ")))
+        let unknown: Vec<(&str, &str)> = self.left().collect();
+        Err(unknown_keys(&unknown, self.valid_keys().collect(), None))
     }
+}
+
+/// The error for `unknown` keys (each with where it came from) where `valid` are the keys
+/// accepted, `of` what took them (e.g. `dftl`): each key with the valid keys closest to it, and
+/// every valid key when one is close to none.
+pub fn unknown_keys(
+    unknown: &[(&str, &str)],
+    valid: BTreeSet<&str>,
+    of: Option<&str>,
+) -> ConfigError {
+    let mut far = false;
+    let keys: Vec<String> = unknown
+        .iter()
+        .map(|&(k, origin)| {
+            let near = suggest::closest(k, valid.iter().copied());
+            if near.is_empty() {
+                far = true;
+                format!("{} (from {origin})", quote(k))
+            } else {
+                format!(
+                    "{} (from {origin}; did you mean {}?)",
+                    quote(k),
+                    near.join(" or ")
+                )
+            }
+        })
+        .collect();
+    let mut keys = keys.join(", ");
+    if let Some(of) = of {
+        keys += &format!(" (not a parameter of {of})");
+    }
+    let hint = if far && !valid.is_empty() {
+        format!(
+            "; the valid keys are: {}",
+            valid.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    } else {
+        String::new()
+    };
+    ConfigError::UnknownKeys { keys, hint }
 }
 
 /// Parses a size with an optional binary suffix (`4k`, `512KiB`, `1g`, `4096`), as fio does.
@@ -197,21 +305,55 @@ mod tests {
         assert_eq!(parse_duration_ns("x"), None);
     }
 
+    keys! {
+        static TEST_KEYS = "test", "the keys of these tests";
+        CMT_RATIO = "cmt_ratio" ["fraction"] "a ratio";
+        CHANNELS = "channels" [""] "a count";
+        FLAG = "flag" ["on/off"] "a switch";
+    }
+
     #[test]
-    fn unknown_keys_are_named() {
+    fn unknown_keys_are_named_with_the_closest_valid_ones() {
         let mut p = Params::new();
         p.insert_assignment("cmt_ratio=0.5", "--set").unwrap();
         p.insert_assignment("bogus=1", "--set").unwrap();
-        assert_eq!(p.take::<f64>("cmt_ratio").unwrap(), Some(0.5));
+        assert_eq!(p.take::<f64>(&CMT_RATIO).unwrap(), Some(0.5));
         let e = p.finish().unwrap_err().to_string();
         assert!(e.contains("bogus"), "{e}");
+        // Nothing close: every key of the groups consulted.
+        assert!(
+            e.ends_with("the valid keys are: channels, cmt_ratio, flag"),
+            "{e}"
+        );
+        let mut p = Params::new();
+        p.insert_assignment("chanels=4", "--set").unwrap();
+        p.take::<f64>(&CMT_RATIO).unwrap();
+        let e = p.finish().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown parameter(s): \"chanels\" (from --set; did you mean channels?)"
+        );
+    }
+
+    #[test]
+    fn defaults_and_groups_are_remembered() {
+        let mut p = Params::new();
+        p.insert_assignment("channels=4", "--set").unwrap();
+        assert_eq!(p.take_or(&CHANNELS, 8u32).unwrap(), 4);
+        assert!(!p.take_bool_or(&FLAG, false).unwrap());
+        assert_eq!(p.default_of(&CHANNELS), Some("8"));
+        assert_eq!(p.default_of(&FLAG), Some("off"));
+        assert_eq!(p.default_of(&CMT_RATIO), None);
+        assert_eq!(p.consulted().len(), 1);
+        assert_eq!(p.consulted()[0].name(), "test");
+        p.finish().unwrap();
     }
 
     #[test]
     fn bad_values_are_named() {
         let mut p = Params::new();
         p.insert_assignment("channels=eight", "--set").unwrap();
-        let e = p.take::<u32>("channels").unwrap_err().to_string();
+        let e = p.take::<u32>(&CHANNELS).unwrap_err().to_string();
         assert!(e.contains("channels") && e.contains("eight"), "{e}");
         assert!(p.insert_assignment("novalue", "--set").is_err());
     }

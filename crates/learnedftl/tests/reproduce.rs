@@ -48,7 +48,9 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     // Random reads and random writes start from the same random 512 KiB preconditioning.
     let defs = reproduce::select(&["randread".into(), "randwrite".into()]).unwrap();
     let plan = Plan::new(&config(1), &defs, &cache).unwrap();
-    let (todo, starts) = plan.work(&cache);
+    let work = plan.work(&cache);
+    let (todo, starts) = (work.simulate, work.starts);
+    assert_eq!((work.cached, work.shared), (0, 0));
     assert_eq!(
         todo,
         plan.units().len(),
@@ -77,7 +79,16 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     }
 
     // Everything again: all from the cache, the same reports.
-    assert_eq!(plan.work(&cache), (0, 0));
+    let all = plan.units().len();
+    assert_eq!(
+        plan.work(&cache),
+        reproduce::Work {
+            simulate: 0,
+            starts: 0,
+            cached: all,
+            shared: 0
+        }
+    );
     let again = plan.execute(&cache, 2, |_| NoProgress, |_, o| assert!(o.cached));
     for (a, b) in results.experiments.iter().zip(&again.experiments) {
         assert_eq!(
@@ -87,7 +98,7 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     }
     // Another seed is another configuration: nothing cached.
     let other = Plan::new(&config(2), &defs, &cache).unwrap();
-    assert_eq!(other.work(&cache).0, other.units().len());
+    assert_eq!(other.work(&cache).simulate, other.units().len());
     // And the report renders every section of what ran, with its charts.
     let doc = reproduce::document(&config(1), &defs, &results);
     let md = doc.markdown();
@@ -108,7 +119,9 @@ fn a_run_two_experiments_share_is_simulated_once() {
     let units = plan.units();
     let keys: BTreeSet<&str> = units.iter().map(|u| u.key.as_str()).collect();
     assert!(keys.len() < units.len(), "no identical runs");
-    assert_eq!(plan.work(&cache).0, keys.len());
+    let work = plan.work(&cache);
+    assert_eq!(work.simulate, keys.len());
+    assert_eq!(work.shared, units.len() - keys.len());
     let seen = Mutex::new(vec![None; units.len()]);
     plan.execute(
         &cache,

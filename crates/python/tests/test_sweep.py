@@ -1,6 +1,8 @@
 """sweep: every point of the grid, on Ray or in-process, with the same numbers either way; a
 failing point is reported without losing the others."""
 
+import sys
+
 import pandas as pd
 import pytest
 
@@ -51,6 +53,16 @@ def test_parquet_output(tmp_path):
     out = tmp_path / "sweep.parquet"
     df = learnedftl.sweep({"seed": [1, 2]}, BASE, backend="local", out=out)
     assert pd.read_parquet(out)["iops"].tolist() == df["iops"].tolist()
+
+
+def test_without_ray_the_error_names_the_local_backend(monkeypatch):
+    # None in sys.modules makes `import ray` fail as if Ray were not installed.
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ModuleNotFoundError, match='backend="local"') as e:
+        learnedftl.sweep({"seed": [1]}, BASE)
+    assert "pip install ray" in str(e.value) and e.value.name == "ray"
+    # The local backend needs no Ray.
+    assert learnedftl.sweep({"seed": [1]}, BASE, backend="local")["error"].isna().all()
 
 
 def test_an_unknown_backend_is_refused():

@@ -143,6 +143,12 @@ pub struct Fast {
     merges: MergeStats,
 }
 
+crate::params::keys! {
+    /// FAST's own key ([`Fast::new`]).
+    pub static FAST_KEYS = "fast", "FAST's log blocks";
+    LOG_BLOCKS = "log_blocks" ["blocks per unit"] "random log blocks per unit (LUN plane): every spare block but the 2 merges need unless given";
+}
+
 impl Fast {
     /// Builds FAST; parameter `log_blocks` (random log blocks per unit; default: every spare
     /// block of a unit but the two merges need).
@@ -154,7 +160,7 @@ impl Fast {
         let lbs_per_unit = geo.logical_pages.div_ceil(units as u64 * ppb as u64) as u32;
         let spare = bpu.saturating_sub(lbs_per_unit);
         let max_log = spare.saturating_sub(MERGE_RESERVE);
-        let log_blocks = params.take::<u32>("log_blocks")?.unwrap_or(max_log);
+        let log_blocks = params.take_or(&LOG_BLOCKS, max_log)?;
         if log_blocks == 0 || log_blocks > max_log {
             return Err(ConfigError::invalid(
                 "log_blocks",

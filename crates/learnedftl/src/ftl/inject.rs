@@ -14,6 +14,12 @@ use crate::addr::{Lpn, Ppa, SimTime};
 use crate::device::Device;
 use crate::error::{ConfigError, FtlError};
 
+crate::params::keys! {
+    /// The fault injector's key ([`super::build`]).
+    pub static INJECT_KEYS = "inject", "a fault to inject, to show the checks catch it (testing)";
+    INJECT = "inject" ["FAULT"] "misbehave on purpose: wrong-read:N, drop-trim, lose-flush or forget-mapping";
+}
+
 /// A fault to inject.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Fault {

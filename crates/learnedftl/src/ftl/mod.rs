@@ -10,6 +10,7 @@ pub mod fast;
 pub mod hpftl;
 pub mod ideal;
 pub mod inject;
+pub mod keys;
 pub mod leaftl;
 pub mod learned;
 pub mod mu;
@@ -314,7 +315,7 @@ pub fn build(
     dev: &DeviceConfig,
     params: &mut Params,
 ) -> Result<Box<dyn Ftl>, ConfigError> {
-    if let Some(fault) = params.take_str("inject") {
+    if let Some(fault) = params.take_str(&inject::INJECT) {
         let fault: inject::Fault = fault.parse()?;
         let inner = build(name, dev, params)?;
         return Ok(Box::new(inject::Inject::new(inner, fault)));
@@ -367,7 +368,7 @@ pub fn recover(
     if !RECOVERABLE.contains(&name) {
         return Err(unsupported());
     }
-    if let Some(fault) = params.take_str("inject") {
+    if let Some(fault) = params.take_str(&inject::INJECT) {
         let fault: inject::Fault = fault.parse().map_err(RecoverError::from)?;
         let (inner, cost) = recover(name, cfg, params, dev, t)?;
         let ftl = inject::Inject::recovered(inner, fault, dev, cost.done)?;

@@ -40,13 +40,19 @@ pub type Sftl = Demand<TpLru>;
 /// Bytes per run head.
 const HEAD_BYTES: u64 = 4;
 
+crate::params::keys! {
+    /// SFTL's own key ([`new`]).
+    pub static SFTL_KEYS = "sftl", "SFTL's run-length compressed translation pages";
+    SFTL_RUNS = "sftl_runs" ["vppn|ppa"] "what consecutive means for a run of mappings: allocation (VPPN) order or PPA order";
+}
+
 /// Builds SFTL for a device.
 pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Sftl, ConfigError> {
     let geo = &dev.geometry;
-    let by_vppn = match params.take_str("sftl_runs").as_deref() {
-        None | Some("vppn") => true,
-        Some("ppa") => false,
-        Some(other) => {
+    let by_vppn = match params.take_str_or(&SFTL_RUNS, "vppn").as_str() {
+        "vppn" => true,
+        "ppa" => false,
+        other => {
             return Err(ConfigError::invalid(
                 "sftl_runs",
                 format!("{}: expected vppn or ppa", quote(other)),

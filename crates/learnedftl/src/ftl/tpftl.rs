@@ -22,20 +22,23 @@ use std::ops::Range;
 /// TPFTL: [`Demand`] with [`TpCache`].
 pub type Tpftl = Demand<TpCache>;
 
+crate::params::keys! {
+    /// The keys of TPFTL's cache ([`cache_config`]; LearnedFTL's cache is TPFTL's).
+    pub static TPCACHE_KEYS = "tpcache", "TPFTL's two-level cache of TP nodes and their entries";
+    NODE_BYTES = "node_bytes" ["B"] "DRAM charged per cached TP node on top of 8 B per entry";
+    REQUEST_PREFETCH = "request_prefetch" ["on/off"] "request-level prefetch: a miss loads the rest of the request's entries from the same TP read";
+    SELECTIVE_PREFETCH = "selective_prefetch" ["on/off"] "selective prefetch: a miss also loads as many entries as precede it cached in its TP node";
+    PREFETCH_THRESHOLD = "prefetch_threshold" [""] "the ±N node counter that switches selective prefetch on and off (0: always on)";
+}
+
 /// The cache's knobs from `params` (defaults: TPFTL as published).
 pub fn cache_config(params: &mut Params) -> Result<TpCacheConfig, ConfigError> {
     let d = TpCacheConfig::default();
     let cfg = TpCacheConfig {
-        node_bytes: params.take("node_bytes")?.unwrap_or(d.node_bytes),
-        request_prefetch: params
-            .take_bool("request_prefetch")?
-            .unwrap_or(d.request_prefetch),
-        selective_prefetch: params
-            .take_bool("selective_prefetch")?
-            .unwrap_or(d.selective_prefetch),
-        switch_threshold: params
-            .take("prefetch_threshold")?
-            .unwrap_or(d.switch_threshold),
+        node_bytes: params.take_or(&NODE_BYTES, d.node_bytes)?,
+        request_prefetch: params.take_bool_or(&REQUEST_PREFETCH, d.request_prefetch)?,
+        selective_prefetch: params.take_bool_or(&SELECTIVE_PREFETCH, d.selective_prefetch)?,
+        switch_threshold: params.take_or(&PREFETCH_THRESHOLD, d.switch_threshold)?,
     };
     if cfg.switch_threshold < 0 {
         return Err(ConfigError::invalid(

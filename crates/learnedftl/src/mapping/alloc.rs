@@ -9,7 +9,7 @@ use crate::config::{Geometry, Stripe};
 use crate::device::Device;
 use crate::device::Oob;
 use crate::error::{quote, ConfigError, FtlError};
-use crate::params::Params;
+use crate::params::{keys, Key, Params};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -66,10 +66,22 @@ pub struct GcPolicy {
     pub bg_victims: u32,
 }
 
+keys! {
+    /// The GC policy's keys ([`GcPolicy::from_params`]), shared by the FTLs that collect lines.
+    pub static GC_KEYS = "gc", "when garbage collection runs (SPEC §3.5)";
+    GC = "gc" ["reserve|femu"] "the rule for the GC thresholds: one reserve for every FTL, or FEMU's fractions of the lines";
+    GC_BG_MIN_INVALID = "gc_bg_min_invalid" ["of a line"] "a background victim needs at least this share of its pages invalid";
+    GC_BG_VICTIMS = "gc_bg_victims" ["victims"] "victims background GC cleans after each request, at most";
+    GC_RESERVE_LINES = "gc_reserve_lines" ["lines"] "foreground GC runs while free lines are at most this" only with "gc=reserve";
+    GC_BG_LINES = "gc_bg_lines" ["lines"] "background GC runs while free lines are at most this (gc_reserve_lines + 2 unless given)" only with "gc=reserve";
+    GC_FG_RATIO = "gc_fg_ratio" ["of the lines"] "foreground GC threshold (FEMU's; giving it implies gc=femu)" only with "gc=femu";
+    GC_BG_RATIO = "gc_bg_ratio" ["of the lines"] "background GC threshold (FEMU's; giving it implies gc=femu)" only with "gc=femu";
+}
+
 /// Keys only `gc=femu` reads.
-const FEMU_KEYS: [&str; 2] = ["gc_fg_ratio", "gc_bg_ratio"];
+static FEMU_KEYS: [&Key; 2] = [&GC_FG_RATIO, &GC_BG_RATIO];
 /// Keys only `gc=reserve` reads.
-const RESERVE_KEYS: [&str; 2] = ["gc_reserve_lines", "gc_bg_lines"];
+static RESERVE_KEYS: [&Key; 2] = [&GC_RESERVE_LINES, &GC_BG_LINES];
 
 impl GcPolicy {
     /// The policy from `params` (SPEC §3.5). `gc=reserve` (the default): foreground GC at
@@ -87,11 +99,16 @@ impl GcPolicy {
     ) -> Result<GcPolicy, ConfigError> {
         let femu_key = FEMU_KEYS.into_iter().find(|k| params.contains(k));
         let reserve_key = RESERVE_KEYS.into_iter().find(|k| params.contains(k));
-        let rule = match params.take_str("gc").as_deref() {
-            None if femu_key.is_some() => GcRule::Femu,
-            None | Some("reserve") => GcRule::Reserve,
-            Some("femu") => GcRule::Femu,
-            Some(o) => {
+        // Giving a FEMU ratio implies gc=femu.
+        let implied = if femu_key.is_some() {
+            GcRule::Femu
+        } else {
+            GcRule::Reserve
+        };
+        let rule = match params.take_str_or(&GC, implied.key()).as_str() {
+            "reserve" => GcRule::Reserve,
+            "femu" => GcRule::Femu,
+            o => {
                 return Err(ConfigError::invalid(
                     "gc",
                     format!("{} is not reserve or femu", quote(o)),
@@ -104,17 +121,17 @@ impl GcPolicy {
         };
         if let Some((key, other)) = wrong {
             return Err(ConfigError::invalid(
-                key,
+                key.name(),
                 format!("only meaningful with {other}, but gc={}", rule.key()),
             ));
         }
-        let inv = params.take::<f64>("gc_bg_min_invalid")?.unwrap_or(0.125);
+        let inv = params.take_or(&GC_BG_MIN_INVALID, 0.125)?;
         check_fraction("gc_bg_min_invalid", inv)?;
-        let bg_victims = params.take::<u32>("gc_bg_victims")?.unwrap_or(1);
+        let bg_victims = params.take_or(&GC_BG_VICTIMS, 1u32)?;
         let lines = geo.lines();
         let (fg_free_lines, bg_free_lines) = match rule {
             GcRule::Reserve => {
-                let reserve = params.take::<u32>("gc_reserve_lines")?.unwrap_or(2);
+                let reserve = params.take_or(&GC_RESERVE_LINES, 2u32)?;
                 if reserve < min_reserve || reserve + 4 > lines {
                     return Err(ConfigError::invalid(
                         "gc_reserve_lines",
@@ -124,7 +141,7 @@ impl GcPolicy {
                         ),
                     ));
                 }
-                let bg = params.take::<u32>("gc_bg_lines")?.unwrap_or(reserve + 2);
+                let bg = params.take_or(&GC_BG_LINES, reserve + 2)?;
                 if bg < reserve || bg + 2 > lines {
                     return Err(ConfigError::invalid(
                         "gc_bg_lines",
@@ -134,8 +151,8 @@ impl GcPolicy {
                 (reserve, bg)
             }
             GcRule::Femu => {
-                let fg = params.take::<f64>("gc_fg_ratio")?.unwrap_or(0.05);
-                let bg = params.take::<f64>("gc_bg_ratio")?.unwrap_or(0.25);
+                let fg = params.take_or(&GC_FG_RATIO, 0.05)?;
+                let bg = params.take_or(&GC_BG_RATIO, 0.25)?;
                 check_fraction("gc_fg_ratio", fg)?;
                 check_fraction("gc_bg_ratio", bg)?;
                 let fg_free_lines = ((lines as f64 * fg) as u32).max(2).max(min_reserve);

@@ -18,8 +18,15 @@
 use crate::config::Geometry;
 use crate::error::quote;
 use crate::error::ConfigError;
-use crate::params::{parse_size, Params};
+use crate::params::{keys, parse_size, Params};
 use serde::Serialize;
+
+keys! {
+    /// The mapping DRAM budget's keys ([`Budget::from_params`]).
+    pub static BUDGET_KEYS = "budget", "the mapping DRAM of a cached-mapping FTL (SPEC §5.0)";
+    MAPPING_DRAM_BYTES = "mapping_dram_bytes" ["B (4k, 1m, ...)"] "total mapping DRAM, fixed parts included, instead of cmt_ratio";
+    CMT_RATIO = "cmt_ratio" ["of the mappings' bytes"] "the cache holds this share of the logical mappings at 8 B each; fixed DRAM (GTD, models) comes on top";
+}
 
 /// A mapping DRAM budget split into the fixed part and the cache.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -43,16 +50,15 @@ impl Budget {
         fixed: u64,
         min_cache: u64,
     ) -> Result<Budget, ConfigError> {
-        let ratio = params.take::<f64>("cmt_ratio")?;
-        let bytes = params.take_str("mapping_dram_bytes");
-        let (key, cache) = match (ratio, bytes) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::invalid(
-                    "cmt_ratio",
-                    "give either cmt_ratio or mapping_dram_bytes, not both",
-                ))
-            }
-            (None, Some(text)) => {
+        let bytes = params.take_str(&MAPPING_DRAM_BYTES);
+        if bytes.is_some() && params.contains(&CMT_RATIO) {
+            return Err(ConfigError::invalid(
+                "cmt_ratio",
+                "give either cmt_ratio or mapping_dram_bytes, not both",
+            ));
+        }
+        let (key, cache) = match bytes {
+            Some(text) => {
                 let total = parse_size(&text).ok_or_else(|| {
                     ConfigError::invalid(
                         "mapping_dram_bytes",
@@ -61,8 +67,8 @@ impl Budget {
                 })?;
                 ("mapping_dram_bytes", total.saturating_sub(fixed))
             }
-            (r, None) => {
-                let r = r.unwrap_or(default_ratio);
+            None => {
+                let r = params.take_or(&CMT_RATIO, default_ratio)?;
                 if !(r > 0.0 && r <= 1.0) {
                     return Err(ConfigError::invalid(
                         "cmt_ratio",
@@ -97,9 +103,9 @@ mod tests {
     fn budget(kv: &[&str]) -> Result<Budget, ConfigError> {
         let geo = DeviceConfig::preset("tiny").unwrap().geometry;
         let mut p = Params::from_assignments(kv.iter().copied(), "--set").unwrap();
-        let b = Budget::from_params(&geo, &mut p, 0.03, 240, 8);
+        let b = Budget::from_params(&geo, &mut p, 0.03, 240, 8)?;
         p.finish().unwrap();
-        b
+        Ok(b)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `rate = inf` lifts the limit; `0` turns the work off.
 
 use crate::error::ConfigError;
-use crate::params::Params;
+use crate::params::{Key, Params};
 
 /// Pages of optional work per host page, and what is still unspent.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -18,13 +18,13 @@ impl Credit {
     /// `default`), naming the key in errors.
     pub fn from_params(
         params: &mut Params,
-        key: &str,
+        key: &'static Key,
         default: f64,
     ) -> Result<Credit, ConfigError> {
-        let rate = params.take::<f64>(key)?.unwrap_or(default);
+        let rate = params.take_or(key, default)?;
         if rate.is_nan() || rate < 0.0 {
             return Err(ConfigError::invalid(
-                key,
+                key.name(),
                 format!("{rate} is not a number of pages >= 0 (inf: no limit)"),
             ));
         }
@@ -66,10 +66,15 @@ impl Credit {
 mod tests {
     use super::*;
 
+    crate::params::keys! {
+        static TEST_KEYS = "test", "the keys of these tests";
+        B = "b" ["pages per host page"] "a credit rate";
+    }
+
     fn credit(v: &str) -> Result<Credit, ConfigError> {
         let mut p = Params::new();
         p.insert("b", v, "test");
-        Credit::from_params(&mut p, "b", 0.0)
+        Credit::from_params(&mut p, &B, 0.0)
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Reports for people: aligned tables of runs (JSON comes straight from the serialisable
 //! [`RunReport`] and [`Metrics`]).
 
+pub mod columns;
 pub mod plot;
 pub mod table;
 
@@ -26,118 +27,16 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-fn share(part: u64, of: u64) -> String {
-    if of == 0 {
-        "-".into()
-    } else {
-        pct(part as f64 / of as f64)
-    }
-}
-
 /// One row per FTL: throughput, tail latency, hit ratios, read amplification, WAF, GC, DRAM and
-/// simulator speed of the measured phase.
+/// simulator speed of the measured phase ([`columns::COMPARE`]).
 pub fn compare_table(runs: &[RunReport]) -> String {
-    let mut t = Table::new(&[
-        "ftl",
-        "IOPS",
-        "MiB/s",
-        "rd p99 µs",
-        "rd p99.9 µs",
-        "wr p99 µs",
-        "wr p99.9 µs",
-        "CMT hit",
-        "model hit",
-        "double",
-        "triple",
-        "WAF",
-        "GC",
-        "DRAM",
-        "sim Mops/s",
-    ]);
-    for r in runs {
-        let m = &r.result;
-        let reads = m.lookups.none + m.lookups.single + m.lookups.double + m.lookups.triple;
-        t.row(vec![
-            r.ftl.clone(),
-            format!("{:.0}", m.iops),
-            format!("{:.1}", m.bandwidth_mib_s),
-            format!("{:.1}", m.latency_us.read.p99),
-            format!("{:.1}", m.latency_us.read.p999),
-            format!("{:.1}", m.latency_us.write.p99),
-            format!("{:.1}", m.latency_us.write.p999),
-            pct(m.cmt_hit_ratio),
-            pct(m.model_hit_ratio),
-            share(m.lookups.double, reads),
-            share(m.lookups.triple, reads),
-            format!("{:.2}", m.waf),
-            m.gc.events.to_string(),
-            human_bytes(m.dram_bytes.get("total").copied().unwrap_or(0)),
-            format!("{:.1}", m.sim_page_ops_per_sec / 1e6),
-        ]);
-    }
-    t.render()
+    columns::COMPARE.render(runs.iter().map(|r| (r.ftl.as_str(), &r.result)))
 }
 
 /// One row per phase of a run (flash reads and programs of every cause, so that a `settle`
-/// phase shows the work it did).
+/// phase shows the work it did; [`columns::PHASES`]).
 pub fn phases_table(phases: &[Metrics]) -> String {
-    let mut t = Table::new(&[
-        "phase",
-        "requests",
-        "sim s",
-        "IOPS",
-        "MiB/s",
-        "rd mean µs",
-        "rd p99 µs",
-        "wr mean µs",
-        "wr p99 µs",
-        "WAF",
-        "GC",
-        "flash rd",
-        "flash pr",
-        "verified",
-        "wall s",
-        "sim Mops/s",
-    ]);
-    for m in phases {
-        let q = &m.requests;
-        t.row(vec![
-            m.phase.clone(),
-            (q.read + q.write + q.trim + q.flush).to_string(),
-            format!("{:.3}", m.sim_seconds),
-            format!("{:.0}", m.iops),
-            format!("{:.1}", m.bandwidth_mib_s),
-            format!("{:.1}", m.latency_us.read.mean),
-            format!("{:.1}", m.latency_us.read.p99),
-            format!("{:.1}", m.latency_us.write.mean),
-            format!("{:.1}", m.latency_us.write.p99),
-            format!("{:.2}", m.waf),
-            m.gc.events.to_string(),
-            m.flash.reads.get("total").copied().unwrap_or(0).to_string(),
-            m.flash
-                .programs
-                .get("total")
-                .copied()
-                .unwrap_or(0)
-                .to_string(),
-            if m.verify.enabled {
-                format!(
-                    "{}/{}",
-                    m.verify.checked - m.verify.failures,
-                    m.verify.checked
-                )
-            } else {
-                "off".into()
-            },
-            format!("{:.2}", m.wall_seconds),
-            format!("{:.1}", m.sim_page_ops_per_sec / 1e6),
-        ]);
-    }
-    t.render()
+    columns::PHASES.render(phases.iter().map(|m| (m.phase.as_str(), m)))
 }
 
 /// A line with what the byte path's checks counted (`serve --verify`), or nothing when they
@@ -196,8 +95,8 @@ pub fn detail_table(r: &RunReport) -> String {
         l.single,
         l.double,
         l.triple,
-        pct(m.cmt_hit_ratio),
-        pct(m.model_hit_ratio),
+        columns::percent(m.page_reads > 0, m.cmt_hit_ratio),
+        columns::percent(m.page_reads > 0, m.model_hit_ratio),
         d.render()
     )
 }

@@ -4,11 +4,15 @@
 pub struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// Every column left-aligned, numbers too (for columns that mix numbers and words).
+    left: bool,
 }
 
+/// Whether a cell is a number, or the dash of a figure that does not apply, which stands in a
+/// column of numbers.
 fn numeric(s: &str) -> bool {
     let s = s.trim_end_matches('%');
-    !s.is_empty() && s.parse::<f64>().is_ok()
+    s == super::columns::NOT_APPLICABLE || (!s.is_empty() && s.parse::<f64>().is_ok())
 }
 
 impl Table {
@@ -17,7 +21,14 @@ impl Table {
         Table {
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
+            left: false,
         }
+    }
+
+    /// Aligns every column left, numbers too.
+    pub fn left_aligned(mut self) -> Table {
+        self.left = true;
+        self
     }
 
     /// Adds a row (missing cells are blank).
@@ -47,7 +58,7 @@ impl Table {
                 if c > 0 {
                     l.push_str("  ");
                 }
-                if c > 0 && (header || numeric(cell)) {
+                if c > 0 && !self.left && (header || numeric(cell)) {
                     l.extend(std::iter::repeat_n(' ', pad));
                     l.push_str(cell);
                 } else {

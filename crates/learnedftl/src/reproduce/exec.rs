@@ -59,6 +59,21 @@ pub struct Plan {
     jobs: BTreeMap<&'static str, String>,
 }
 
+/// What a plan will do with a cache ([`Plan::work`]); every unit is simulated, loaded from the
+/// cache, or shared.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Work {
+    /// Distinct units to simulate.
+    pub simulate: usize,
+    /// The preparations (shared starts) they need.
+    pub starts: usize,
+    /// Units whose result the cache holds.
+    pub cached: usize,
+    /// Units not in the cache that are identical to an earlier unit (experiments that share a
+    /// run): simulated once, for the first.
+    pub shared: usize,
+}
+
 impl Plan {
     /// Plans `defs` under `config`: builds every run's experiment (a registry or option error
     /// names the run) and keys every unit with `cache`.
@@ -131,19 +146,23 @@ impl Plan {
             .map(|(n, t)| (*n, t.as_str()))
     }
 
-    /// How the units share preparations: (units to run, preparations they need) after the
-    /// cache; identical units (the same key) run once.
-    pub fn work(&self, cache: &Cache) -> (usize, usize) {
+    /// What [`Plan::execute`] will do with `cache`: which units it simulates, from how many
+    /// preparations, and which it takes from the cache or from an identical unit (the same key)
+    /// of another experiment.
+    pub fn work(&self, cache: &Cache) -> Work {
         let distinct = |mut v: Vec<&str>| {
             v.sort_unstable();
             v.dedup();
             v.len()
         };
         let todo: Vec<&Unit> = self.units.iter().filter(|u| !cache.has(&u.key)).collect();
-        (
-            distinct(todo.iter().map(|u| u.key.as_str()).collect()),
-            distinct(todo.iter().map(|u| u.group.as_str()).collect()),
-        )
+        let simulate = distinct(todo.iter().map(|u| u.key.as_str()).collect());
+        Work {
+            simulate,
+            starts: distinct(todo.iter().map(|u| u.group.as_str()).collect()),
+            cached: self.units.len() - todo.len(),
+            shared: todo.len() - simulate,
+        }
     }
 
     /// The workers [`Plan::execute`] runs for `jobs`: as many, but at least one and no more

@@ -16,7 +16,7 @@ mod sections;
 pub mod spec;
 
 pub use cache::Cache;
-pub use exec::{Outcome, Plan, Unit};
+pub use exec::{Outcome, Plan, Unit, Work};
 pub use registry::{Def, Scale, EXPERIMENTS};
 pub use report::{checks, document, Finding};
 pub use spec::{RunSpec, WorkloadSpec};

@@ -18,12 +18,12 @@ use crate::engine::{
 use crate::error::{quote, ConfigError};
 use crate::ftl;
 use crate::host::{AvailableMemory, MemoryEstimate};
-use crate::params::{parse_size, Params};
+use crate::params::{self, parse_size, Params};
 use crate::stats::Metrics;
 use crate::trace::{self, Format, ParseOptions, ReplayOptions};
 use crate::workload::{HostIo, JobSpec, Phase, RwKind, Settle};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -191,25 +191,34 @@ impl Experiment {
     /// Checks that every FTL parameter is understood by at least one of `ftls` (each FTL ignores
     /// keys meant for others), and that each of them accepts the values it takes.
     pub fn check_params(&self, ftls: &[&str]) -> Result<(), ConfigError> {
-        let mut unknown: Option<BTreeSet<String>> = None;
+        // key → origin, of the keys no FTL so far took.
+        let mut unknown: Option<BTreeMap<String, String>> = None;
+        let mut valid = BTreeSet::new();
         for name in ftls {
             let mut p = self.params.clone();
             let built = ftl::build(name, &self.device, &mut p)?;
             if let Some(why) = self.power_cut_every.and(built.power_cut_refusal()) {
                 return Err(ConfigError::invalid("--power-cut-every", why));
             }
-            let left: BTreeSet<String> = p.keys().map(str::to_string).collect();
+            valid.extend(p.valid_keys());
+            let left: BTreeMap<String, String> = p
+                .left()
+                .map(|(k, origin)| (k.to_string(), origin.to_string()))
+                .collect();
             unknown = Some(match unknown {
                 None => left,
-                Some(u) => u.intersection(&left).cloned().collect(),
+                Some(u) => u
+                    .into_iter()
+                    .filter(|(k, _)| left.contains_key(k))
+                    .collect(),
             });
         }
         match unknown {
-            Some(u) if !u.is_empty() => Err(ConfigError::UnknownKeys(format!(
-                "{} (not a parameter of {})",
-                u.iter().map(quote).collect::<Vec<_>>().join(", "),
-                ftls.join(", ")
-            ))),
+            Some(u) if !u.is_empty() => {
+                let u: Vec<(&str, &str)> =
+                    u.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
+                Err(params::unknown_keys(&u, valid, Some(&ftls.join(", "))))
+            }
             _ => Ok(()),
         }
     }

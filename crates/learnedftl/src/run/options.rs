@@ -491,7 +491,7 @@ mod tests {
         .experiment(&mut |_| {})
         .unwrap();
         assert_eq!(e.precondition, None);
-        assert!(e.params.contains("cmt_ratio"));
+        assert!(e.params.keys().any(|k| k == "cmt_ratio"));
         let Workload::Jobs(phases) = &e.workload else {
             panic!("a job workload")
         };

@@ -108,7 +108,14 @@ def _run_point(point: dict, base: dict) -> dict:
 
 
 def _ray_rows(points, base, address, ray_init):
-    import ray
+    try:
+        import ray
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(
+            'sweep(backend="ray"), the default, needs Ray (pip install ray); '
+            'backend="local" runs the points one after another in this process without it',
+            name="ray",
+        ) from e
 
     if not ray.is_initialized():
         ray.init(address=address, **(ray_init or {}))
@@ -142,8 +149,9 @@ def sweep(
 
     ``backend="ray"`` runs each point as a Ray task of one CPU: ``ray.init(address=address,
     **ray_init)`` is called unless Ray is already initialised (``address=None`` starts a local
-    cluster; ``"auto"`` or ``"ray://host:10001"`` joins one). ``backend="local"`` runs the
-    points one after another in this process.
+    cluster; ``"auto"`` or ``"ray://host:10001"`` joins one); without Ray installed it raises
+    ``ModuleNotFoundError`` saying so. ``backend="local"`` runs the points one after another in
+    this process and needs no Ray.
 
     ``out``: also write the table, as Parquet if the name ends in ``.parquet`` (needs pyarrow)
     and as CSV otherwise.

@@ -45,8 +45,9 @@ use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::{recovery, Bits, Credit, GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
-use crate::params::Params;
+use crate::params::{Key, Params};
 use serde::Serialize;
+use std::fmt;
 use std::str::FromStr;
 
 const NONE: u32 = u32::MAX;
@@ -125,7 +126,7 @@ pub enum Victims {
 }
 
 macro_rules! choice {
-    ($t:ty, $($s:literal => $v:expr),+) => {
+    ($t:ty, $($s:literal => $v:path),+) => {
         impl FromStr for $t {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
@@ -133,6 +134,13 @@ macro_rules! choice {
                     $($s => Ok($v),)+
                     _ => Err(format!("expected one of: {}", [$($s),+].join(", "))),
                 }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self {
+                    $($v => $s,)+
+                })
             }
         }
     };
@@ -144,26 +152,48 @@ choice!(Relocate, "secondary" => Relocate::Secondary, "primary-first" => Relocat
 choice!(SecPick, "emptiest" => SecPick::Emptiest, "fullest" => SecPick::Fullest);
 choice!(Victims, "global" => Victims::Global, "per-lun" => Victims::PerLun);
 
+crate::params::keys! {
+    /// HP-FTL's own keys ([`HpFtl::new`]; docs/ftls/hpftl.md).
+    pub static HPFTL_KEYS = "hpftl", "HP-FTL's hash-placed primary table and secondary table";
+    H = "h" ["bits"] "HID bits per mapping entry (2^h - 2 hash functions)";
+    M = "m" ["bits"] "PPID bits per entry (at most the page-offset bits, log2 pages per block)";
+    HASH = "hash" ["mix|md5"] "hash family: independent uniform functions, or the paper's shifted MD5";
+    HASH_SEED = "hash_seed" [""] "seed of the hash functions";
+    DESIGN = "design" ["grow|paper"] "grow: a full secondary table grows; paper: its free slots trigger GC (§II-D as printed)";
+    PROBE = "probe" ["current|first"] "where a write starts probing: the LPN's current function, or the first (first under grow, current under paper)";
+    CAND_PICK = "cand_pick" ["first|idle-lun"] "which fitting candidate a write takes: the first, or the one whose LUN is free soonest";
+    GC_RELOCATE = "gc_relocate" ["secondary|primary-first"] "where GC moves valid pages first (primary-first under grow, secondary under paper)";
+    MOVE_BACK_BUDGET = "move_back_budget" ["pages per host page"] "pages moved back into the primary table per host page written (0 under grow, inf under paper)";
+    SEC_PICK = "sec_pick" ["emptiest|fullest"] "which block the secondary writer opens next";
+    DRAM_RATIO = "dram_ratio" ["of an 8 B/LPN table"] "the whole mapping DRAM, instead of secondary_ratio: the secondary table gets what the primary leaves";
+    SECONDARY_RATIO = "secondary_ratio" ["slots per logical page"] "initial size of the secondary table";
+    SECONDARY_GROWTH = "secondary_growth" ["of the initial slots"] "slots added each time the secondary table grows (0: fixed, design=paper only)";
+    SEC_LOW = "sec_low" ["of the slots"] "free slots at which GC runs" only with "design=paper";
+    SEC_HIGH = "sec_high" ["of the slots"] "free slots GC stops at; also caps moves back under grow";
+    GC_FREE_LOW = "gc_free_low" ["of the spare pages"] "free pages at which GC runs" only with "gc=femu";
+    GC_FREE_HIGH = "gc_free_high" ["of the spare pages"] "free pages GC stops at" only with "gc=femu";
+    GC_BATCH = "gc_batch" ["blocks"] "victims per GC round (the LUN count unless given)";
+    GC_VICTIMS = "gc_victims" ["global|per-lun"] "victims with the fewest valid pages anywhere, or at most one per LUN a round";
+    MERGE_ANY = "merge_any" ["on/off"] "GC may merge slots into any block with room, not only freshly erased ones";
+}
+
 /// Takes `key` as a `FromStr` choice, naming the key in errors.
-fn take_choice<T: FromStr<Err = String>>(
+fn take_choice<T: FromStr<Err = String> + fmt::Display>(
     params: &mut Params,
-    key: &str,
+    key: &'static Key,
     default: T,
 ) -> Result<T, ConfigError> {
-    match params.take_str(key) {
-        None => Ok(default),
-        Some(v) => v
-            .parse()
-            .map_err(|e: String| ConfigError::invalid(key, format!("'{v}': {e}"))),
-    }
+    let v = params.take_str_or(key, &default.to_string());
+    v.parse()
+        .map_err(|e: String| ConfigError::invalid(key.name(), format!("'{v}': {e}")))
 }
 
 /// Takes a fraction in `[0, 1]`.
-fn take_fraction(params: &mut Params, key: &str, default: f64) -> Result<f64, ConfigError> {
-    let v = params.take::<f64>(key)?.unwrap_or(default);
+fn take_fraction(params: &mut Params, key: &'static Key, default: f64) -> Result<f64, ConfigError> {
+    let v = params.take_or(key, default)?;
     if !(0.0..=1.0).contains(&v) {
         return Err(ConfigError::invalid(
-            key,
+            key.name(),
             format!("{v} is not a fraction in [0, 1]"),
         ));
     }
@@ -349,8 +379,8 @@ impl HpFtl {
         let geo = &dev.geometry;
         let ppb = geo.pages_per_block;
         let p = u32::BITS - (ppb - 1).leading_zeros();
-        let h = params.take::<u32>("h")?.unwrap_or(3);
-        let m = params.take::<u32>("m")?.unwrap_or(p);
+        let h = params.take_or(&H, 3u32)?;
+        let m = params.take_or(&M, p)?;
         if !(2..=8).contains(&h) {
             return Err(ConfigError::invalid(
                 "h",
@@ -364,10 +394,10 @@ impl HpFtl {
             ));
         }
         let codec = Codec::new(h, m, p);
-        let kind = take_choice(params, "hash", HashKind::Mix)?;
-        let hash_seed = params.take::<u64>("hash_seed")?.unwrap_or(0x0048_5046_544c);
+        let kind = take_choice(params, &HASH, HashKind::Mix)?;
+        let hash_seed = params.take_or(&HASH_SEED, 0x0048_5046_544c_u64)?;
         let hashes = HashFamily::new(kind, codec.functions(), geo.blocks(), hash_seed)?;
-        let design = take_choice(params, "design", Design::Grow)?;
+        let design = take_choice(params, &DESIGN, Design::Grow)?;
         // design=grow's defaults cost no flash work: a write or a GC move leaves the secondary
         // table whenever a candidate fits, and moves back (which cost a read and a program
         // each, and which GC mostly undoes on a full device) are off.
@@ -375,24 +405,23 @@ impl HpFtl {
             Design::Grow => (Probe::First, Relocate::PrimaryFirst, 0.0),
             Design::Paper => (Probe::Current, Relocate::Secondary, f64::INFINITY),
         };
-        let probe = take_choice(params, "probe", probe)?;
-        let cand_pick = take_choice(params, "cand_pick", CandPick::First)?;
-        let gc_relocate = take_choice(params, "gc_relocate", gc_relocate)?;
-        let move_credit = Credit::from_params(params, "move_back_budget", move_back)?;
-        let sec_pick = take_choice(params, "sec_pick", SecPick::Emptiest)?;
+        let probe = take_choice(params, &PROBE, probe)?;
+        let cand_pick = take_choice(params, &CAND_PICK, CandPick::First)?;
+        let gc_relocate = take_choice(params, &GC_RELOCATE, gc_relocate)?;
+        let move_credit = Credit::from_params(params, &MOVE_BACK_BUDGET, move_back)?;
+        let sec_pick = take_choice(params, &SEC_PICK, SecPick::Emptiest)?;
 
         let lp = geo.logical_pages;
         let primary = PackedVec::new(lp as usize, codec.bits());
-        let sec_ratio = params.take::<f64>("secondary_ratio")?;
-        let dram_ratio = params.take::<f64>("dram_ratio")?;
-        let slots = match (sec_ratio, dram_ratio) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::invalid(
-                    "dram_ratio",
-                    "give secondary_ratio or dram_ratio, not both",
-                ))
-            }
-            (None, Some(r)) => {
+        let dram_ratio = params.take::<f64>(&DRAM_RATIO)?;
+        if dram_ratio.is_some() && params.contains(&SECONDARY_RATIO) {
+            return Err(ConfigError::invalid(
+                "dram_ratio",
+                "give secondary_ratio or dram_ratio, not both",
+            ));
+        }
+        let slots = match dram_ratio {
+            Some(r) => {
                 if !(r > 0.0 && r.is_finite()) {
                     return Err(ConfigError::invalid(
                         "dram_ratio",
@@ -402,8 +431,8 @@ impl HpFtl {
                 let budget = (r * lp as f64 * 8.0) as u64;
                 budget.saturating_sub(primary.bytes()) / 8
             }
-            (r, None) => {
-                let r = r.unwrap_or(0.25);
+            None => {
+                let r = params.take_or(&SECONDARY_RATIO, 0.25)?;
                 if !(r > 0.0 && r <= 1.0) {
                     return Err(ConfigError::invalid(
                         "secondary_ratio",
@@ -434,7 +463,7 @@ impl HpFtl {
         let slots = slots as u32;
         // The paper's table is as large as it needs to be (its Figs. 4-5 measure that size); a
         // fixed table cannot hold every mapping a nearly full device may have to place there.
-        let growth = take_fraction(params, "secondary_growth", 0.125)?;
+        let growth = take_fraction(params, &SECONDARY_GROWTH, 0.125)?;
         let secondary_growth = (growth * slots as f64).ceil() as u32;
         if design == Design::Grow && secondary_growth == 0 {
             return Err(ConfigError::invalid(
@@ -442,14 +471,14 @@ impl HpFtl {
                 "design=grow needs a table that can grow (> 0); a fixed table is design=paper's",
             ));
         }
-        if design == Design::Grow && params.contains("sec_low") {
+        if design == Design::Grow && params.contains(&SEC_LOW) {
             return Err(ConfigError::invalid(
                 "sec_low",
                 "free slots trigger GC only under design=paper (design=grow grows the table)",
             ));
         }
-        let sec_low = take_fraction(params, "sec_low", 0.05)?;
-        let sec_high = take_fraction(params, "sec_high", 0.15)?;
+        let sec_low = take_fraction(params, &SEC_LOW, 0.05)?;
+        let sec_high = take_fraction(params, &SEC_HIGH, 0.15)?;
         let sec_low_slots = ((sec_low * slots as f64).ceil() as u32).max(slot_reserve + 1);
         let sec_high_slots = ((sec_high * slots as f64).ceil() as u32).max(sec_low_slots + 1);
         if sec_high_slots > slots {
@@ -468,12 +497,12 @@ impl HpFtl {
             // On a device whose spare pages are fewer, background GC runs whenever a victim
             // qualifies, as it does for the line FTLs there.
             GcRule::Reserve => {
-                if let Some(key) = ["gc_free_low", "gc_free_high"]
+                if let Some(key) = [&GC_FREE_LOW, &GC_FREE_HIGH]
                     .into_iter()
                     .find(|k| params.contains(k))
                 {
                     return Err(ConfigError::invalid(
-                        key,
+                        key.name(),
                         "only meaningful with gc=femu (gc=reserve takes HP-FTL's page \
                          thresholds from gc_reserve_lines and gc_bg_lines)",
                     ));
@@ -486,8 +515,8 @@ impl HpFtl {
             // HP-FTL's own thresholds as fractions of the spare pages, as before the shared
             // reserve (the setting that reproduces the paper's setup).
             GcRule::Femu => {
-                let free_low = take_fraction(params, "gc_free_low", 0.3)?;
-                let free_high = take_fraction(params, "gc_free_high", 0.4)?;
+                let free_low = take_fraction(params, &GC_FREE_LOW, 0.3)?;
+                let free_high = take_fraction(params, &GC_FREE_HIGH, 0.4)?;
                 let page_reserve = ppb as u64;
                 let low = ((free_low * spare as f64) as u64).max(page_reserve + 1);
                 let high = ((free_high * spare as f64) as u64).max(low + 1);
@@ -500,7 +529,7 @@ impl HpFtl {
                 (page_reserve, low, high, 1)
             }
         };
-        let gc_batch = params.take::<u32>("gc_batch")?.unwrap_or(geo.luns());
+        let gc_batch = params.take_or(&GC_BATCH, geo.luns())?;
         if gc_batch == 0 || gc_batch > geo.blocks() / 8 {
             return Err(ConfigError::invalid(
                 "gc_batch",
@@ -510,8 +539,8 @@ impl HpFtl {
                 ),
             ));
         }
-        let gc_victims = take_choice(params, "gc_victims", Victims::Global)?;
-        let merge_any = params.take_bool("merge_any")?.unwrap_or(true);
+        let gc_victims = take_choice(params, &GC_VICTIMS, Victims::Global)?;
+        let merge_any = params.take_bool_or(&MERGE_ANY, true)?;
         let cfg = HpConfig {
             design,
             gc,

@@ -408,12 +408,20 @@ pub struct Leaftl {
     placed: Vec<(u32, Ppa)>,
 }
 
+crate::params::keys! {
+    /// LeaFTL's own keys ([`Leaftl::new`]).
+    pub static LEAFTL_KEYS = "leaftl", "LeaFTL's learned segments and write buffer";
+    GAMMA = "gamma" ["LPNs"] "error bound γ of the learned segments (0: exact); needs (2γ+1)·4 B of OOB";
+    WRITE_BUFFER_PAGES = "write_buffer_pages" ["pages"] "DRAM write buffer, sorted and learned from when full";
+    COMPACTION_INTERVAL = "compaction_interval" ["page writes"] "segments are compacted every N page writes";
+}
+
 impl Leaftl {
     /// Builds LeaFTL. Parameters: `gamma`, `write_buffer_pages`, `compaction_interval`,
     /// `cmt_ratio` and the GC thresholds of [`GcPolicy`].
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError> {
         let geo = &dev.geometry;
-        let gamma = params.take::<u32>("gamma")?.unwrap_or(0);
+        let gamma = params.take_or(&GAMMA, 0u32)?;
         let need = (2 * gamma as u64 + 1) * OOB_ENTRY_BYTES as u64;
         if need > geo.oob_size as u64 {
             return Err(ConfigError::invalid(
@@ -425,16 +433,14 @@ impl Leaftl {
                 ),
             ));
         }
-        let write_buffer_pages = params.take::<u32>("write_buffer_pages")?.unwrap_or(2048);
+        let write_buffer_pages = params.take_or(&WRITE_BUFFER_PAGES, 2048u32)?;
         if write_buffer_pages == 0 {
             return Err(ConfigError::invalid(
                 "write_buffer_pages",
                 "LeaFTL learns from buffered writes: at least 1 page",
             ));
         }
-        let compaction_interval = params
-            .take::<u64>("compaction_interval")?
-            .unwrap_or(1_000_000);
+        let compaction_interval = params.take_or(&COMPACTION_INTERVAL, 1_000_000u64)?;
         if compaction_interval == 0 {
             return Err(ConfigError::invalid(
                 "compaction_interval",

@@ -27,12 +27,13 @@ use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{quote, ConfigError, FtlError};
+use crate::mapping::budget::{CMT_RATIO, MAPPING_DRAM_BYTES};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::{
     trims, Allocator, Budget, Credit, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache,
     TransTable,
 };
-use crate::params::{parse_duration_ns, Params};
+use crate::params::{parse_duration_ns, Key, Params};
 use copies::Copies;
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
@@ -60,13 +61,33 @@ impl Design {
     }
 }
 
+crate::params::keys! {
+    /// LearnedFTL's own keys ([`LearnedFtl::new`]; docs/ftls/learnedftl.md).
+    pub static LEARNED_KEYS = "learnedftl", "LearnedFTL's groups, models, allocation and DRAM";
+    GROUP_TPS = "group_tps" ["TPs"] "TPs per group; a group's LPNs must fit one line (one line's worth unless given)";
+    DESIGN = "design" ["log|paper"] "log: group lines and a shared write log (ours); paper: the paper's allocation and whole-group GC";
+    MERGE_BUDGET = "merge_budget" ["pages per host page"] "design=log: pages a group merge may move per host page written (0: never, inf: whenever GC picks a group line)";
+    CROSS_GROUP = "cross_group" ["on/off"] "opportunistic cross-group allocation: a group out of lines may borrow another group's" only with "design=paper";
+    GROUP_LINE_QUOTA = "group_line_quota" ["lines"] "lines a group may own before it borrows or GC runs" only with "design=paper";
+    ENCROACH_THRESHOLD = "encroach_threshold" ["pages"] "pages a borrower may place in its lender's lines before both are collected (a quarter of a line unless given)" only with "design=paper";
+    LENDER = "lender" ["untrained|any"] "which groups lend room: those with untrained models, or any" only with "design=paper";
+    GROUP_GC = "group_gc" ["group|line"] "GC collects a whole group, or single lines of any group" only with "design=paper";
+    SEQUENTIAL_INIT = "sequential_init" ["on/off"] "sequential initialisation of the models (paper §III-E1)";
+    RANK_PIECES = "rank_pieces" ["on/off"] "line collections may install rank pieces (on under design=log, off under design=paper)";
+    TRAINING = "training" ["greedy-plr|equal-count-ls"] "how models are trained: the paper's greedy PLR, or the authors' code";
+    TRAIN_MIN_PAGES = "train_min_pages" ["pages"] "fewest valid LPNs a TP needs to be trained";
+    TP_WRITE_COST = "tp_write_cost" ["charged|free"] "whether translation page programs cost flash time (free: the authors' code)";
+    REFRESH_PERIOD = "refresh_period" ["duration (10ms) or off"] "rewrite a group to refresh its models this often in simulated time (e.g. 10ms; needs group_gc=group)";
+    DRAM = "dram" ["paper|equal-dram"] "paper: CMT 1.5 % of the mappings + models + GTD; equal-dram: DFTL's total";
+}
+
 /// Keys that configure the paper design's allocation only.
-const PAPER_ONLY_KEYS: &[&str] = &[
-    "group_gc",
-    "lender",
-    "cross_group",
-    "encroach_threshold",
-    "group_line_quota",
+static PAPER_ONLY_KEYS: [&Key; 5] = [
+    &GROUP_GC,
+    &LENDER,
+    &CROSS_GROUP,
+    &ENCROACH_THRESHOLD,
+    &GROUP_LINE_QUOTA,
 ];
 
 /// LearnedFTL's parameters (all `--set` keys; see `docs/ftls/learnedftl.md`).
@@ -186,16 +207,15 @@ pub struct LearnedFtl {
 /// A two-way switch `key=default|other`: whether `other` was chosen.
 fn take_choice(
     params: &mut Params,
-    key: &str,
+    key: &'static Key,
     default: &str,
     other: &str,
 ) -> Result<bool, ConfigError> {
-    match params.take_str(key) {
-        None => Ok(false),
-        Some(v) if v == default => Ok(false),
-        Some(v) if v == other => Ok(true),
-        Some(v) => Err(ConfigError::invalid(
-            key,
+    match params.take_str_or(key, default) {
+        v if v == default => Ok(false),
+        v if v == other => Ok(true),
+        v => Err(ConfigError::invalid(
+            key.name(),
             format!("{} is not {default} or {other}", quote(v)),
         )),
     }
@@ -219,7 +239,7 @@ impl LearnedFtl {
         }
         let ppl = geo.pages_per_line();
         let max_g = (ppl / entries).max(1);
-        let group_tps = params.take::<u32>("group_tps")?.unwrap_or(max_g);
+        let group_tps = params.take_or(&GROUP_TPS, max_g)?;
         if group_tps == 0 || group_tps > max_g {
             return Err(ConfigError::invalid(
                 "group_tps",
@@ -236,7 +256,7 @@ impl LearnedFtl {
                 ),
             ));
         }
-        let design = if take_choice(params, "design", "log", "paper")? {
+        let design = if take_choice(params, &DESIGN, "log", "paper")? {
             Design::Paper
         } else {
             Design::Log
@@ -244,13 +264,13 @@ impl LearnedFtl {
         if design == Design::Log {
             if let Some(k) = PAPER_ONLY_KEYS.iter().find(|k| params.contains(k)) {
                 return Err(ConfigError::invalid(
-                    k,
+                    k.name(),
                     "configures the paper design's allocation: add design=paper",
                 ));
             }
         }
-        let merge_credit = Credit::from_params(params, "merge_budget", 0.0)?;
-        let cross_group = params.take_bool("cross_group")?.unwrap_or(true);
+        let merge_credit = Credit::from_params(params, &MERGE_BUDGET, 0.0)?;
+        let cross_group = params.take_bool_or(&CROSS_GROUP, true)?;
         // The reserve is the shared policy's (SPEC §3.5: one reserve for every FTL). A paired
         // collection writes into two fresh lines, so the paper design needs 2 with cross-group
         // allocation; a merge or a log-line collection writes into one.
@@ -266,26 +286,18 @@ impl LearnedFtl {
             // the baselines, LearnedFTL's own 2-line reserve.
             GcRule::Femu => 2,
         };
-        let group_line_quota = params.take::<u32>("group_line_quota")?.unwrap_or(5).max(1);
-        let encroach_threshold = params
-            .take::<u32>("encroach_threshold")?
-            .unwrap_or(ppl / 4)
-            .max(1);
-        let lend_trained = take_choice(params, "lender", "untrained", "any")?;
-        let line_gc = take_choice(params, "group_gc", "group", "line")?;
-        let sequential_init = params.take_bool("sequential_init")?.unwrap_or(true);
-        let rank_pieces = params
-            .take_bool("rank_pieces")?
-            .unwrap_or(design == Design::Log);
-        let training = params
-            .take::<Training>("training")?
-            .unwrap_or(Training::GreedyPlr);
-        let train_min_pages = params.take::<u32>("train_min_pages")?.unwrap_or(2).max(1);
-        let tp_write_charged = !take_choice(params, "tp_write_cost", "charged", "free")?;
-        let refresh_period_ns = match params.take_str("refresh_period") {
-            None => None,
-            Some(t) if t == "off" || t == "0" => None,
-            Some(t) => Some(parse_duration_ns(&t).filter(|&ns| ns > 0).ok_or_else(|| {
+        let group_line_quota = params.take_or(&GROUP_LINE_QUOTA, 5u32)?.max(1);
+        let encroach_threshold = params.take_or(&ENCROACH_THRESHOLD, ppl / 4)?.max(1);
+        let lend_trained = take_choice(params, &LENDER, "untrained", "any")?;
+        let line_gc = take_choice(params, &GROUP_GC, "group", "line")?;
+        let sequential_init = params.take_bool_or(&SEQUENTIAL_INIT, true)?;
+        let rank_pieces = params.take_bool_or(&RANK_PIECES, design == Design::Log)?;
+        let training = params.take_or(&TRAINING, Training::GreedyPlr)?;
+        let train_min_pages = params.take_or(&TRAIN_MIN_PAGES, 2u32)?.max(1);
+        let tp_write_charged = !take_choice(params, &TP_WRITE_COST, "charged", "free")?;
+        let refresh_period_ns = match params.take_str_or(&REFRESH_PERIOD, "off") {
+            t if t == "off" || t == "0" => None,
+            t => Some(parse_duration_ns(&t).filter(|&ns| ns > 0).ok_or_else(|| {
                 ConfigError::invalid(
                     "refresh_period",
                     format!("{} is not a duration (e.g. 50ms, 2s) or off", quote(t)),
@@ -305,8 +317,8 @@ impl LearnedFtl {
         let models = Models::new(geo.tps(), entries, rank_pieces);
         let table = TransTable::new(&geo);
         let fixed = models.dram_bytes() + table.gtd.dram_bytes() + groups.dram_bytes();
-        let (dram, budget) = match params.take_str("dram").as_deref() {
-            None | Some("paper") => (
+        let (dram, budget) = match params.take_str_or(&DRAM, "paper").as_str() {
+            "paper" => (
                 "paper",
                 Budget::from_params(
                     &geo,
@@ -316,8 +328,8 @@ impl LearnedFtl {
                     ENTRY_BYTES + cache_cfg.node_bytes,
                 )?,
             ),
-            Some("equal-dram") => {
-                if params.contains("cmt_ratio") || params.contains("mapping_dram_bytes") {
+            "equal-dram" => {
+                if params.contains(&CMT_RATIO) || params.contains(&MAPPING_DRAM_BYTES) {
                     return Err(ConfigError::invalid(
                         "dram",
                         "equal-dram sizes the CMT itself; drop cmt_ratio / mapping_dram_bytes",
@@ -337,7 +349,7 @@ impl LearnedFtl {
                     },
                 )
             }
-            Some(o) => {
+            o => {
                 return Err(ConfigError::invalid(
                     "dram",
                     format!("{} is not paper or equal-dram", quote(o)),

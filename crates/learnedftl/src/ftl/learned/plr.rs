@@ -52,6 +52,12 @@ impl Training {
     }
 }
 
+impl std::fmt::Display for Training {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
 impl FromStr for Training {
     type Err = ConfigError;
     fn from_str(s: &str) -> Result<Self, ConfigError> {

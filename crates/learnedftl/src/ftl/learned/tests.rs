@@ -425,7 +425,7 @@ fn the_property_setup_merges_groups_and_collects_log_lines() {
 #[test]
 fn paper_only_keys_are_refused_under_the_log_design() {
     let cfg = DeviceConfig::preset("tiny").unwrap();
-    for key in PAPER_ONLY_KEYS {
+    for key in PAPER_ONLY_KEYS.map(|k| k.name()) {
         let mut p = Params::new();
         p.insert_assignment(&format!("{key}=1"), "--set").unwrap();
         let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();

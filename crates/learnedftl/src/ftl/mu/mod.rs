@@ -401,6 +401,13 @@ pub struct MuFtl {
     stats: FtlStats,
 }
 
+crate::params::keys! {
+    /// μ-FTL's own keys ([`MuFtl::new`]).
+    pub static MU_KEYS = "mu-ftl", "μ-FTL's bitmap cache and partitions";
+    BITMAP_CACHE_BYTES = "bitmap_cache_bytes" ["B (4k, 1m, ...)"] "DRAM cache of the blocks' page-validity bitmaps, in whole pages (an eighth of the default budget unless given)";
+    PARTITIONS = "partitions" [""] "logical-space partitions, each with a line open (one per 256 MiB, at most a quarter of the spare lines, unless given)";
+}
+
 impl MuFtl {
     /// Builds μ-FTL: the GC thresholds, the budget (`cmt_ratio` or `mapping_dram_bytes`),
     /// `bitmap_cache_bytes` (default an eighth of the budget, at least one page) and
@@ -413,12 +420,11 @@ impl MuFtl {
         let (leaf_bytes, inner_bytes) = (page / 2, page / 4);
         let counters = geo.blocks() as u64 * COUNTER_BYTES;
         let default_total = (0.03 * geo.logical_pages as f64 * 8.0) as u64;
-        let bitmap_bytes = match params.take_str("bitmap_cache_bytes") {
-            None => (default_total / 8).max(page),
-            Some(t) => crate::params::parse_size(&t).ok_or_else(|| {
-                ConfigError::invalid("bitmap_cache_bytes", format!("'{t}' is not a size"))
-            })?,
-        };
+        let default_bitmap = (default_total / 8).max(page).to_string();
+        let t = params.take_str_or(&BITMAP_CACHE_BYTES, &default_bitmap);
+        let bitmap_bytes = crate::params::parse_size(&t).ok_or_else(|| {
+            ConfigError::invalid("bitmap_cache_bytes", format!("'{t}' is not a size"))
+        })?;
         let bitmap_pages = (bitmap_bytes / page).max(1);
         let budget = Budget::from_params(
             &geo,
@@ -433,16 +439,14 @@ impl MuFtl {
         let spare_lines =
             geo.lines() - geo.logical_pages.div_ceil(geo.pages_per_line() as u64) as u32;
         let max_parts = (spare_lines / 4).max(1);
-        let partitions = match params.take::<u32>("partitions")? {
-            Some(p) if p == 0 || p > max_parts => {
-                return Err(ConfigError::invalid(
-                    "partitions",
-                    format!("{p}: need 1 to {max_parts} (a quarter of the {spare_lines} spare lines: each partition keeps a line open)"),
-                ))
-            }
-            Some(p) => p,
-            None => (geo.logical_bytes().div_ceil(PARTITION_BYTES) as u32).clamp(1, max_parts),
-        };
+        let by_size = (geo.logical_bytes().div_ceil(PARTITION_BYTES) as u32).clamp(1, max_parts);
+        let partitions = params.take_or(&PARTITIONS, by_size)?;
+        if partitions == 0 || partitions > max_parts {
+            return Err(ConfigError::invalid(
+                "partitions",
+                format!("{partitions}: need 1 to {max_parts} (a quarter of the {spare_lines} spare lines: each partition keeps a line open)"),
+            ));
+        }
         let partition_pages = geo.logical_pages.div_ceil(partitions as u64) as u32;
         let leaf_cap = (leaf_bytes / EXTENT_BYTES as u64) as usize;
         let inner_cap = (inner_bytes / INNER_BYTES as u64) as usize;
