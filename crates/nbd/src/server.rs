@@ -17,7 +17,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A command the server checked (in range, aligned, within the payload limit) for the
 /// backend to execute: the library's byte-addressed host command.
@@ -34,6 +34,11 @@ pub trait Backend: Send + Sync + 'static {
     /// connection's reader writes its replies itself, with no writer thread (faster).
     fn holds_replies(&self) -> bool {
         true
+    }
+    /// Called once a reply [`Backend::execute`] held has been sent (written and flushed to
+    /// the socket): `late` is how long after its due time it left.
+    fn sent(&self, late: Duration) {
+        let _ = late;
     }
 }
 
@@ -126,7 +131,7 @@ pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) 
     let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|s| {
         let w = s.spawn(move || {
-            let r = write_replies(&mut writer, rx, free_tx);
+            let r = write_replies(&mut writer, rx, free_tx, backend);
             if r.is_err() {
                 // Wake the reader: the connection is over.
                 writer.get_ref().shutdown();
@@ -294,13 +299,17 @@ fn execute<B: Backend + ?Sized>(
     backend.execute(cmd)
 }
 
-/// Sends replies when due, oldest deadline first; flushes whenever none is due.
-fn write_replies<W: Write>(
+/// Sends replies when due, oldest deadline first; flushes whenever none is due, and tells
+/// `backend` how late each held reply left.
+fn write_replies<W: Write, B: Backend + ?Sized>(
     w: &mut BufWriter<W>,
     rx: Receiver<Reply>,
     free: Sender<Vec<u8>>,
+    backend: &B,
 ) -> io::Result<()> {
     let mut pending: BinaryHeap<Reply> = BinaryHeap::new();
+    // Due times of the held replies written since the last flush: they leave with it.
+    let mut unsent: Vec<Instant> = Vec::new();
     let mut open = true;
     loop {
         while let Ok(r) = rx.try_recv() {
@@ -314,11 +323,12 @@ fn write_replies<W: Write>(
             let r = pending.pop().expect("peeked");
             w.write_all(&simple_reply(r.error, r.cookie))?;
             w.write_all(&r.data)?;
+            unsent.extend(r.due);
             // Recycled by the reader: no allocation per read.
             let _ = free.send(r.data);
         }
         if !open && pending.is_empty() {
-            return w.flush();
+            return flush_sent(w, &mut unsent, backend);
         }
         if open {
             // Replies queued meanwhile go out in the same batch.
@@ -331,7 +341,7 @@ fn write_replies<W: Write>(
                 Err(TryRecvError::Empty) => {}
             }
         }
-        w.flush()?;
+        flush_sent(w, &mut unsent, backend)?;
         // Wait for the next reply, or until the earliest pending one is due.
         match (pending.peek().and_then(|r| r.due), open) {
             (Some(due), true) => {
@@ -350,6 +360,21 @@ fn write_replies<W: Write>(
             (None, false) => {}
         }
     }
+}
+
+/// Flushes the replies written, then tells `backend` how late each of those held (`unsent`,
+/// their due times) left.
+fn flush_sent<W: Write, B: Backend + ?Sized>(
+    w: &mut BufWriter<W>,
+    unsent: &mut Vec<Instant>,
+    backend: &B,
+) -> io::Result<()> {
+    w.flush()?;
+    let now = Instant::now();
+    for due in unsent.drain(..) {
+        backend.sent(now.saturating_duration_since(due));
+    }
+    Ok(())
 }
 
 /// A buffered reader and writer over the two handles of one connection.
