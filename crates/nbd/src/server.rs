@@ -2,9 +2,10 @@
 //!
 //! Each connection's reader parses requests in order, checks them and has the [`Backend`]
 //! execute them. If the backend may hold replies (until a simulated completion), a second
-//! thread, the connection's writer, sends each reply once it is due and flushes when none is;
-//! otherwise the reader writes each reply itself and flushes whenever no request is waiting. Replies may thus leave out of order, as the protocol allows; cookies tell
-//! them apart. A request the protocol lets us refuse gets an error reply and the connection
+//! thread, the connection's writer, sends each reply once it is due (sleeping with a timer
+//! slack of 1 ns, then yielding in a loop for the last 50 µs) and flushes when none is;
+//! otherwise the reader writes each reply itself and flushes whenever no request is waiting.
+//! Replies may thus leave out of order, as the protocol allows; cookies tell them apart. A request the protocol lets us refuse gets an error reply and the connection
 //! goes on; only a broken stream (bad magic, I/O error) ends it, and never another one.
 
 use crate::handshake::{negotiate, Export, Outcome};
@@ -307,6 +308,7 @@ fn write_replies<W: Write, B: Backend + ?Sized>(
     free: Sender<Vec<u8>>,
     backend: &B,
 ) -> io::Result<()> {
+    exact_timers();
     let mut pending: BinaryHeap<Reply> = BinaryHeap::new();
     // Due times of the held replies written since the last flush: they leave with it.
     let mut unsent: Vec<Instant> = Vec::new();
@@ -344,14 +346,11 @@ fn write_replies<W: Write, B: Backend + ?Sized>(
         flush_sent(w, &mut unsent, backend)?;
         // Wait for the next reply, or until the earliest pending one is due.
         match (pending.peek().and_then(|r| r.due), open) {
-            (Some(due), true) => {
-                match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                    Ok(r) => pending.push(r),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => open = false,
-                }
-            }
-            (Some(due), false) => std::thread::sleep(due.saturating_duration_since(Instant::now())),
+            (Some(due), _) => match wait(&rx, open, due) {
+                Woken::Due => {}
+                Woken::Reply(r) => pending.push(r),
+                Woken::Closed => open = false,
+            },
             (None, true) => match rx.recv() {
                 Ok(r) => pending.push(r),
                 Err(_) => open = false,
@@ -359,6 +358,62 @@ fn write_replies<W: Write, B: Backend + ?Sized>(
             // Nothing pending and the reader is done: the next round returns.
             (None, false) => {}
         }
+    }
+}
+
+/// How long before a reply is due its writer stops sleeping and yields the CPU in a loop
+/// until the due time instead. A thread woken from a timed sleep runs tens of µs late
+/// (measured in docs/nbd.md "Timing"); one that checks the clock in a loop, a few µs. The
+/// loop yields, so another thread that needs the core gets it.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// What ended a writer's [`wait`].
+enum Woken {
+    /// The due time came.
+    Due,
+    /// A reply came from the reader first.
+    Reply(Reply),
+    /// The reader is done: no reply will come.
+    Closed,
+}
+
+/// Waits until `due`, or (if the reader is still `open`) for its next reply if that comes
+/// first: sleeps until [`SPIN`] before `due`, then yields in a loop.
+fn wait(rx: &Receiver<Reply>, open: bool, due: Instant) -> Woken {
+    let now = Instant::now();
+    let wake = due.checked_sub(SPIN).unwrap_or(due);
+    if now < wake {
+        if !open {
+            std::thread::sleep(wake - now);
+        } else {
+            match rx.recv_timeout(wake - now) {
+                Ok(r) => return Woken::Reply(r),
+                Err(RecvTimeoutError::Disconnected) => return Woken::Closed,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+    while Instant::now() < due {
+        if open {
+            match rx.try_recv() {
+                Ok(r) => return Woken::Reply(r),
+                Err(TryRecvError::Disconnected) => return Woken::Closed,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
+        std::thread::yield_now();
+    }
+    Woken::Due
+}
+
+/// Makes this thread's timed waits end on time: Linux lets a sleep overrun by the thread's
+/// timer slack (50 µs by default) to batch wake-ups, which a reply held for its simulated
+/// completion cannot afford. Best effort: on failure the default slack stays.
+fn exact_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }
 
