@@ -5,8 +5,9 @@
 //! thread, the connection's writer, sends each reply once it is due (sleeping with a timer
 //! slack of 1 ns, then yielding in a loop for the last 50 µs) and flushes when none is;
 //! otherwise the reader writes each reply itself and flushes whenever no request is waiting.
-//! Replies may thus leave out of order, as the protocol allows; cookies tell them apart. A request the protocol lets us refuse gets an error reply and the connection
-//! goes on; only a broken stream (bad magic, I/O error) ends it, and never another one.
+//! Replies may thus leave out of order, as the protocol allows; cookies tell them apart. A
+//! request the protocol lets us refuse gets an error reply and the connection goes on; only a
+//! broken stream (bad magic, I/O error) ends it, and never another one.
 
 use crate::handshake::{negotiate, Export, Outcome};
 use crate::proto::*;
@@ -362,9 +363,9 @@ fn write_replies<W: Write, B: Backend + ?Sized>(
 }
 
 /// How long before a reply is due its writer stops sleeping and yields the CPU in a loop
-/// until the due time instead. A thread woken from a timed sleep runs tens of µs late
-/// (measured in docs/nbd.md "Timing"); one that checks the clock in a loop, a few µs. The
-/// loop yields, so another thread that needs the core gets it.
+/// until the due time instead. A thread woken from a timed sleep runs tens of µs late on a
+/// busy machine; one that checks the clock in a loop, a few µs (docs/nbd.md, "Lateness, and
+/// the host path's own cost"). The loop yields, so another thread that needs the core gets it.
 const SPIN: Duration = Duration::from_micros(50);
 
 /// What ended a writer's [`wait`].
