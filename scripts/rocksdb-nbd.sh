@@ -3,7 +3,12 @@
 # `learnedftl serve` on a Unix socket -> nbdfuse (the export as a file) -> a loop device with
 # direct I/O -> ext4 -> db_bench: fillseq, then overwrite, of keys whose values fill FILL of
 # the file system (the LSM tree holds up to twice that while overwrite's compactions run, so
-# the default 0.4 takes the file system to ~80 % full), then readrandom and readseq. Reads use direct I/O so they reach the device.
+# the default 0.4 takes the file system to ~80 % full), then readrandom (READS Gets) and readseq
+# (one pass over the whole DB). Reads use direct I/O so they reach the device. Compactions are
+# let finish (db_bench's waitforcompaction) after the writes and before each read benchmark:
+# reopening the DB starts the compactions the writes left, and a read benchmark running beside
+# them measures compaction, not Gets. RocksDB's LOG (every compaction, cancelled ones included)
+# is kept beside the results.
 # Prints each benchmark's ops/s beside the FTL's own metrics from `serve --json`.
 # Everything (mount, loop device, FUSE mount, server) is torn down on exit, even on failure.
 #
@@ -12,8 +17,9 @@
 #   TIMING=realtime  realtime (FEMU-like: replies at simulated completion) or none
 #   FILL=0.4       share of the file system filled with keys (16 B) and values
 #   VALUE=1000     value size in bytes
-#   READS=20000    reads of readrandom
-#   OUT=DIR        keep each FTL's report, db_bench output and table there (default: temporary)
+#   READS=20000    Gets of readrandom
+#   OUT=DIR        keep each FTL's report, db_bench output, RocksDB LOG and table there
+#                  (default: temporary)
 # Needs root (mount, losetup), /dev/fuse, and the Debian packages libnbd-bin fuse3
 # e2fsprogs rocksdb-tools.
 set -euo pipefail
@@ -35,7 +41,7 @@ work=$(mktemp -d)
 out=${OUT:-$work/out}
 mkdir -p "$out"
 
-server= fuse= loopdev= mounted=
+server='' fuse='' loopdev='' mounted=''
 teardown() {
     set +e
     [ -n "$mounted" ] && { umount "$work/fs" || umount -l "$work/fs"; }
@@ -45,7 +51,7 @@ teardown() {
         kill -TERM "$server" 2>/dev/null
         wait "$server" 2>/dev/null
     fi
-    server= fuse= loopdev= mounted=
+    server='' fuse='' loopdev='' mounted=''
 }
 trap 'teardown; [ -z "${OUT:-}" ] && rm -rf "$work"' EXIT
 
@@ -83,19 +89,46 @@ run_ftl() {
     local fs_bytes num
     fs_bytes=$(df -B1 --output=avail "$work/fs" | tail -1)
     num=$(python3 -c "print(int($fs_bytes * $fill / ($value + 16)))")
-    # Memtables (and so the WAL) and SST files scaled to the file system: RocksDB's 64 MiB
-    # defaults would hold half of a small device in the WAL.
-    local wb=$((fs_bytes / 32 < 64 << 20 ? fs_bytes / 32 : 64 << 20))
+    # Memtables (and so the WAL), SST files and level 1 scaled to the file system, so that
+    # RocksDB keeps its headroom: it cancels a compaction when the free space is smaller than
+    # the compaction's input ("not enough room" in its LOG). A level-0 compaction reads every
+    # level-0 file and all of level 1 (4 memtables' worth, more when it lags). Level 0 grows
+    # past its trigger of 4 files when flushes outrun compactions (inputs of 29 memtables on
+    # tiny with RocksDB's stop trigger of 36 files), so writes stop at 12 files: the largest
+    # inputs measured then were 20-23 memtables, and the WAL holds ~2 more. 22 of them must
+    # fit in what the LSM tree's peak (twice FILL while overwrite compacts) leaves free, with
+    # 10 % of the file system to spare (which covers the rest). At most RocksDB's default of
+    # 64 MiB.
+    local wb
+    wb=$(python3 -c "print(min(64 << 20, int($fs_bytes * (0.9 - 2 * $fill) / 22)))")
+    if [ "$wb" -lt $((256 << 10)) ]; then
+        echo "rocksdb-nbd: FILL=$fill leaves RocksDB no room to compact (at most ~0.44)" >&2
+        exit 1
+    fi
     local db=(db_bench --db="$work/fs/db" --num="$num" --value_size="$value" --key_size=16
         --write_buffer_size="$wb" --target_file_size_base="$wb"
         --max_bytes_for_level_base=$((4 * wb))
+        --level0_slowdown_writes_trigger=8 --level0_stop_writes_trigger=12
         --compression_type=none --use_direct_reads=true
         --use_direct_io_for_flush_and_compaction=true --threads=1 --seed=1)
-    "${db[@]}" --benchmarks=fillseq,overwrite >"$out/$ftl.write.txt" 2>&1
-    "${db[@]}" --benchmarks=readrandom,readseq --use_existing_db=1 --reads="$reads" \
+    "${db[@]}" --benchmarks=fillseq,overwrite,waitforcompaction >"$out/$ftl.write.txt" 2>&1
+    # readseq in a run of its own: --reads would cap it too; by default it reads every key once.
+    "${db[@]}" --benchmarks=waitforcompaction,readrandom --use_existing_db=1 --reads="$reads" \
         >"$out/$ftl.read.txt" 2>&1
+    "${db[@]}" --benchmarks=waitforcompaction,readseq --use_existing_db=1 \
+        >>"$out/$ftl.read.txt" 2>&1
+    # Each run of db_bench starts a LOG and keeps the previous one as LOG.old.<time>.
+    local log
+    for log in "$work/fs/db"/LOG*; do
+        cp "$log" "$out/$ftl.rocksdb.${log##*/}"
+    done
     sync
     teardown
+    local cancelled
+    cancelled=$(cat "$out/$ftl".rocksdb.LOG* | grep -c "not enough room" || true)
+    [ "$cancelled" = 0 ] ||
+        echo "rocksdb-nbd: $ftl: RocksDB cancelled $cancelled compactions for want of space" \
+            "($out/$ftl.rocksdb.LOG*)" >&2
     local f row
     row=$(printf '%-11s' "$ftl")
     for f in fillseq overwrite; do row+=$(printf ' %12s' "$(ops "$f" "$out/$ftl.write.txt")"); done
@@ -112,7 +145,8 @@ PY
 }
 
 {
-    echo "db_bench on ext4 over nbdfuse + loop (direct I/O); preset $preset, timing $timing," \
+    echo "db_bench on ext4 over nbdfuse + loop (direct I/O), compactions settled before reads;" \
+        "preset $preset, timing $timing," \
         "values $value B, keys and values = $fill of the file system; ops/s, then the FTL's metrics"
     printf '%-11s %12s %12s %12s %12s %6s %6s %6s %6s %8s %8s\n' ftl fillseq overwrite \
         readrandom readseq WAF GC cmt model "rd µs" "wr µs"

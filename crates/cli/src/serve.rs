@@ -7,6 +7,7 @@ use learnedftl::engine::{SimOptions, Simulator, Verify};
 use learnedftl::host::AvailableMemory;
 use learnedftl::params::{parse_duration_ns, Params};
 use learnedftl::report;
+use learnedftl::stats::LatencySummary;
 use learnedftl::trace::{Format, TraceWriter};
 use learnedftl_nbd::sim::{Recorder, SimBackend, Timing};
 use learnedftl_nbd::Listener;
@@ -198,15 +199,17 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         },
         "verify": true,
     });
-    let r = backend.report(&o.preset, 0, config);
+    let served = backend.report(&o.preset, 0, config);
+    let r = &served.run;
     // Whoever started the server may have stopped reading its output: not a failure.
     let _ = writeln!(
         std::io::stdout(),
-        "{}{} (docs/metrics.md: every column)\n{}\n{}",
+        "{}{} (docs/metrics.md: every column)\n{}{}\n{}",
         report::phases_table(&r.phases),
         report::columns::PHASES.legend,
         report::byte_checks_line(&r.result),
-        report::detail_table(&r)
+        lateness_line(served.lateness_us.as_ref()),
+        report::detail_table(r)
     );
     if let (n @ 1.., last) = backend.failures() {
         eprintln!("{n} requests failed; last: {}", last.unwrap_or_default());
@@ -215,7 +218,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     if let Some(path) = &o.json {
         let f = std::fs::File::create(path)
             .with_context(|| format!("cannot create {}", path.display()))?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &r)
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &served)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &o.socket {
@@ -232,6 +235,7 @@ fn print_stats(backend: &SimBackend) {
     let (failures, last) = backend.failures();
     let mut out = report::phases_table(std::slice::from_ref(&m));
     out += &report::byte_checks_line(&m);
+    out += &lateness_line(backend.lateness().as_ref());
     if failures > 0 {
         out += &format!(
             "{failures} requests failed; last: {}\n",
@@ -242,6 +246,18 @@ fn print_stats(backend: &SimBackend) {
     let _ = stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush());
+}
+
+/// Under `--timing realtime`, how late the replies sent so far left (docs/metrics.md); empty
+/// otherwise.
+fn lateness_line(lateness: Option<&LatencySummary>) -> String {
+    match lateness {
+        Some(l) => format!(
+            "lateness: {} replies sent after their simulated completion by p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs\n",
+            l.count, l.p50, l.p99, l.p999, l.max
+        ),
+        None => String::new(),
+    }
 }
 
 fn recorder(path: &PathBuf, format: &str) -> Result<Recorder> {

@@ -42,14 +42,20 @@ struct Server {
     at: String,
     /// The server's stderr, line by line (also copied to the test's stderr).
     log: mpsc::Receiver<String>,
+    /// Its stdout after the first line, line by line.
+    out: mpsc::Receiver<String>,
 }
 
 impl Server {
+    /// Serves `ftl` on `tiny` with `extra` options, `--timing none` unless they say.
     fn start(ftl: &str, extra: &[&str]) -> Server {
+        let timing = match extra.contains(&"--timing") {
+            true => &[][..],
+            false => &["--timing", "none"][..],
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
-            .args([
-                "serve", "--ftl", ftl, "--preset", "tiny", "--timing", "none",
-            ])
+            .args(["serve", "--ftl", ftl, "--preset", "tiny"])
+            .args(timing)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -64,16 +70,14 @@ impl Server {
             }
         });
         let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
+        let (tx, out) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut out = BufReader::new(stdout);
-            let mut line = String::new();
-            out.read_line(&mut line).ok();
-            tx.send(line).ok();
-            // Keep reading, so the server never writes into a closed pipe.
-            std::io::copy(&mut out, &mut std::io::sink()).ok();
+            // Keep reading to the end, so the server never writes into a closed pipe.
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                tx.send(line).ok();
+            }
         });
-        let line = rx
+        let line = out
             .recv_timeout(Duration::from_secs(60))
             .expect("the server says where it listens within 60 s");
         let at = line
@@ -81,7 +85,12 @@ impl Server {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_string();
-        Server { child, at, log }
+        Server {
+            child,
+            at,
+            log,
+            out,
+        }
     }
 
     /// Sends `signal` (e.g. `USR1`) to the server, by PID.
@@ -96,15 +105,12 @@ impl Server {
 
     /// Waits (at most 60 s) for a line of the server's stderr containing `needle`; returns it.
     fn wait_log(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.log.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(_) => {}
-                Err(e) => panic!("no server log line with {needle:?} within 60 s: {e}"),
-            }
-        }
+        wait_line(&self.log, needle)
+    }
+
+    /// Waits (at most 60 s) for a line of the server's stdout containing `needle`; returns it.
+    fn wait_out(&self, needle: &str) -> String {
+        wait_line(&self.out, needle)
     }
 
     fn uri(&self) -> String {
@@ -127,6 +133,19 @@ impl Server {
             }
             assert!(Instant::now() < deadline, "server did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Waits (at most 60 s) for a line from `lines` containing `needle`; returns it.
+fn wait_line(lines: &mpsc::Receiver<String>, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return line,
+            Ok(_) => {}
+            Err(e) => panic!("no server line with {needle:?} within 60 s: {e}"),
         }
     }
 }
@@ -423,4 +442,62 @@ fn serve_verify_answers_eio_for_wrong_reads_and_reports_the_counts() {
     assert_eq!(b["pages_learned"], 0, "{v}");
     assert_eq!(b["mismatches"], 0, "{v}");
     assert_eq!(b["failed_commands"], 3, "{v}");
+}
+
+#[test]
+fn serve_realtime_reports_lateness_in_stats_lines_and_json() {
+    let dir = Scratch::new("nbd-lateness");
+    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
+    let server = Server::start(
+        "ideal",
+        &[
+            "--timing",
+            "realtime",
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--stats-interval",
+            "100ms",
+        ],
+    );
+    let (_, _, mut tx, mut rx) = client::connect(UnixStream::connect(&sock).unwrap()).unwrap();
+    // One write, then four reads in flight at once.
+    let mut out = Vec::new();
+    let w = Request {
+        flags: 0,
+        cmd: Cmd::Write,
+        cookie: 0,
+        offset: 0,
+        len: 4 * 4096,
+    };
+    client::encode(&mut out, &w, Some(&[3; 4 * 4096]));
+    tx.send(&out).unwrap();
+    assert_eq!(rx.reply().unwrap(), (0, 0));
+    out.clear();
+    for k in 0..4 {
+        let r = Request {
+            cmd: Cmd::Read,
+            cookie: k + 1,
+            offset: k * 4096,
+            len: 4096,
+            ..w
+        };
+        client::encode(&mut out, &r, None);
+    }
+    tx.send(&out).unwrap();
+    for _ in 0..4 {
+        assert_eq!(rx.reply().unwrap().0, 0);
+        rx.data(&mut [0; 4096]).unwrap();
+    }
+    let line = server.wait_out("lateness: 5 replies");
+    assert!(line.contains("p99.9"), "{line}");
+    drop((tx, rx));
+    server.stop();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let l = &r["lateness_us"];
+    assert_eq!(l["count"], 5, "{l}");
+    let (p50, max) = (l["p50"].as_f64().unwrap(), l["max"].as_f64().unwrap());
+    assert!(0.0 <= p50 && p50 <= max, "{l}");
+    assert_eq!(r["result"]["requests"]["read"], 4, "{r}");
 }

@@ -2,10 +2,12 @@
 //!
 //! Each connection's reader parses requests in order, checks them and has the [`Backend`]
 //! execute them. If the backend may hold replies (until a simulated completion), a second
-//! thread, the connection's writer, sends each reply once it is due and flushes when none is;
-//! otherwise the reader writes each reply itself and flushes whenever no request is waiting. Replies may thus leave out of order, as the protocol allows; cookies tell
-//! them apart. A request the protocol lets us refuse gets an error reply and the connection
-//! goes on; only a broken stream (bad magic, I/O error) ends it, and never another one.
+//! thread, the connection's writer, sends each reply once it is due (sleeping with a timer
+//! slack of 1 ns, then yielding in a loop for the last 50 µs) and flushes when none is;
+//! otherwise the reader writes each reply itself and flushes whenever no request is waiting.
+//! Replies may thus leave out of order, as the protocol allows; cookies tell them apart. A
+//! request the protocol lets us refuse gets an error reply and the connection goes on; only a
+//! broken stream (bad magic, I/O error) ends it, and never another one.
 
 use crate::handshake::{negotiate, Export, Outcome};
 use crate::proto::*;
@@ -17,7 +19,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A command the server checked (in range, aligned, within the payload limit) for the
 /// backend to execute: the library's byte-addressed host command.
@@ -34,6 +36,11 @@ pub trait Backend: Send + Sync + 'static {
     /// connection's reader writes its replies itself, with no writer thread (faster).
     fn holds_replies(&self) -> bool {
         true
+    }
+    /// Called once a reply [`Backend::execute`] held has been sent (written and flushed to
+    /// the socket): `late` is how long after its due time it left.
+    fn sent(&self, late: Duration) {
+        let _ = late;
     }
 }
 
@@ -126,7 +133,7 @@ pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) 
     let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|s| {
         let w = s.spawn(move || {
-            let r = write_replies(&mut writer, rx, free_tx);
+            let r = write_replies(&mut writer, rx, free_tx, backend);
             if r.is_err() {
                 // Wake the reader: the connection is over.
                 writer.get_ref().shutdown();
@@ -294,13 +301,18 @@ fn execute<B: Backend + ?Sized>(
     backend.execute(cmd)
 }
 
-/// Sends replies when due, oldest deadline first; flushes whenever none is due.
-fn write_replies<W: Write>(
+/// Sends replies when due, oldest deadline first; flushes whenever none is due, and tells
+/// `backend` how late each held reply left.
+fn write_replies<W: Write, B: Backend + ?Sized>(
     w: &mut BufWriter<W>,
     rx: Receiver<Reply>,
     free: Sender<Vec<u8>>,
+    backend: &B,
 ) -> io::Result<()> {
+    exact_timers();
     let mut pending: BinaryHeap<Reply> = BinaryHeap::new();
+    // Due times of the held replies written since the last flush: they leave with it.
+    let mut unsent: Vec<Instant> = Vec::new();
     let mut open = true;
     loop {
         while let Ok(r) = rx.try_recv() {
@@ -314,11 +326,12 @@ fn write_replies<W: Write>(
             let r = pending.pop().expect("peeked");
             w.write_all(&simple_reply(r.error, r.cookie))?;
             w.write_all(&r.data)?;
+            unsent.extend(r.due);
             // Recycled by the reader: no allocation per read.
             let _ = free.send(r.data);
         }
         if !open && pending.is_empty() {
-            return w.flush();
+            return flush_sent(w, &mut unsent, backend);
         }
         if open {
             // Replies queued meanwhile go out in the same batch.
@@ -331,17 +344,14 @@ fn write_replies<W: Write>(
                 Err(TryRecvError::Empty) => {}
             }
         }
-        w.flush()?;
+        flush_sent(w, &mut unsent, backend)?;
         // Wait for the next reply, or until the earliest pending one is due.
         match (pending.peek().and_then(|r| r.due), open) {
-            (Some(due), true) => {
-                match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                    Ok(r) => pending.push(r),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => open = false,
-                }
-            }
-            (Some(due), false) => std::thread::sleep(due.saturating_duration_since(Instant::now())),
+            (Some(due), _) => match wait(&rx, open, due) {
+                Woken::Due => {}
+                Woken::Reply(r) => pending.push(r),
+                Woken::Closed => open = false,
+            },
             (None, true) => match rx.recv() {
                 Ok(r) => pending.push(r),
                 Err(_) => open = false,
@@ -350,6 +360,77 @@ fn write_replies<W: Write>(
             (None, false) => {}
         }
     }
+}
+
+/// How long before a reply is due its writer stops sleeping and yields the CPU in a loop
+/// until the due time instead. A thread woken from a timed sleep runs tens of µs late on a
+/// busy machine; one that checks the clock in a loop, a few µs (docs/nbd.md, "Lateness, and
+/// the host path's own cost"). The loop yields, so another thread that needs the core gets it.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// What ended a writer's [`wait`].
+enum Woken {
+    /// The due time came.
+    Due,
+    /// A reply came from the reader first.
+    Reply(Reply),
+    /// The reader is done: no reply will come.
+    Closed,
+}
+
+/// Waits until `due`, or (if the reader is still `open`) for its next reply if that comes
+/// first: sleeps until [`SPIN`] before `due`, then yields in a loop.
+fn wait(rx: &Receiver<Reply>, open: bool, due: Instant) -> Woken {
+    let now = Instant::now();
+    let wake = due.checked_sub(SPIN).unwrap_or(due);
+    if now < wake {
+        if !open {
+            std::thread::sleep(wake - now);
+        } else {
+            match rx.recv_timeout(wake - now) {
+                Ok(r) => return Woken::Reply(r),
+                Err(RecvTimeoutError::Disconnected) => return Woken::Closed,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+    while Instant::now() < due {
+        if open {
+            match rx.try_recv() {
+                Ok(r) => return Woken::Reply(r),
+                Err(TryRecvError::Disconnected) => return Woken::Closed,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
+        std::thread::yield_now();
+    }
+    Woken::Due
+}
+
+/// Makes this thread's timed waits end on time: Linux lets a sleep overrun by the thread's
+/// timer slack (50 µs by default) to batch wake-ups, which a reply held for its simulated
+/// completion cannot afford. Best effort: on failure the default slack stays.
+fn exact_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Flushes the replies written, then tells `backend` how late each of those held (`unsent`,
+/// their due times) left.
+fn flush_sent<W: Write, B: Backend + ?Sized>(
+    w: &mut BufWriter<W>,
+    unsent: &mut Vec<Instant>,
+    backend: &B,
+) -> io::Result<()> {
+    w.flush()?;
+    let now = Instant::now();
+    for due in unsent.drain(..) {
+        backend.sent(now.saturating_duration_since(due));
+    }
+    Ok(())
 }
 
 /// A buffered reader and writer over the two handles of one connection.

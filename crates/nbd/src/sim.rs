@@ -19,8 +19,9 @@ use learnedftl::engine::bytes::HostBytes;
 use learnedftl::engine::{EngineError, Simulator};
 use learnedftl::error::FtlError;
 use learnedftl::run::RunReport;
-use learnedftl::stats::Metrics;
+use learnedftl::stats::{LatencyHistogram, LatencySummary, Metrics};
 use learnedftl::trace::{TraceError, TraceRecord, TraceWriter};
+use serde::Serialize;
 use std::fmt;
 use std::io::Write;
 use std::str::FromStr;
@@ -67,6 +68,18 @@ pub type Recorder = TraceWriter<Box<dyn Write + Send>>;
 /// Where a server's messages go.
 type Log = Box<dyn Fn(String) + Send + Sync>;
 
+/// What `serve --json` writes: the keys of `run --json`, and `lateness_us` with
+/// [`Timing::Realtime`] (docs/metrics.md).
+#[derive(Clone, Debug, Serialize)]
+pub struct ServeReport {
+    /// The run's report.
+    #[serde(flatten)]
+    pub run: RunReport,
+    /// How late replies were sent ([`SimBackend::lateness`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lateness_us: Option<LatencySummary>,
+}
+
 /// A simulated SSD as an NBD export.
 pub struct SimBackend {
     export: Export,
@@ -75,6 +88,9 @@ pub struct SimBackend {
     anchor: Instant,
     start: SimTime,
     state: Mutex<State>,
+    /// With [`Timing::Realtime`]: how late each held reply was sent, in ns (a lock of its
+    /// own, so that replies being sent do not wait for requests being served).
+    lateness: Option<Mutex<LatencyHistogram>>,
 }
 
 struct State {
@@ -151,6 +167,7 @@ impl SimBackend {
                 last_failure: None,
                 log: None,
             }),
+            lateness: (timing == Timing::Realtime).then(Mutex::default),
         })
     }
 
@@ -182,6 +199,14 @@ impl SimBackend {
         f(&mut self.lock().sim)
     }
 
+    /// With [`Timing::Realtime`], how late the replies sent so far left: the wall time each
+    /// was sent (flushed to the socket) minus the wall time its simulated completion maps to,
+    /// in µs. `None` with [`Timing::None`], which holds no reply.
+    pub fn lateness(&self) -> Option<LatencySummary> {
+        let h = self.lateness.as_ref()?;
+        Some(h.lock().unwrap_or_else(|p| p.into_inner()).summary())
+    }
+
     /// Requests the simulator failed so far (answered `NBD_EIO` or `NBD_ENOSPC`), and the last
     /// failure's message.
     pub fn failures(&self) -> (u64, Option<String>) {
@@ -189,13 +214,14 @@ impl SimBackend {
         (s.failures, s.last_failure.clone())
     }
 
-    /// The run's report, as `run --json` writes it: `config` gets the FTL's parameters added
-    /// under `ftl`.
-    pub fn report(&self, preset: &str, seed: u64, mut config: serde_json::Value) -> RunReport {
+    /// The server's report: the run's, as `run --json` writes it (`config` gets the FTL's
+    /// parameters added under `ftl`), and the replies' lateness.
+    pub fn report(&self, preset: &str, seed: u64, mut config: serde_json::Value) -> ServeReport {
+        let lateness_us = self.lateness();
         let s = self.lock();
         let m = s.metrics();
         config["ftl"] = s.sim.ftl().params();
-        RunReport {
+        let run = RunReport {
             ftl: s.sim.ftl().name().to_string(),
             preset: preset.to_string(),
             seed,
@@ -203,7 +229,8 @@ impl SimBackend {
             phases: vec![m.clone()],
             result: m,
             trace: None,
-        }
+        };
+        ServeReport { run, lateness_us }
     }
 
     /// Cuts the power between two requests and recovers the FTL from flash (docs/nbd.md):
@@ -263,6 +290,13 @@ impl Backend for SimBackend {
 
     fn holds_replies(&self) -> bool {
         self.timing == Timing::Realtime
+    }
+
+    fn sent(&self, late: Duration) {
+        if let Some(h) = &self.lateness {
+            let ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+            h.lock().unwrap_or_else(|p| p.into_inner()).record(ns);
+        }
     }
 
     fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {

@@ -12,7 +12,7 @@ use learnedftl::params::Params;
 use learnedftl::trace::{Format, TraceWriter};
 use learnedftl_nbd::proto::*;
 use learnedftl_nbd::sim::{SimBackend, Timing};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -185,6 +185,51 @@ fn disconnect_sends_the_replies_still_held_first() {
     assert_eq!(cookies, [1, 2]);
     h.join().unwrap().unwrap();
     assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn realtime_lateness_counts_every_held_reply() {
+    let b = backend("ideal", Timing::Realtime);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    write(&mut c, 0, &bytes(1, 8 * 4096), 0);
+    read(&mut c, 0, 4096);
+    // Eight reads in flight at once, a flush, and a refused read (past the end): its error
+    // reply is sent at once, held for no completion, and not counted.
+    for k in 0..8 {
+        request(&mut c, Command::Read, 0, k, k * 4096, Err(4096));
+    }
+    for _ in 0..8 {
+        assert_eq!(reply(&mut c).0, 0);
+        let mut page = [0u8; 4096];
+        c.read_exact(&mut page).unwrap();
+    }
+    let (e, _) = call(&mut c, Command::Flush, 0, 0, Err(0));
+    assert_eq!(e, 0);
+    let (e, _) = call(&mut c, Command::Read, 0, 1 << 40, Err(4096));
+    assert_eq!(e, NbdError::EINVAL.0);
+    disconnect(c, h);
+    let l = b.lateness().expect("realtime reports lateness");
+    assert_eq!(l.count, 11, "{l:?}");
+    assert!(
+        0.0 <= l.p50 && l.p50 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max,
+        "{l:?}"
+    );
+    let r = b.report("tiny", 0, serde_json::json!({}));
+    assert_eq!(r.lateness_us, Some(l));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["lateness_us"]["count"], 11);
+    assert_eq!(json["result"]["requests"]["read"], 9);
+
+    // Replies sent at once have no lateness, and the report no such key.
+    let b = backend("ideal", Timing::None);
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    read(&mut c, 0, 4096);
+    disconnect(c, h);
+    assert_eq!(b.lateness(), None);
+    let json = serde_json::to_value(b.report("tiny", 0, serde_json::json!({}))).unwrap();
+    assert!(json.get("lateness_us").is_none() && json.get("result").is_some());
 }
 
 /// A writer into a shared buffer.

@@ -30,8 +30,28 @@ pub struct LatencySummary {
     pub max: f64,
 }
 
-impl LatencySummary {
-    fn of(h: &Histogram<u64>) -> LatencySummary {
+/// A histogram of latencies in nanoseconds (three significant digits, up to an hour; longer
+/// ones saturate there), as every latency in a report is recorded.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram(Histogram<u64>);
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram(
+            Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds"),
+        )
+    }
+}
+
+impl LatencyHistogram {
+    /// Records one latency of `ns` nanoseconds (0 included).
+    pub fn record(&mut self, ns: u64) {
+        self.0.saturating_record(ns);
+    }
+
+    /// What was recorded, in microseconds (all zero if nothing was).
+    pub fn summary(&self) -> LatencySummary {
+        let h = &self.0;
         if h.is_empty() {
             return LatencySummary::default();
         }
@@ -217,17 +237,12 @@ pub struct Collector {
     page_reads: u64,
     page_writes: u64,
     unmapped_reads: u64,
-    hist: [Histogram<u64>; 3],
+    hist: [LatencyHistogram; 3],
     dram_peak: u64,
     wall: Instant,
     /// Counters of FTL instances a recovery replaced during the phase.
     carried: FtlStats,
     power_cuts: Option<PowerCutSummary>,
-}
-
-fn histogram() -> Histogram<u64> {
-    // Nanoseconds, three significant digits, up to an hour (longer latencies saturate there).
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
 impl Collector {
@@ -242,7 +257,7 @@ impl Collector {
             page_reads: 0,
             page_writes: 0,
             unmapped_reads: 0,
-            hist: [histogram(), histogram(), histogram()],
+            hist: Default::default(),
             dram_peak: 0,
             wall: Instant::now(),
             carried: FtlStats::default(),
@@ -288,9 +303,9 @@ impl Collector {
             }
         };
         if let Some(s) = slot {
-            self.hist[s].saturating_record(lat);
+            self.hist[s].record(lat);
         }
-        self.hist[2].saturating_record(lat);
+        self.hist[2].record(lat);
     }
 
     /// Extends the phase to `t`, when internal work it issued (the settle phase's) completes.
@@ -371,9 +386,9 @@ impl Collector {
             iops: per_sec(requests as f64),
             bandwidth_mib_s: per_sec(self.bytes as f64) / (1u64 << 20) as f64,
             latency_us: Latencies {
-                read: LatencySummary::of(&self.hist[0]),
-                write: LatencySummary::of(&self.hist[1]),
-                all: LatencySummary::of(&self.hist[2]),
+                read: self.hist[0].summary(),
+                write: self.hist[1].summary(),
+                all: self.hist[2].summary(),
             },
             requests: self.ops.clone(),
             page_reads: self.page_reads,
