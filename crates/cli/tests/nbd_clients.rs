@@ -501,3 +501,93 @@ fn serve_realtime_reports_lateness_in_stats_lines_and_json() {
     assert!(0.0 <= p50 && p50 <= max, "{l}");
     assert_eq!(r["result"]["requests"]["read"], 4, "{r}");
 }
+
+/// fio's nbd engine, two jobs on two connections, recorded by a realtime server as a
+/// learnedftl recording; the recording then replays closed-loop on every FTL with the oracle
+/// on, and its one phase (the fio run, marked from outside on the wall clock) gets a
+/// simulated duration.
+#[test]
+fn a_recording_of_fio_replays_closed_loop_on_every_ftl() {
+    let Some(fio) = common::client("fio", "fio") else {
+        return;
+    };
+    let dir = Scratch::new("nbd-record");
+    let rec = dir.join("fio.rec");
+    let server = Server::start(
+        "tpftl",
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--timing",
+            "realtime",
+            "--record",
+            rec.to_str().unwrap(),
+            "--record-format",
+            "learnedftl",
+        ],
+    );
+    let unix_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    };
+    let start = unix_ns();
+    run(Command::new(fio).args([
+        "--name=rec",
+        "--ioengine=nbd",
+        &format!("--uri={}", server.uri()),
+        "--rw=randrw",
+        "--bs=4k",
+        "--size=8m",
+        "--io_size=2m",
+        "--iodepth=4",
+        "--numjobs=2",
+        "--randseed=3",
+    ]));
+    let end = unix_ns();
+    server.stop();
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let mut conns = std::collections::BTreeSet::new();
+    let mut lines = 0;
+    for l in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let (issue, done): (u64, u64) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        assert!(done >= issue, "{l}");
+        conns.insert(f[2].to_string());
+        lines += 1;
+    }
+    assert!(lines >= 1024, "{lines} requests recorded");
+    assert!(conns.len() >= 2, "connections {conns:?}");
+    let phases = dir.join("fio.phases");
+    // 2 jobs x 2 MiB of 4 KiB requests.
+    std::fs::write(&phases, format!("fio,{start},{end},1024\n")).unwrap();
+    let json = dir.join("replay.json");
+    let out = run(Command::new(env!("CARGO_BIN_EXE_learnedftl")).args([
+        "compare",
+        "--preset",
+        "tiny",
+        "--trace",
+        rec.to_str().unwrap(),
+        "--replay",
+        "closed",
+        "--phases",
+        phases.to_str().unwrap(),
+        "--verify",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("closed-loop replay, application phases"), "{table}");
+    let runs: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for r in runs.as_array().unwrap() {
+        let ftl = &r["ftl"];
+        assert_eq!(r["result"]["verify"]["failures"], 0, "{ftl}");
+        let p = &r["trace"]["closed_loop"]["phases"][0];
+        assert_eq!(p["name"], "fio");
+        assert_eq!(p["requests"].as_u64(), Some(lines), "{ftl}: {p}");
+        assert!(p["simulated_s"].as_f64().unwrap() > 0.0, "{ftl}: {p}");
+        assert!(p["simulated_ops_per_sec"].as_f64().unwrap() > 0.0, "{ftl}: {p}");
+    }
+}

@@ -53,7 +53,7 @@ impl NbdDriver {
         for i in 0..connections.max(1) {
             let (c, s) = UnixStream::pair().map_err(|e| format!("socket pair: {e}"))?;
             let b = backend.clone();
-            std::thread::spawn(move || serve_connection(s, &*b));
+            std::thread::spawn(move || serve_connection(s, &*b, i as u64));
             let (_size, _flags, sender, replies) =
                 client::connect(c).map_err(|e| format!("connection {i}: handshake: {e}"))?;
             let (to_send, rx) = mpsc::channel::<Vec<u8>>();

@@ -30,8 +30,9 @@ pub use learnedftl::engine::bytes::Cmd;
 pub trait Backend: Send + Sync + 'static {
     /// The export.
     fn export(&self) -> Export;
-    /// Executes a command; returns when its reply may be sent (`None`: at once).
-    fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError>;
+    /// Executes a command of connection `conn` (numbered from 0 in the order they were
+    /// accepted); returns when its reply may be sent (`None`: at once).
+    fn execute(&self, conn: u64, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError>;
     /// Whether [`Backend::execute`] may hold replies (return a time). If not, each
     /// connection's reader writes its replies itself, with no writer thread (faster).
     fn holds_replies(&self) -> bool {
@@ -104,9 +105,13 @@ impl Ord for Reply {
     }
 }
 
-/// Serves one connection to the end: handshake, then requests until the client disconnects
-/// or the stream breaks. Returns why it ended (`Ok` for a clean end).
-pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) -> io::Result<()> {
+/// Serves connection number `conn` to the end: handshake, then requests until the client
+/// disconnects or the stream breaks. Returns why it ended (`Ok` for a clean end).
+pub fn serve_connection<S: Stream, B: Backend + ?Sized>(
+    stream: S,
+    backend: &B,
+    conn: u64,
+) -> io::Result<()> {
     let export = backend.export();
     let out = stream.try_clone()?;
     let mut rw = BufStream {
@@ -126,7 +131,7 @@ pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) 
             w: &mut writer,
             spare: Vec::new(),
         };
-        let r = read_requests(&mut reader, backend, &export, &mut sink);
+        let r = read_requests(&mut reader, backend, conn, &export, &mut sink);
         return r.and_then(|()| writer.flush());
     }
     let (tx, rx) = mpsc::channel::<Reply>();
@@ -141,7 +146,7 @@ pub fn serve_connection<S: Stream, B: Backend + ?Sized>(stream: S, backend: &B) 
             r
         });
         let mut sink = Queued { tx, free: free_rx };
-        let r = read_requests(&mut reader, backend, &export, &mut sink);
+        let r = read_requests(&mut reader, backend, conn, &export, &mut sink);
         drop(sink);
         let w = w
             .join()
@@ -203,6 +208,7 @@ impl Replies for Queued {
 fn read_requests<R: Read, B: Backend + ?Sized>(
     r: &mut BufReader<R>,
     backend: &B,
+    conn: u64,
     export: &Export,
     replies: &mut impl Replies,
 ) -> io::Result<()> {
@@ -234,7 +240,7 @@ fn read_requests<R: Read, B: Backend + ?Sized>(
             data.resize(payload as usize, 0);
             r.read_exact(&mut data)?;
         }
-        let result = checked.and_then(|()| execute(backend, &req, &mut data));
+        let result = checked.and_then(|()| execute(backend, conn, &req, &mut data));
         let (due, error) = match result {
             Ok(due) => (due, NbdError(0)),
             Err(e) => (None, e),
@@ -273,6 +279,7 @@ fn read_header<R: Read>(r: &mut R, b: &mut [u8; REQUEST_LEN]) -> io::Result<bool
 /// Hands a checked request to the backend; a read's data lands in `data`.
 fn execute<B: Backend + ?Sized>(
     backend: &B,
+    conn: u64,
     req: &Request,
     data: &mut Vec<u8>,
 ) -> Result<Option<Instant>, NbdError> {
@@ -298,7 +305,7 @@ fn execute<B: Backend + ?Sized>(
         },
         Command::Disc | Command::Unknown(_) => return Err(NbdError::EINVAL),
     };
-    backend.execute(cmd)
+    backend.execute(conn, cmd)
 }
 
 /// Sends replies when due, oldest deadline first; flushes whenever none is due, and tells
@@ -511,8 +518,8 @@ pub fn serve<B: Backend>(
         let (backend, live, log) = (backend.clone(), live.clone(), log.clone());
         std::thread::spawn(move || {
             let r = match conn {
-                Conn::Tcp(s) => serve_connection(s, &*backend),
-                Conn::Unix(s) => serve_connection(s, &*backend),
+                Conn::Tcp(s) => serve_connection(s, &*backend, id - 1),
+                Conn::Unix(s) => serve_connection(s, &*backend, id - 1),
             };
             if let Err(e) = r {
                 log(format!("connection {id} ({peer}): {e}"));

@@ -20,7 +20,7 @@ use learnedftl::engine::{EngineError, Simulator};
 use learnedftl::error::FtlError;
 use learnedftl::run::RunReport;
 use learnedftl::stats::{LatencyHistogram, LatencySummary, Metrics};
-use learnedftl::trace::{TraceError, TraceRecord, TraceWriter};
+use learnedftl::trace::{Format, TraceError, TraceRecord, TraceWriter};
 use serde::Serialize;
 use std::fmt;
 use std::io::Write;
@@ -114,7 +114,7 @@ impl SimBackend {
         mut sim: Simulator,
         name: &str,
         timing: Timing,
-        record: Option<Recorder>,
+        mut record: Option<Recorder>,
     ) -> Result<SimBackend, String> {
         if sim.device().payloads().is_none() {
             return Err("the device keeps no payloads (payloads=true)".into());
@@ -153,10 +153,19 @@ impl SimBackend {
             sim.track_power_cuts();
         }
         let start = sim.clock();
+        let anchor = Instant::now();
+        if let Some(rec) = record.as_mut().filter(|r| r.format() == Format::Recording) {
+            // Time 0 of the recording on the wall clock, for phase marks taken outside.
+            let unix = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            rec.comment(&format!("start_unix_ns={unix}"))
+                .map_err(|e| format!("--record: {e}"))?;
+        }
         Ok(SimBackend {
             export,
             timing,
-            anchor: Instant::now(),
+            anchor,
             start,
             state: Mutex::new(State {
                 sim,
@@ -299,17 +308,58 @@ impl Backend for SimBackend {
         }
     }
 
-    fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
+    fn execute(&self, conn: u64, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
         let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
         let mut s = self.lock();
         let arrival = now.max(s.last_arrival);
         s.last_arrival = arrival;
-        let done = s.execute(cmd, arrival)?;
-        Ok(self.due(done))
+        let r = s.execute(cmd, arrival);
+        if s.record.is_some() {
+            // When the reply leaves: held until the simulated completion, or at once (the
+            // lateness of either is not counted: a few µs, docs/nbd.md "Timing").
+            let reply = match (&r, self.timing) {
+                (Ok(done), Timing::Realtime) => done.since(self.start),
+                _ => self.anchor.elapsed().as_nanos() as u64,
+            };
+            s.record(conn, arrival.since(self.start), reply);
+        }
+        Ok(self.due(r?))
     }
 }
 
 impl State {
+    /// Records the page-level requests the last command issued, when recording: a
+    /// learnedftl recording gets the command's connection, issue and reply times (ns since the
+    /// server started); other formats each request's simulated arrival.
+    fn record(&mut self, conn: u64, issue_ns: u64, reply_ns: u64) {
+        let Some(rec) = self.record.as_mut() else {
+            return;
+        };
+        let recording = rec.format() == Format::Recording;
+        for issued in self.bytes.drain_journal() {
+            let io = issued.io;
+            let mut line = TraceRecord {
+                line: 0,
+                time_ns: io.arrival.0,
+                op: io.op,
+                offset: io.offset,
+                len: io.len,
+                device: 0,
+                done_ns: None,
+            };
+            if recording {
+                line.time_ns = issue_ns;
+                line.done_ns = Some(reply_ns.max(issue_ns));
+                line.device = u32::try_from(conn).unwrap_or(u32::MAX);
+            }
+            if let Err(e) = rec.write(&line) {
+                self.last_failure = Some(format!("recording stopped: {e}"));
+                self.record = None;
+                break;
+            }
+        }
+    }
+
     /// The simulator's metrics so far, with what the byte path's checks counted.
     fn metrics(&self) -> Metrics {
         let mut m = self.sim.live_metrics();
@@ -317,29 +367,9 @@ impl State {
         m
     }
 
-    /// Executes `cmd` at `t` through the byte path, records the page-level requests it
-    /// issued, and maps a failure to its NBD error.
+    /// Executes `cmd` at `t` through the byte path and maps a failure to its NBD error.
     fn execute(&mut self, cmd: Cmd<'_>, t: SimTime) -> Result<SimTime, NbdError> {
         let r = self.bytes.execute(&mut self.sim, cmd, t);
-        if let Some(rec) = self.record.as_mut() {
-            for issued in self.bytes.drain_journal() {
-                let io = issued.io;
-                let line = TraceRecord {
-                    line: 0,
-                    time_ns: io.arrival.0,
-                    op: io.op,
-                    offset: io.offset,
-                    len: io.len,
-                    device: 0,
-                    done_ns: None,
-                };
-                if let Err(e) = rec.write(&line) {
-                    self.last_failure = Some(format!("recording stopped: {e}"));
-                    self.record = None;
-                    break;
-                }
-            }
-        }
         r.map_err(|e| {
             self.failures += 1;
             let code = match &e {

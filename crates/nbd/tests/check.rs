@@ -80,19 +80,22 @@ impl Backend for Stale {
     fn holds_replies(&self) -> bool {
         self.inner.holds_replies()
     }
-    fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
+    fn execute(&self, conn: u64, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
         let Cmd::Read { offset, buf } = cmd else {
-            return self.inner.execute(cmd);
+            return self.inner.execute(conn, cmd);
         };
         let mut last = self.last.lock().unwrap();
         if offset / 512 % 97 == 0 && last.len() >= buf.len() {
             buf.copy_from_slice(&last[..buf.len()]);
             return Ok(None);
         }
-        let r = self.inner.execute(Cmd::Read {
-            offset,
-            buf: &mut *buf,
-        });
+        let r = self.inner.execute(
+            conn,
+            Cmd::Read {
+                offset,
+                buf: &mut *buf,
+            },
+        );
         last.clear();
         last.extend_from_slice(buf);
         r

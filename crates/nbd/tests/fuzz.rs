@@ -40,7 +40,7 @@ impl Stream for Scripted {
 
 fn run<B: Backend>(b: &B, input: Vec<u8>) {
     // Ok or Err: either way it returns, without a panic.
-    let _ = serve_connection(Scripted(Arc::new(Mutex::new(Cursor::new(input)))), b);
+    let _ = serve_connection(Scripted(Arc::new(Mutex::new(Cursor::new(input)))), b, 0);
 }
 
 /// The client's side of a handshake that reaches transmission.

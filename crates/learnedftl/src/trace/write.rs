@@ -61,6 +61,11 @@ impl<W: Write> TraceWriter<W> {
         })
     }
 
+    /// The format written.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
     /// Write one record.
     pub fn write(&mut self, rec: &TraceRecord) -> Result<(), TraceError> {
         self.header()?;

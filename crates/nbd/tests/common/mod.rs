@@ -54,7 +54,7 @@ impl Backend for Ram {
         !self.inline
     }
 
-    fn execute(&self, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
+    fn execute(&self, _conn: u64, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
         let mut d = self.data.lock().unwrap();
         match cmd {
             Cmd::Read { offset, buf } => {
@@ -79,7 +79,7 @@ impl Backend for Ram {
 pub fn connect<B: Backend>(backend: Arc<B>) -> (UnixStream, JoinHandle<std::io::Result<()>>) {
     let (c, s) = UnixStream::pair().unwrap();
     c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let h = std::thread::spawn(move || serve_connection(s, &*backend));
+    let h = std::thread::spawn(move || serve_connection(s, &*backend, 0));
     (c, h)
 }
 
