@@ -48,8 +48,9 @@ pub struct ServeOpts {
     /// Record every request the FTL serves as a trace, for replay in pure simulation.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
-    /// Format of --record: fio-iolog, disksim or msr (the last two cannot express trims
-    /// and flushes, which are then left out).
+    /// Format of --record: fio-iolog, disksim, msr (the last two cannot express trims and
+    /// flushes, which are then left out) or learnedftl (with each command's connection, issue
+    /// and reply times, for closed-loop replay).
     #[arg(long, default_value = "fio-iolog", requires = "record")]
     record_format: String,
     /// Write the report (the keys of `run --json`) to PATH on exit, SIGINT or SIGTERM.
