@@ -579,7 +579,10 @@ fn a_recording_of_fio_replays_closed_loop_on_every_ftl() {
         json.to_str().unwrap(),
     ]));
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("closed-loop replay, application phases"), "{table}");
+    assert!(
+        table.contains("closed-loop replay, application phases"),
+        "{table}"
+    );
     let runs: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     for r in runs.as_array().unwrap() {
         let ftl = &r["ftl"];
@@ -588,6 +591,9 @@ fn a_recording_of_fio_replays_closed_loop_on_every_ftl() {
         assert_eq!(p["name"], "fio");
         assert_eq!(p["requests"].as_u64(), Some(lines), "{ftl}: {p}");
         assert!(p["simulated_s"].as_f64().unwrap() > 0.0, "{ftl}: {p}");
-        assert!(p["simulated_ops_per_sec"].as_f64().unwrap() > 0.0, "{ftl}: {p}");
+        assert!(
+            p["simulated_ops_per_sec"].as_f64().unwrap() > 0.0,
+            "{ftl}: {p}"
+        );
     }
 }

@@ -146,7 +146,7 @@ pub(super) fn replay(
         .flat_map(|(i, p)| [(p.start_ns, i, false), (p.end_ns, i, true)])
         .collect();
     marks.sort_unstable();
-    let mut marked = vec![[0u64; 2]; t.phases.len()];
+    let mut marked = vec![[0i64; 2]; t.phases.len()];
     let mut next_mark = 0;
     let mut requests = vec![0u64; t.phases.len()];
     // (first issue, last completion) on both clocks.
@@ -169,16 +169,16 @@ pub(super) fn replay(
         let issued = io.arrival.0;
         while let Some(&(at, i, end)) = marks.get(next_mark) {
             let at = replay.replay_time(at).unwrap_or(0);
-            if at > issued {
+            if at > issued as i64 {
                 break;
             }
-            marked[i][end as usize] = cl.at(at);
+            marked[i][end as usize] = place(&mut cl, at);
             next_mark += 1;
         }
         for (p, n) in t.phases.iter().zip(&mut requests) {
             let rec = replay.replay_time(p.start_ns).unwrap_or(0)
                 ..replay.replay_time(p.end_ns).unwrap_or(0);
-            *n += rec.contains(&issued) as u64;
+            *n += rec.contains(&(issued as i64)) as u64;
         }
         first.get_or_insert(issued);
         last = last.max(rec_done.0);
@@ -188,7 +188,7 @@ pub(super) fn replay(
     })?;
     for &(at, i, end) in &marks[next_mark..] {
         let at = replay.replay_time(at).unwrap_or(0);
-        marked[i][end as usize] = cl.at(at);
+        marked[i][end as usize] = place(&mut cl, at);
     }
     let secs = |ns: u64| ns as f64 / 1e9;
     let per_sec = |ops: Option<u64>, s: f64| ops.filter(|_| s > 0.0).map(|o| o as f64 / s);
@@ -199,7 +199,7 @@ pub(super) fn replay(
         .zip(requests)
         .map(|((p, [a, b]), requests)| {
             let recorded_s = secs(p.end_ns - p.start_ns) / t.replay.speed;
-            let simulated_s = secs(b.saturating_sub(a));
+            let simulated_s = secs(b.saturating_sub(a).max(0) as u64);
             PhaseResult {
                 name: p.name.clone(),
                 ops: p.ops,
@@ -218,4 +218,13 @@ pub(super) fn replay(
         phases,
     };
     Ok((metrics, summary))
+}
+
+/// A phase mark at `at` on the replay's clock: before the first request (negative) it waits
+/// for nothing, so it keeps its recorded offset; later, it is placed as a request would be.
+fn place(cl: &mut ClosedLoop, at: i64) -> i64 {
+    match u64::try_from(at) {
+        Ok(t) => i64::try_from(cl.at(t)).unwrap_or(i64::MAX),
+        Err(_) => at,
+    }
 }

@@ -199,9 +199,16 @@ where
     }
 
     /// Trace time `time_ns` on the replay's clock, once the first record was read (a phase
-    /// mark of a closed-loop replay).
-    pub fn replay_time(&self, time_ns: u64) -> Option<u64> {
-        self.base.map(|b| self.scale(time_ns.saturating_sub(b)))
+    /// mark of a closed-loop replay): negative before the first record.
+    pub fn replay_time(&self, time_ns: u64) -> Option<i64> {
+        self.base.map(|b| {
+            let d = |a: u64, b: u64| i64::try_from(self.scale(a - b)).unwrap_or(i64::MAX);
+            if time_ns >= b {
+                d(time_ns, b)
+            } else {
+                -d(b, time_ns)
+            }
+        })
     }
 
     /// The recorded completion of the request yielded last (the second half of a split one
