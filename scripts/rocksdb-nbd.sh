@@ -20,6 +20,10 @@
 #   READS=20000    Gets of readrandom
 #   OUT=DIR        keep each FTL's report, db_bench output, RocksDB LOG and table there
 #                  (default: temporary)
+#   RECORD=1       also record each FTL's I/O (`serve --record-format learnedftl`) to
+#                  OUT/FTL.rec, with OUT/FTL.phases marking each db_bench run (write:
+#                  fillseq + overwrite; readrandom; readseq) and its operations, for
+#                  `learnedftl run --trace OUT/FTL.rec --replay closed --phases OUT/FTL.phases`
 # Needs root (mount, losetup), /dev/fuse, and the Debian packages libnbd-bin fuse3
 # e2fsprogs rocksdb-tools.
 set -euo pipefail
@@ -65,15 +69,37 @@ wait_for() {
     exit 1
 }
 
+# Operations of benchmarks $1 (a regular expression) in db_bench output file $2, summed.
+count() {
+    awk -v b="$1" '$1 ~ "^(" b ")$" && $2 == ":" { for (i = 2; i <= NF; i++) if ($i ~ /^operations;?$/) n += $(i - 1) } END { print n + 0 }' "$2"
+}
+
+# Runs the command after $3 with its output appended to file $1; when recording, marks the run
+# as phase $2 in OUT/FTL.phases with the operations of benchmarks $3 (a regular expression).
+bench() {
+    local file=$1 phase=$2 which=$3 a b
+    shift 3
+    a=$(date +%s%N)
+    "$@" >>"$file" 2>&1
+    b=$(date +%s%N)
+    if [ "${RECORD:-0}" = 1 ]; then
+        echo "$phase,$a,$b,$(count "$which" "$file")" >>"$out/$ftl.phases"
+    fi
+}
+
 # ops/s of benchmark $1 in db_bench output file $2.
 ops() {
     awk -v b="$1" '$1 == b && $2 == ":" { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^ops\/sec;?$/) print $i }' "$2"
 }
 
 run_ftl() {
-    local ftl=$1 sock=$work/nbd.sock
+    local ftl=$1 sock=$work/nbd.sock record=()
+    if [ "${RECORD:-0}" = 1 ]; then
+        record=(--record "$out/$ftl.rec" --record-format learnedftl)
+        rm -f "$out/$ftl.phases"
+    fi
     "$bin" serve --ftl "$ftl" --preset "$preset" --timing "$timing" --socket "$sock" \
-        --json "$out/$ftl.json" >"$out/$ftl.serve.log" 2>&1 &
+        --json "$out/$ftl.json" "${record[@]}" >"$out/$ftl.serve.log" 2>&1 &
     server=$!
     wait_for "$sock"
     mkdir -p "$work/nbd" "$work/fs"
@@ -111,12 +137,14 @@ run_ftl() {
         --level0_slowdown_writes_trigger=8 --level0_stop_writes_trigger=12
         --compression_type=none --use_direct_reads=true
         --use_direct_io_for_flush_and_compaction=true --threads=1 --seed=1)
-    "${db[@]}" --benchmarks=fillseq,overwrite,waitforcompaction >"$out/$ftl.write.txt" 2>&1
+    rm -f "$out/$ftl.write.txt" "$out/$ftl.read.txt"
+    bench "$out/$ftl.write.txt" write "fillseq|overwrite" \
+        "${db[@]}" --benchmarks=fillseq,overwrite,waitforcompaction
     # readseq in a run of its own: --reads would cap it too; by default it reads every key once.
-    "${db[@]}" --benchmarks=waitforcompaction,readrandom --use_existing_db=1 --reads="$reads" \
-        >"$out/$ftl.read.txt" 2>&1
-    "${db[@]}" --benchmarks=waitforcompaction,readseq --use_existing_db=1 \
-        >>"$out/$ftl.read.txt" 2>&1
+    bench "$out/$ftl.read.txt" readrandom readrandom \
+        "${db[@]}" --benchmarks=waitforcompaction,readrandom --use_existing_db=1 --reads="$reads"
+    bench "$out/$ftl.read.txt" readseq readseq \
+        "${db[@]}" --benchmarks=waitforcompaction,readseq --use_existing_db=1
     # Each run of db_bench starts a LOG and keeps the previous one as LOG.old.<time>.
     local log
     for log in "$work/fs/db"/LOG*; do
