@@ -50,6 +50,34 @@ const S: u64 = 512;
 const DEV8_0: u32 = 8 << 20;
 
 #[test]
+fn trace_golden_recording() {
+    use Op::*;
+    let recs = parse_file("app.rec", Format::Recording);
+    let done: Vec<_> = recs.iter().map(|r| r.done_ns.unwrap()).collect();
+    let plain: Vec<_> = recs
+        .into_iter()
+        .map(|r| TraceRecord { done_ns: None, ..r })
+        .collect();
+    assert_eq!(
+        plain,
+        vec![
+            rec(4, 1000, Write, 0, 65536, 0),
+            rec(5, 1000, Write, 65536, 65536, 1),
+            rec(6, 230_000, Flush, 0, 0, 0),
+            rec(7, 260_000, Read, 4096, 4096, 0),
+            rec(8, 260_500, Read, 69632, 8192, 1),
+            rec(9, 320_000, Read, 0, 4096, 0),
+            rec(10, 380_000, Trim, 65536, 65536, 1),
+            rec(11, 440_000, Read, 65536, 4096, 0),
+        ]
+    );
+    assert_eq!(
+        done,
+        [201_000, 202_000, 231_000, 300_000, 301_000, 360_000, 420_000, 480_000]
+    );
+}
+
+#[test]
 fn trace_golden_disksim() {
     use Op::*;
     assert_eq!(

@@ -15,6 +15,8 @@ from conftest import REPO
 WALL_CLOCK = ("wall_seconds", "sim_page_ops_per_sec")
 
 TRACE = REPO / "crates" / "learnedftl" / "tests" / "fixtures" / "traces" / "disksim.trace"
+RECORDING = TRACE.parent / "app.rec"
+PHASES = TRACE.parent / "app.phases"
 
 
 def without_wall_clock(report):
@@ -59,6 +61,12 @@ CASES = {
         ["--ftl", "learnedftl", "--preset", "tiny", "--trace", str(TRACE), "--fill-unwritten",
          "--speed", "2"],
         dict(ftl="learnedftl", preset="tiny", trace=str(TRACE), fill_unwritten=True, speed=2.0),
+    ),
+    "closed_loop": (
+        ["--ftl", "leaftl", "--preset", "tiny", "--trace", str(RECORDING), "--replay", "closed",
+         "--phases", str(PHASES), "--verify"],
+        dict(ftl="leaftl", preset="tiny", trace=str(RECORDING), replay="closed",
+             phases=str(PHASES), verify=True),
     ),
 }
 
