@@ -269,6 +269,28 @@ pub(crate) fn parse_rw(field: &'static str, t: &[u8]) -> Result<Op, FieldError> 
     }
 }
 
+/// The word for `op` in the formats that spell operations out (fio logs, recordings), `flush`
+/// standing for a flush.
+pub(crate) fn op_word(op: Op, flush: &'static str) -> &'static str {
+    match op {
+        Op::Read => "read",
+        Op::Write => "write",
+        Op::Trim => "trim",
+        Op::Flush => flush,
+    }
+}
+
+/// The operation word `t` spells: `read`, `write`, `trim`, or one of the `flush` words.
+pub(crate) fn word_op(t: &[u8], flush: &[&[u8]]) -> Option<Op> {
+    match t {
+        b"read" => Some(Op::Read),
+        b"write" => Some(Op::Write),
+        b"trim" => Some(Op::Trim),
+        _ if flush.contains(&t) => Some(Op::Flush),
+        _ => None,
+    }
+}
+
 /// 512-byte sectors to bytes.
 pub(crate) fn sectors(field: &'static str, n: u64) -> Result<u64, FieldError> {
     scaled(field, n, 512)

@@ -14,7 +14,7 @@
 //! Devices are numbered 0, 1, … in the order file names first appear.
 
 use super::error::{FieldError, LineErrorKind, TraceError};
-use super::fields::{scaled, Fields, Sep};
+use super::fields::{op_word, scaled, word_op, Fields, Sep};
 use super::{Parsed, TraceRecord};
 use crate::ftl::Op;
 use std::io::Write;
@@ -51,17 +51,14 @@ impl Parser {
         };
         let file = f.next()?;
         let action = f.next()?;
-        let op = match action {
-            b"read" => Op::Read,
-            b"write" => Op::Write,
-            b"trim" => Op::Trim,
-            b"sync" | b"datasync" | b"sync_file_range" => Op::Flush,
-            b"add" | b"open" | b"close" | b"unlink" => {
+        let op = match word_op(action, &[b"sync", b"datasync", b"sync_file_range"]) {
+            Some(op) => op,
+            None if matches!(action, b"add" | b"open" | b"close" | b"unlink") => {
                 self.device(file)?; // number files in the order the log adds them
                 return Ok(Parsed::Ignored);
             }
-            b"wait" => return Ok(Parsed::Ignored),
-            _ => return Err(FieldError::new("action", LineErrorKind::UnknownOp, action)),
+            None if action == b"wait" => return Ok(Parsed::Ignored),
+            None => return Err(FieldError::new("action", LineErrorKind::UnknownOp, action)),
         };
         let device = self.device(file)?;
         let (mut offset, mut len) = (0, 0);
@@ -152,12 +149,7 @@ pub(crate) fn write_open<W: Write + ?Sized>(
 
 /// One v3 request line (time truncated to microseconds; a flush is written as `sync`).
 pub(crate) fn write<W: Write + ?Sized>(rec: &TraceRecord, w: &mut W) -> Result<(), TraceError> {
-    let action = match rec.op {
-        Op::Read => "read",
-        Op::Write => "write",
-        Op::Trim => "trim",
-        Op::Flush => "sync",
-    };
+    let action = op_word(rec.op, "sync");
     writeln!(
         w,
         "{} {} {} {} {}",

@@ -10,9 +10,8 @@
 //! page-level requests (a read-modify-write) has a line for each, with the command's times.
 
 use super::error::{FieldError, LineErrorKind, TraceError};
-use super::fields::{parse_u64, Fields, Sep};
+use super::fields::{op_word, parse_u64, word_op, Fields, Sep};
 use super::{Parsed, TraceRecord};
-use crate::ftl::Op;
 use std::io::Write;
 
 const FIELDS: &[&str] = &["issue_ns", "done_ns", "conn", "op", "offset", "len"];
@@ -38,13 +37,8 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
     }
     let device = f.u32()?;
     let op = f.next()?;
-    let op = match op {
-        b"read" => Op::Read,
-        b"write" => Op::Write,
-        b"trim" => Op::Trim,
-        b"flush" => Op::Flush,
-        _ => return Err(FieldError::new("op", LineErrorKind::UnknownOp, op)),
-    };
+    let op = word_op(op, &[b"flush"])
+        .ok_or_else(|| FieldError::new("op", LineErrorKind::UnknownOp, op))?;
     let offset = f.u64()?;
     let len = f.u64()?;
     f.end()?;
@@ -66,18 +60,13 @@ pub(crate) fn write_header<W: Write + ?Sized>(w: &mut W) -> Result<(), TraceErro
 
 /// Write one record (a record without `done_ns` completes when issued).
 pub(crate) fn write<W: Write + ?Sized>(rec: &TraceRecord, w: &mut W) -> Result<(), TraceError> {
-    let op = match rec.op {
-        Op::Read => "read",
-        Op::Write => "write",
-        Op::Trim => "trim",
-        Op::Flush => "flush",
-    };
     writeln!(
         w,
-        "{},{},{},{op},{},{}",
+        "{},{},{},{},{},{}",
         rec.time_ns,
         rec.done_ns.unwrap_or(rec.time_ns),
         rec.device,
+        op_word(rec.op, "flush"),
         rec.offset,
         rec.len
     )
@@ -97,6 +86,7 @@ pub fn start_unix_ns(comment: &str) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ftl::Op;
 
     #[test]
     fn recording_lines_round_trip() {
