@@ -422,9 +422,9 @@ impl Device {
         let Some(oob) = self.oob.get(ppa.idx()) else {
             return;
         };
-        crate::mapping::prefetch(oob);
+        crate::host::prefetch(oob);
         let blk = self.math.block_of(ppa) as usize;
-        crate::mapping::prefetch(&self.blk_next[blk]);
+        crate::host::prefetch(&self.blk_next[blk]);
         if let Some(b) = &self.backfill {
             b.prefetch(blk);
         }

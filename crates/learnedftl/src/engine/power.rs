@@ -11,7 +11,8 @@
 use super::{EngineError, Oracle, Simulator};
 use crate::addr::{Lpn, SimTime};
 use crate::device::PowerCut;
-use crate::ftl::{self, Op, ReadSink, Request, Served, Unflushed};
+use crate::ftl::{self, ReadSink, Served, Unflushed};
+use crate::request::{Op, Request};
 
 /// Where power cuts strike: one in every window of `every` host requests.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

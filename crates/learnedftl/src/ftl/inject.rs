@@ -9,10 +9,12 @@
 //! | `lose-flush` | flushes are acknowledged and ignored (data in a volatile buffer stays there) |
 //! | `forget-mapping` | each recovery after a power cut loses one mapped page: an acknowledged write whose mapping was not persisted |
 
-use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Unflushed, Upcoming};
+use super::{DramUsage, Ftl, ReadSink, Served, Unflushed};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::device::Device;
 use crate::error::{ConfigError, FtlError};
+use crate::mapping::FtlStats;
+use crate::request::{Op, Request, Upcoming};
 
 crate::params::keys! {
     /// The fault injector's key ([`super::build`]).

@@ -478,8 +478,8 @@ fn fill_unwritten(
         let end = (io.offset + io.len).div_ceil(ps) as usize;
         for p in first..end.min(pages) {
             match io.op {
-                crate::ftl::Op::Read if !bit(&written, p) => fill[p >> 6] |= 1 << (p & 63),
-                crate::ftl::Op::Write => written[p >> 6] |= 1 << (p & 63),
+                crate::request::Op::Read if !bit(&written, p) => fill[p >> 6] |= 1 << (p & 63),
+                crate::request::Op::Write => written[p >> 6] |= 1 << (p & 63),
                 _ => {}
             }
         }
@@ -495,7 +495,7 @@ fn fill_unwritten(
         next = (start..limit).find(|&p| !bit(&fill, p)).unwrap_or(limit);
         Some(Ok::<_, std::convert::Infallible>(HostIo {
             arrival: crate::addr::SimTime::ZERO,
-            op: crate::ftl::Op::Write,
+            op: crate::request::Op::Write,
             offset: start as u64 * ps,
             len: (next - start) as u64 * ps,
         }))

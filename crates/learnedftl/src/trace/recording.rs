@@ -12,7 +12,7 @@
 use super::error::{FieldError, LineErrorKind, TraceError};
 use super::fields::{parse_u64, Fields, Sep};
 use super::{Parsed, TraceRecord};
-use crate::ftl::Op;
+use crate::request::Op;
 use std::io::Write;
 
 const FIELDS: &[&str] = &["issue_ns", "done_ns", "conn", "op", "offset", "len"];

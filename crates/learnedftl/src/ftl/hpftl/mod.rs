@@ -37,15 +37,17 @@ pub use codec::Codec;
 use levels::FreeLevels;
 pub use secondary::Secondary;
 
-use super::{
-    check_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Upcoming,
-};
+use super::{read_from_dram_map, DramUsage, Ftl, ReadSink};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
-use crate::mapping::{recovery, Bits, Credit, GcPolicy, GcRule, HashFamily, HashKind, PackedVec};
+use crate::mapping::{
+    check_page_map, recovery, Bits, Credit, FtlStats, GcPolicy, GcRule, HashFamily, HashKind,
+    PackedVec,
+};
 use crate::params::{Key, Params};
+use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
