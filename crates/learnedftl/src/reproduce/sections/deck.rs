@@ -1,11 +1,10 @@
 //! The lecture deck's experiments: FAST's merges, μ-FTL's translation cost and every FTL's
 //! mapping DRAM.
 
-use super::super::doc::{Section, Table};
-use super::super::{ExperimentResult, Results, RunResult};
 use super::*;
 use crate::reproduce::def::Def;
-use serde_json::Value;
+use crate::reproduce::doc::{Section, Table};
+use crate::reproduce::Results;
 
 pub(in crate::reproduce) fn fast_merges(results: &Results, def: &Def, s: &mut Section) {
     let Some(e) = results.get(def.name) else {

@@ -1,8 +1,6 @@
 //! Why our numbers differ from the papers', per experiment: the report prints each under its
 //! section (causes numbered as in docs/reproduction.md).
 
-// ---- why ours differs (docs/reproduction.md, "Known causes of difference") --------------------
-
 /// Random reads.
 pub(in crate::reproduce) const RANDREAD_DIFF: &str = "CMT hits ≈ the cache's share of the mappings (3 %): a uniform random read hits with the probability that its entry is cached, the paper's \"almost 0\" rounded. Model hits ≈ 98 % instead of 55.5 % and LeaFTL all single reads instead of 43 % triple (cause 3: random 512 KiB preconditioning is 128-page runs, which learned mappings describe exactly; cause 6: the authors' LeaFTL port mispredicts from the wrong offset). LearnedFTL ÷ DFTL/TPFTL ≈ 1.9× by default, 3.4× under `--setup femu`, paper 1.4–1.5×: with its models hitting LearnedFTL is the ideal FTL, so the ratio is what the baselines' double reads cost; there is no host stack to compress ratios (cause 1), and FEMU's busy-until timing wastes LUN time before each dependent read (cause 2).";
 /// Sequential reads.

@@ -1,14 +1,12 @@
 //! HP-FTL's experiments (Ni et al.): IOPS and DRAM against the page map, and the secondary
 //! table's size.
 
-use super::super::doc::{Section, Table};
-use super::super::{ExperimentResult, Results, RunResult};
 use super::*;
 use crate::reproduce::def::Def;
-use serde_json::Value;
+use crate::reproduce::doc::{Section, Table};
 use crate::reproduce::sweeps::{HP_RATIOS, HP_WORKLOADS};
-
-// ---- HP-FTL (Ni et al.) -----------------------------------------------------------------------
+use crate::reproduce::Results;
+use serde_json::Value;
 
 pub(in crate::reproduce) fn hpftl_fig2(results: &Results, def: &Def, s: &mut Section) {
     let Some(e) = results.get(def.name) else {

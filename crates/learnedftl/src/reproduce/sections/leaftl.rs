@@ -1,12 +1,9 @@
 //! LeaFTL's experiment: the learned table's size against the page map.
 
-use super::super::doc::{Section, Table};
-use super::super::{ExperimentResult, Results, RunResult};
 use super::*;
 use crate::reproduce::def::Def;
-use serde_json::Value;
-
-// ---- LeaFTL, the lecture deck ----------------------------------------------------------------
+use crate::reproduce::doc::{Section, Table};
+use crate::reproduce::Results;
 
 pub(in crate::reproduce) fn leaftl_mapping(results: &Results, def: &Def, s: &mut Section) {
     let Some(e) = results.get(def.name) else {

@@ -1,14 +1,12 @@
 //! The LearnedFTL paper's experiments: reads, writes, training cost, TPFTL's motivation, the
 //! CMT sweep, traces and the ablations of LearnedFTL's switches.
 
-use super::super::doc::{Section, Table};
-use super::super::{ExperimentResult, Results, RunResult};
 use super::*;
 use crate::reproduce::def::Def;
+use crate::reproduce::doc::{Section, Table};
+use crate::reproduce::sweeps::{ablation_label, ABLATIONS, CMT_RATIOS};
+use crate::reproduce::{ExperimentResult, Results};
 use serde_json::Value;
-use crate::reproduce::sweeps::{ABLATIONS, CMT_RATIOS};
-
-// ---- the LearnedFTL paper's experiments -------------------------------------------------------
 
 /// What the LearnedFTL paper reports per experiment and FTL: text, and the number we plot
 /// (reads: combined CMT + model hit ratio; writes: GCs ÷ DFTL's).
@@ -224,47 +222,6 @@ pub(in crate::reproduce) fn writes(results: &Results, def: &Def, s: &mut Section
             ),
         ],
     ));
-}
-
-fn luns(r: &Value) -> f64 {
-    let g = &r["config"]["device"]["geometry"];
-    f(g, "channels") * f(g, "luns_per_channel") * f(g, "planes_per_lun")
-}
-
-/// Flash time of a phase in ns (docs/metrics.md): the reads and programs of `causes` at the
-/// device's latencies, plus every erase (erases are only ever GC's).
-fn flash_ns(r: &Value, m: &Value, causes: &[&str]) -> f64 {
-    let t = &r["config"]["device"]["timing"];
-    causes
-        .iter()
-        .map(|c| {
-            f(m, &format!("flash.reads.{c}")) * f(t, "read_ns")
-                + f(m, &format!("flash.programs.{c}")) * f(t, "program_ns")
-        })
-        .sum::<f64>()
-        + f(m, "flash.erases") * f(t, "erase_ns")
-}
-
-/// Every cause of flash work.
-const CAUSES: [&str; 7] = [
-    "user",
-    "translation_read",
-    "translation_writeback",
-    "gc_data",
-    "gc_translation",
-    "misprediction",
-    "prefetch",
-];
-
-/// Share of the LUNs' time spent on flash operations over a phase.
-fn busy(r: &Value, m: &Value) -> f64 {
-    flash_ns(r, m, &CAUSES) / (luns(r) * f(m, "sim_seconds") * 1e9)
-}
-
-/// Flash time GC spent per LUN in a phase, ms: GC reads, programs and every erase, spread over
-/// all LUNs (a collection stripes over them).
-fn gc_flash_ms(r: &Value, m: &Value) -> f64 {
-    flash_ns(r, m, &["gc_data", "gc_translation"]) / luns(r) / 1e6
 }
 
 /// LearnedFTL's sorting + training CPU time against GC flash time, from other experiments.
@@ -532,7 +489,7 @@ pub(in crate::reproduce) fn ablations(results: &Results, def: &Def, s: &mut Sect
     let mut cats = vec![];
     let (mut waf, mut hit) = (vec![], vec![]);
     for switches in ABLATIONS {
-        let label = super::registry::ablation_label(switches);
+        let label = ablation_label(switches);
         let Some(r) = report(e, &label) else { continue };
         let pre = phase(r, "precondition").unwrap_or(&Value::Null);
         let m = &r["result"];

@@ -2,7 +2,6 @@
 //! the runs' JSON reports (every key: docs/metrics.md), and why they differ (the causes of
 //! docs/reproduction.md, numbered as there).
 
-
 mod deck;
 mod differences;
 mod hpftl;
@@ -13,11 +12,9 @@ pub(super) use deck::{dram, fast_merges, mu_translation};
 pub(super) use differences::*;
 pub(super) use hpftl::{hpftl_fig2, hpftl_secondary};
 pub(super) use leaftl::leaftl_mapping;
-pub(super) use learnedftl::{ablations, cmt_sweep, reads, tpftl_threads, training, traces, writes};
+pub(super) use learnedftl::{ablations, cmt_sweep, reads, tpftl_threads, traces, training, writes};
 
-use super::doc::{Section, Table};
-use super::def::Def;
-use super::{ExperimentResult, Results, RunResult};
+use super::{ExperimentResult, RunResult};
 use crate::report::plot::{Chart, Kind, Series};
 use serde_json::Value;
 
@@ -163,6 +160,49 @@ fn lines(title: &str, x: &str, y: &str, xs: Vec<String>, series: Vec<Series>) ->
 
 fn ok(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
+}
+
+// ---- flash time -------------------------------------------------------------------------------
+
+fn luns(r: &Value) -> f64 {
+    let g = &r["config"]["device"]["geometry"];
+    f(g, "channels") * f(g, "luns_per_channel") * f(g, "planes_per_lun")
+}
+
+/// Flash time of a phase in ns (docs/metrics.md): the reads and programs of `causes` at the
+/// device's latencies, plus every erase (erases are only ever GC's).
+fn flash_ns(r: &Value, m: &Value, causes: &[&str]) -> f64 {
+    let t = &r["config"]["device"]["timing"];
+    causes
+        .iter()
+        .map(|c| {
+            f(m, &format!("flash.reads.{c}")) * f(t, "read_ns")
+                + f(m, &format!("flash.programs.{c}")) * f(t, "program_ns")
+        })
+        .sum::<f64>()
+        + f(m, "flash.erases") * f(t, "erase_ns")
+}
+
+/// Every cause of flash work.
+const CAUSES: [&str; 7] = [
+    "user",
+    "translation_read",
+    "translation_writeback",
+    "gc_data",
+    "gc_translation",
+    "misprediction",
+    "prefetch",
+];
+
+/// Share of the LUNs' time spent on flash operations over a phase.
+fn busy(r: &Value, m: &Value) -> f64 {
+    flash_ns(r, m, &CAUSES) / (luns(r) * f(m, "sim_seconds") * 1e9)
+}
+
+/// Flash time GC spent per LUN in a phase, ms: GC reads, programs and every erase, spread over
+/// all LUNs (a collection stripes over them).
+fn gc_flash_ms(r: &Value, m: &Value) -> f64 {
+    flash_ns(r, m, &["gc_data", "gc_translation"]) / luns(r) / 1e6
 }
 
 #[cfg(test)]
