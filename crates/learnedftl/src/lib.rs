@@ -24,6 +24,7 @@ pub mod report;
 pub mod reproduce;
 pub mod request;
 pub mod run;
+pub mod seed;
 pub mod stats;
 pub mod trace;
 pub mod workload;

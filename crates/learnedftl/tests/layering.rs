@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 /// A rule: the code of the files under `under` (a file or a folder of `src/`) must not name
-/// the modules `forbidden` through `prefix` (`crate::` for the crate's modules, or the path by
-/// which siblings are reached).
+/// the modules `forbidden` through any of `prefixes` (`crate::` for the crate's modules, or the
+/// paths by which siblings are reached).
 struct Rule {
     under: &'static str,
     prefixes: &'static [&'static str],
@@ -62,7 +62,7 @@ const RULES: &[Rule] = &[
     Rule {
         under: "ftl",
         prefixes: &["crate::"],
-        forbidden: &["run", "reproduce"],
+        forbidden: &["engine", "run", "reproduce"],
     },
     Rule {
         under: "engine",

@@ -9,7 +9,7 @@ mod power;
 mod shadow;
 
 pub use oracle::Oracle;
-pub use phases::{mix, JobsState, STALLED_REQUESTS};
+pub use phases::{JobsState, STALLED_REQUESTS};
 pub use power::PowerCutPlan;
 
 use crate::addr::{Lpn, SimTime};

@@ -2,6 +2,7 @@
 //! through GC and flushes.
 
 use super::*;
+use crate::seed::mix;
 use crate::workload::{JobSpec, RwKind};
 
 fn sim(ftl: &str) -> Simulator {

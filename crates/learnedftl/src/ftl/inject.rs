@@ -84,7 +84,7 @@ impl Inject {
         let mut ftl = Inject::new(inner, fault);
         if fault == Fault::ForgetMapping {
             let lp = dev.geo().logical_pages;
-            let lpn = (crate::engine::mix(t.0, 0xF0, 0) % lp) as u32;
+            let lpn = (crate::seed::mix(t.0, 0xF0, 0) % lp) as u32;
             // Stamp 1: older than the writes it loses, so a later recovery does not replay it
             // over newer ones.
             let trim = Request::new(Op::Trim, lpn, 1, t.0, 1);
@@ -106,9 +106,7 @@ struct WrongRead<'a> {
 impl ReadSink for WrongRead<'_> {
     fn deliver(&mut self, lpn: Lpn, from: Served) {
         let from = match from {
-            Served::Flash { ppa, .. }
-                if crate::engine::mix(0x3A0, lpn.0 as u64, 0) % self.n == 0 =>
-            {
+            Served::Flash { ppa, .. } if crate::seed::mix(0x3A0, lpn.0 as u64, 0) % self.n == 0 => {
                 // The next valid data page of another LPN, if any.
                 let pages = self.dev.geo().pages();
                 (1..pages.min(1 << 16))

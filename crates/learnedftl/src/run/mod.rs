@@ -317,7 +317,7 @@ impl Experiment {
             mut phases,
         } = prepared;
         if let Some(every) = self.power_cut_every {
-            let seed = crate::engine::mix(self.seed, POWER_CUT_STREAM, 0);
+            let seed = crate::seed::mix(self.seed, POWER_CUT_STREAM, 0);
             sim.plan_power_cuts(PowerCutPlan { every, seed })?;
         }
         let trace = match &self.workload {
@@ -326,7 +326,7 @@ impl Experiment {
                     if let Some(s) = phase.settle {
                         phases.extend(sim.settle(SETTLE, s, progress)?);
                     }
-                    let seed = crate::engine::mix(self.seed, 1 + i as u64, 0);
+                    let seed = crate::seed::mix(self.seed, 1 + i as u64, 0);
                     phases.push(sim.run_jobs(&phase.name, &phase.jobs, seed, progress)?);
                 }
                 None
@@ -451,7 +451,7 @@ impl Experiment {
 /// The name of the phases in which the device settles.
 pub const SETTLE: &str = "settle";
 
-/// Where the power-cut plan's seed comes from in the run seed ([`crate::engine::mix`]'s
+/// Where the power-cut plan's seed comes from in the run seed ([`crate::seed::mix`]'s
 /// stream; the job phases use 1, 2, …).
 const POWER_CUT_STREAM: u64 = u64::MAX;
 
