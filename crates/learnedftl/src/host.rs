@@ -1,7 +1,11 @@
-//! The machine the simulator runs on: the memory a run may use, and an allocator for the
-//! binaries that backs the simulator's large tables with huge pages.
+//! The machine the simulator runs on: the memory a run may use, an allocator for the
+//! binaries that backs the simulator's large tables with huge pages, and the CPU's cache
+//! prefetch hint.
 
 pub mod huge_pages;
+pub mod prefetch;
+
+pub use prefetch::prefetch;
 
 use crate::error::ConfigError;
 use crate::report::human_bytes;

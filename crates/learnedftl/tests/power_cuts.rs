@@ -7,8 +7,9 @@
 //! chosen operations.
 
 use learnedftl::device::{Cause, PowerCut};
-use learnedftl::engine::{mix, NoProgress, Payload, PowerCutPlan, SimOptions, Simulator, Verify};
+use learnedftl::engine::{NoProgress, Payload, PowerCutPlan, SimOptions, Simulator, Verify};
 use learnedftl::ftl::RECOVERABLE;
+use learnedftl::seed::mix;
 use learnedftl::stats::{Metrics, PowerCutSummary};
 use learnedftl::workload::{HostIo, JobSpec, RwKind};
 use learnedftl::{DeviceConfig, Op, Params};

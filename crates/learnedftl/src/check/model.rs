@@ -31,7 +31,7 @@ fn word(id: u32, sector: u64, w: usize, h: u64) -> u64 {
 
 #[inline]
 fn seed_of(id: u32, sector: u64) -> u64 {
-    crate::engine::mix(0x5EC7_0B17, id as u64, sector)
+    crate::seed::mix(0x5EC7_0B17, id as u64, sector)
 }
 
 /// Fills `out` (whole sectors from `first_sector`) with the data write `id` puts there (0:

@@ -227,7 +227,7 @@ struct Gen {
 
 impl Gen {
     fn new(seed: u64, logical_bytes: u64, page_size: u64, first_id: u32) -> Gen {
-        let mut rng = Pcg64Mcg::seed_from_u64(crate::engine::mix(seed, 0xC4EC, 0));
+        let mut rng = Pcg64Mcg::seed_from_u64(crate::seed::mix(seed, 0xC4EC, 0));
         let pages = logical_bytes / page_size;
         let zipf = BlockPicker::new(pages, Dist::Zipf { theta: 1.1 }, false, &mut rng);
         Gen {
@@ -381,7 +381,7 @@ impl Gen {
 /// as much again in random 64–256 KiB writes, so the device is full, fragmented, and
 /// collecting garbage from the first checked operation on; then a flush. Identities from `1`.
 pub fn precondition(seed: u64, logical_bytes: u64, page_size: u64) -> Vec<HostOp> {
-    let mut rng = Pcg64Mcg::seed_from_u64(crate::engine::mix(seed, 0xF111, 0));
+    let mut rng = Pcg64Mcg::seed_from_u64(crate::seed::mix(seed, 0xF111, 0));
     let mut ops = Vec::new();
     let mut id = 0u32;
     let mut push = |offset: u64, len: u64, new_batch: bool| {

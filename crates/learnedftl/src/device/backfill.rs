@@ -228,7 +228,7 @@ impl Backfill {
     /// Hints the ordering state of block `blk` into cache.
     #[inline]
     pub(super) fn prefetch(&self, blk: usize) {
-        crate::mapping::prefetch(&self.order.blocks[blk]);
+        crate::host::prefetch(&self.order.blocks[blk]);
     }
 
     /// Notes that no operation will be issued before `t` any more.

@@ -16,7 +16,7 @@
 use super::shadow::Shadow;
 use super::{EngineError, Payload, Simulator};
 use crate::addr::SimTime;
-use crate::ftl::Op;
+use crate::request::Op;
 use crate::stats::ByteChecks;
 use crate::workload::HostIo;
 

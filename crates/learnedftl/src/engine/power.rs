@@ -11,7 +11,8 @@
 use super::{EngineError, Oracle, Simulator};
 use crate::addr::{Lpn, SimTime};
 use crate::device::PowerCut;
-use crate::ftl::{self, Op, ReadSink, Request, Served, Unflushed};
+use crate::ftl::{self, ReadSink, Served, Unflushed};
+use crate::request::{Op, Request};
 
 /// Where power cuts strike: one in every window of `every` host requests.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -30,8 +31,8 @@ impl PowerCutPlan {
     /// strikes after them, between two requests.
     pub fn cut_for(&self, index: u64, pages: u32) -> Option<PowerCut> {
         let w = index / self.every;
-        (index % self.every == super::mix(self.seed, w, 0) % self.every)
-            .then(|| PowerCut::AfterOps(super::mix(self.seed, w, 1) % (2 * pages as u64 + 2)))
+        (index % self.every == crate::seed::mix(self.seed, w, 0) % self.every)
+            .then(|| PowerCut::AfterOps(crate::seed::mix(self.seed, w, 1) % (2 * pages as u64 + 2)))
     }
 }
 

@@ -13,7 +13,7 @@
 
 use super::{EngineError, Oracle, Simulator};
 use crate::addr::Lpn;
-use crate::ftl::Op;
+use crate::request::Op;
 use crate::stats::ByteChecks;
 use crate::workload::HostIo;
 

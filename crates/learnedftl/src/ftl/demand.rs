@@ -22,16 +22,17 @@
 //! Internal work (write-back, GC) is issued at the request's arrival and delays later requests
 //! through the LUN timelines; a request completes when its own reads or programs do.
 
-use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
+use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::{
-    gc, persist_trim, recovery, write_tp, Allocator, Budget, GcHooks, GcPolicy, HasTable, Lookup,
-    Stream, TransTable, WriteBack,
+    gc, persist_trim, recovery, write_tp, Allocator, Budget, FtlStats, GcHooks, GcPolicy, HasTable,
+    Lookup, Stream, TransTable, WriteBack,
 };
 use crate::params::Params;
+use crate::request::{Op, Request, Upcoming};
 use std::ops::Range;
 
 /// A demand-based FTL's mapping cache. The cache tracks what is cached and dirty; the current

@@ -33,15 +33,14 @@
 //! maps are in DRAM). No background or idle work: FAST merges only when a write needs room. See
 //! `docs/ftls/fast.md` for every choice.
 
-use super::{
-    check_page_map, prefetch_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink,
-    Request, Upcoming,
-};
+use super::{read_from_dram_map, DramUsage, Ftl, ReadSink};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError};
+use crate::mapping::{check_page_map, prefetch_page_map, FtlStats};
 use crate::params::Params;
+use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
 use std::collections::VecDeque;
 

@@ -6,16 +6,17 @@
 //! its LPN and write stamp, and each trim is a trim record. After a power cut the whole table is
 //! rebuilt from a scan of every page's OOB (newest stamp wins).
 
-use super::{
-    check_page_map, prefetch_page_map, read_from_dram_map, DramUsage, Ftl, FtlStats, Op, ReadSink,
-    Request, Upcoming,
-};
+use super::{read_from_dram_map, DramUsage, Ftl, ReadSink};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
-use crate::mapping::{gc, persist_trim, recovery, Allocator, GcHooks, GcPolicy, Stream};
+use crate::mapping::{
+    check_page_map, gc, persist_trim, prefetch_page_map, recovery, Allocator, FtlStats, GcHooks,
+    GcPolicy, Stream,
+};
 use crate::params::Params;
+use crate::request::{Op, Request, Upcoming};
 
 const UNMAPPED: u32 = u32::MAX;
 
@@ -29,7 +30,7 @@ impl GcHooks for Table {
     #[inline]
     fn prefetch_moved(&self, oob: Oob) {
         if let Some(lpn) = oob.lpn() {
-            crate::mapping::prefetch(&self.l2p[lpn.idx()]);
+            crate::host::prefetch(&self.l2p[lpn.idx()]);
         }
     }
 

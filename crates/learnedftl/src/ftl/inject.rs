@@ -9,10 +9,12 @@
 //! | `lose-flush` | flushes are acknowledged and ignored (data in a volatile buffer stays there) |
 //! | `forget-mapping` | each recovery after a power cut loses one mapped page: an acknowledged write whose mapping was not persisted |
 
-use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Unflushed, Upcoming};
+use super::{DramUsage, Ftl, ReadSink, Served, Unflushed};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::device::Device;
 use crate::error::{ConfigError, FtlError};
+use crate::mapping::FtlStats;
+use crate::request::{Op, Request, Upcoming};
 
 crate::params::keys! {
     /// The fault injector's key ([`super::build`]).
@@ -82,7 +84,7 @@ impl Inject {
         let mut ftl = Inject::new(inner, fault);
         if fault == Fault::ForgetMapping {
             let lp = dev.geo().logical_pages;
-            let lpn = (crate::engine::mix(t.0, 0xF0, 0) % lp) as u32;
+            let lpn = (crate::seed::mix(t.0, 0xF0, 0) % lp) as u32;
             // Stamp 1: older than the writes it loses, so a later recovery does not replay it
             // over newer ones.
             let trim = Request::new(Op::Trim, lpn, 1, t.0, 1);
@@ -104,9 +106,7 @@ struct WrongRead<'a> {
 impl ReadSink for WrongRead<'_> {
     fn deliver(&mut self, lpn: Lpn, from: Served) {
         let from = match from {
-            Served::Flash { ppa, .. }
-                if crate::engine::mix(0x3A0, lpn.0 as u64, 0) % self.n == 0 =>
-            {
+            Served::Flash { ppa, .. } if crate::seed::mix(0x3A0, lpn.0 as u64, 0) % self.n == 0 => {
                 // The next valid data page of another LPN, if any.
                 let pages = self.dev.geo().pages();
                 (1..pages.min(1 << 16))

@@ -22,63 +22,10 @@ use crate::config::DeviceConfig;
 use crate::device::{Cause, Device, Oob};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::recovery::RecoveryCost;
+use crate::mapping::FtlStats;
 use crate::params::Params;
+use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
-
-/// A host operation.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Op {
-    /// Read pages.
-    Read,
-    /// Write pages.
-    Write,
-    /// Discard pages (their data is gone; reads return unmapped).
-    Trim,
-    /// Make buffered writes durable.
-    Flush,
-}
-
-/// A host request over whole pages.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    /// What to do.
-    pub op: Op,
-    /// First page.
-    pub lpn: Lpn,
-    /// Number of pages (0 for flush).
-    pub pages: u32,
-    /// Arrival time.
-    pub arrival: SimTime,
-    /// Write stamp of this write or trim (the oracle's version number of every page it writes;
-    /// a trim's orders it against writes in a recovery, docs/power.md); 0 for reads and flushes.
-    pub stamp: u32,
-}
-
-impl Request {
-    /// A request for `pages` pages from `lpn`, arriving at `arrival` ns.
-    pub fn new(op: Op, lpn: u32, pages: u32, arrival: u64, stamp: u32) -> Request {
-        Request {
-            op,
-            lpn: Lpn(lpn),
-            pages,
-            arrival: SimTime(arrival),
-            stamp,
-        }
-    }
-
-    /// The pages of the request.
-    #[inline]
-    pub fn lpns(&self) -> impl Iterator<Item = Lpn> {
-        let s = self.lpn.0;
-        (s..s + self.pages).map(Lpn)
-    }
-    /// The last page of the request.
-    #[inline]
-    pub fn last_lpn(&self) -> Lpn {
-        Lpn(self.lpn.0 + self.pages.max(1) - 1)
-    }
-}
 
 /// Where a page read was served from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -123,46 +70,6 @@ impl ReadSink for NullSink {
     fn deliver(&mut self, _: Lpn, _: Served) {}
 }
 
-/// Counters every FTL keeps (SPEC §6). Flash operations by cause are counted by the device.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FtlStats {
-    /// Host page reads by the flash reads each needed: `[unmapped or DRAM, single, double, triple]`.
-    pub lookups: [u64; 4],
-    /// Host page reads whose mapping came from a cache entry.
-    pub cmt_hits: u64,
-    /// Host page reads served by a learned prediction with one flash read.
-    pub model_hits: u64,
-    /// Garbage-collection events (victims cleaned).
-    pub gc_events: u64,
-    /// Of which in the background (after a request, not blocking a write).
-    pub gc_background: u64,
-    /// Valid pages moved by GC (data and translation).
-    pub gc_pages_moved: u64,
-}
-
-impl FtlStats {
-    /// Counts one host page read that needed `flash_reads` reads (0 = unmapped or from DRAM).
-    #[inline]
-    pub fn lookup(&mut self, flash_reads: usize) {
-        self.lookups[flash_reads.min(3)] += 1;
-    }
-    /// Host page reads.
-    pub fn page_reads(&self) -> u64 {
-        self.lookups.iter().sum()
-    }
-    /// Adds `other`'s counters (a phase's totals across a recovery).
-    pub fn add(&mut self, other: &FtlStats) {
-        for (a, b) in self.lookups.iter_mut().zip(other.lookups) {
-            *a += b;
-        }
-        self.cmt_hits += other.cmt_hits;
-        self.model_hits += other.model_hits;
-        self.gc_events += other.gc_events;
-        self.gc_background += other.gc_background;
-        self.gc_pages_moved += other.gc_pages_moved;
-    }
-}
-
 /// Mapping DRAM in use, by part.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DramUsage {
@@ -177,18 +84,6 @@ impl DramUsage {
     pub fn total(&self) -> u64 {
         self.parts.iter().map(|p| p.1).sum()
     }
-}
-
-/// How soon a request hinted with [`Ftl::prefetch`] will be served.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Upcoming {
-    /// After the other jobs' requests now queued: time for a cache miss on the entries indexed
-    /// by its LPN, but not for one that depends on them.
-    Later,
-    /// Next, after the request being served: the entries indexed by its LPN were hinted
-    /// [`Upcoming::Later`] and are cached, so they can be read to hint the device state they
-    /// point at.
-    Next,
 }
 
 /// A copy of an FTL's whole state behind a `Box<dyn Ftl>`: what lets a simulator be cloned
@@ -239,7 +134,7 @@ pub trait Ftl: Send + FtlClone {
 
     /// A hint that a request `op` on `lpn` is coming, `when` says how soon: the FTL may ask
     /// the CPU to bring the state serving it will touch into cache
-    /// ([`crate::mapping::prefetch()`]) so that the misses overlap with the requests served
+    /// ([`crate::host::prefetch()`]) so that the misses overlap with the requests served
     /// meanwhile. A hint only: it changes no state and no result; the default does nothing.
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
         let _ = (dev, op, lpn, when);
@@ -401,27 +296,6 @@ pub fn recover(
     Ok((ftl, cost))
 }
 
-/// [`Ftl::prefetch`] for a page-level map from LPN to PPA (`unmapped` for none): the entry
-/// when the request comes later, the page a read will fetch when it comes next.
-#[inline]
-pub fn prefetch_page_map(
-    dev: &Device,
-    l2p: &[u32],
-    unmapped: u32,
-    op: Op,
-    lpn: Lpn,
-    when: Upcoming,
-) {
-    let Some(e) = l2p.get(lpn.idx()) else {
-        return;
-    };
-    match when {
-        Upcoming::Later => crate::mapping::prefetch(e),
-        Upcoming::Next if op == Op::Read && *e != unmapped => dev.prefetch_read(Ppa(*e)),
-        Upcoming::Next => {}
-    }
-}
-
 /// Serves a host read of `lpn` whose mapping a DRAM-resident table gave (`None`: unmapped):
 /// one flash read issued at `t`, counted as a cache hit, or none; the page goes to `sink`.
 /// Returns the completion (`t` when unmapped).
@@ -443,34 +317,4 @@ pub fn read_from_dram_map(
     stats.cmt_hits += 1;
     sink.deliver(lpn, Served::Flash { ppa, oob });
     Ok(done)
-}
-
-/// Checks a full LPN → PPA table against the device: each mapped LPN points at a valid page
-/// whose OOB names it, and the device holds exactly as many valid data pages as there are mapped
-/// LPNs (so no valid page is orphaned or mapped twice). `extra_valid` counts valid pages that are
-/// not data (translation pages).
-pub fn check_page_map(
-    dev: &Device,
-    map: impl Iterator<Item = (Lpn, Option<Ppa>)>,
-    extra_valid: u64,
-) -> Result<(), String> {
-    let mut mapped = 0u64;
-    for (lpn, ppa) in map {
-        let Some(ppa) = ppa else { continue };
-        mapped += 1;
-        if !dev.is_valid(ppa) {
-            return Err(format!("{lpn:?} maps to {ppa:?}, which is not valid"));
-        }
-        match dev.peek_oob(ppa).and_then(|o| o.lpn()) {
-            Some(l) if l == lpn => {}
-            other => return Err(format!("{lpn:?} maps to {ppa:?} whose OOB holds {other:?}")),
-        }
-    }
-    let valid: u64 = dev.lines_valid().iter().map(|&v| v as u64).sum();
-    if valid != mapped + extra_valid {
-        return Err(format!(
-            "{valid} valid pages on flash but {mapped} mapped LPNs and {extra_valid} other valid pages"
-        ));
-    }
-    dev.check_consistency()
 }

@@ -4,10 +4,10 @@
 //! [`GcHooks`].
 
 use super::alloc::{Allocator, Stream};
+use super::stats::FtlStats;
 use crate::addr::{Ppa, SimTime};
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::FtlError;
-use crate::ftl::FtlStats;
 
 /// What an FTL does when GC moves its pages.
 pub trait GcHooks {

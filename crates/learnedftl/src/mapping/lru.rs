@@ -231,10 +231,10 @@ impl SlotIndex {
     pub fn slot(&self, key: u32) -> u32 {
         self.slot_of[key as usize]
     }
-    /// Hints `key`'s entry into cache ([`crate::mapping::prefetch()`]).
+    /// Hints `key`'s entry into cache ([`crate::host::prefetch()`]).
     #[inline]
     pub fn prefetch(&self, key: u32) {
-        super::prefetch(&self.slot_of[key as usize]);
+        crate::host::prefetch(&self.slot_of[key as usize]);
     }
     /// The key in `slot`, or [`NIL`] if the slot is free.
     #[inline]

@@ -54,11 +54,11 @@ impl PackedVec {
         (v & self.mask) as u32
     }
 
-    /// Hints that entry `i` will be read soon ([`super::prefetch()`]).
+    /// Hints that entry `i` will be read soon ([`crate::host::prefetch()`]).
     #[inline]
     pub fn prefetch(&self, i: usize) {
         if let Some(w) = self.words.get((i * self.bits as usize) >> 6) {
-            super::prefetch(w);
+            crate::host::prefetch(w);
         }
     }
 

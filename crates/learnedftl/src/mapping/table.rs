@@ -15,11 +15,13 @@
 use super::alloc::{Allocator, Stream};
 use super::gc::{self, GcHooks};
 use super::gtd::Gtd;
+use super::page_map::{check_page_map, prefetch_page_map};
+use super::stats::FtlStats;
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob, TrimRecord};
 use crate::error::FtlError;
-use crate::ftl::{check_page_map, prefetch_page_map, FtlStats, Op, Upcoming};
+use crate::request::{Op, Upcoming};
 
 const UNMAPPED: u32 = u32::MAX;
 
@@ -63,10 +65,10 @@ impl TransTable {
         prefetch_page_map(dev, &self.l2p, UNMAPPED, op, lpn, when);
     }
 
-    /// Hints `lpn`'s entry into cache ([`super::prefetch()`]).
+    /// Hints `lpn`'s entry into cache ([`crate::host::prefetch()`]).
     #[inline]
     pub fn prefetch_entry(&self, lpn: Lpn) {
-        super::prefetch(&self.l2p[lpn.idx()]);
+        crate::host::prefetch(&self.l2p[lpn.idx()]);
     }
 
     /// Sets the mapping of `lpn`; returns the old one (for the caller to invalidate).

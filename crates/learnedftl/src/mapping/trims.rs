@@ -12,10 +12,11 @@
 
 use super::alloc::{Allocator, Stream};
 use super::gc::{self, GcHooks};
+use super::stats::FtlStats;
 use crate::addr::{Ppa, SimTime};
 use crate::device::{Cause, Device, TrimRecord};
 use crate::error::FtlError;
-use crate::ftl::{FtlStats, Request};
+use crate::request::Request;
 
 /// Persists the trim request `req` (issued at its arrival) as a record page of `stream`,
 /// running foreground GC first if a new line is needed; returns when the record is programmed

@@ -8,8 +8,7 @@
 //! file's bytes. Entries are `DIR/cache/<key>.json` (`{wall_seconds, report}`), written to a
 //! temporary file and renamed into place.
 
-use super::exec::Outcome;
-use super::ReproduceError;
+use super::{Outcome, ReproduceError};
 use crate::run::{Experiment, Workload};
 use md5::{Digest, Md5};
 use std::path::{Path, PathBuf};

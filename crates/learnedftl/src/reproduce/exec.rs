@@ -4,9 +4,10 @@
 //! work queue; results are cached by a hash of their full configuration and the build.
 
 use super::cache::Cache;
-use super::registry::{job_text, Ctx, Def, Scale};
+use super::def::{Ctx, Def, Scale};
+use super::registry::job_text;
 use super::spec::RunSpec;
-use super::{Config, ExperimentResult, ReproduceError, Results, RunResult};
+use super::{Config, ExperimentResult, Outcome, ReproduceError, Results, RunResult};
 use crate::engine::Progress;
 use crate::host::AvailableMemory;
 use crate::run::{Experiment, Prepared};
@@ -36,19 +37,6 @@ impl Unit {
     pub fn experiment(&self) -> &Experiment {
         &self.experiment
     }
-}
-
-/// A unit's outcome.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// The run report (JSON), or why there is none.
-    pub report: Result<serde_json::Value, String>,
-    /// Wall time of the unit's own work (its share of a shared preparation not included),
-    /// seconds; for a cached unit, the time it took when it ran.
-    pub wall_seconds: f64,
-    /// Loaded from the cache, or copied from the identical unit of another experiment that
-    /// ran in the same suite.
-    pub cached: bool,
 }
 
 /// The suite's units, grouped, with the experiments and runs they come from.

@@ -8,16 +8,19 @@
 //! The CLI is a thin layer: it parses options, makes progress lines and writes files.
 
 pub mod cache;
+pub mod def;
 pub mod doc;
 pub mod exec;
 pub mod registry;
 mod report;
 mod sections;
 pub mod spec;
+pub mod sweeps;
 
 pub use cache::Cache;
-pub use exec::{Outcome, Plan, Unit, Work};
-pub use registry::{Def, Scale, EXPERIMENTS};
+pub use def::{Def, Scale};
+pub use exec::{Plan, Unit, Work};
+pub use registry::EXPERIMENTS;
 pub use report::{checks, document, Finding};
 pub use spec::{RunSpec, WorkloadSpec};
 
@@ -119,6 +122,19 @@ pub fn select(names: &[String]) -> Result<Vec<&'static Def>, ReproduceError> {
                 || (d.reads != [d.name] && d.reads.iter().any(|r| named(r)))
         })
         .collect())
+}
+
+/// A unit's outcome.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The run report (JSON), or why there is none.
+    pub report: Result<serde_json::Value, String>,
+    /// Wall time of the unit's own work (its share of a shared preparation not included),
+    /// seconds; for a cached unit, the time it took when it ran.
+    pub wall_seconds: f64,
+    /// Loaded from the cache, or copied from the identical unit of another experiment that
+    /// ran in the same suite.
+    pub cached: bool,
 }
 
 /// One run's results: every FTL's report (`compare --json`'s objects), or its error.

@@ -1,123 +1,13 @@
 //! The experiments, as data: one [`Def`] per experiment in [`EXPERIMENTS`] — its runs, its
 //! report section and why our numbers differ from the paper's. Adding an experiment means adding
-//! one entry here (and its section renderer in `sections.rs`).
+//! one entry here (and its section renderer in `sections/`).
 
+use super::def::{paper_design, Ctx, Def, Scale};
 use super::sections;
 use super::spec::{RunSpec, WorkloadSpec};
+use super::sweeps::{ablation_label, ABLATIONS, CMT_RATIOS, HP_RATIOS, HP_WORKLOADS};
 use super::{Config, ReproduceError};
 use crate::ftl::FTLS;
-
-/// Request counts and sizes per preset: each experiment's workload scaled to the device.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Scale {
-    /// The slice each of 64 jobs owns (logical space / 64), KiB.
-    pub slice_kib: u64,
-    /// Random reads: drain-phase and measured reads per job.
-    pub rr_drain: u64,
-    /// Random reads: measured reads per job.
-    pub rr_ios: u64,
-    /// Sequential reads: drain-phase reads per job.
-    pub sr_drain: u64,
-    /// Sequential reads: measured reads per job.
-    pub sr_ios: u64,
-    /// Random 4 KiB writes per job.
-    pub rw_ios: u64,
-    /// Sequential 4 KiB writes per job.
-    pub sw_ios: u64,
-    /// TPFTL motivation: reads per job per thread count.
-    pub th_ios: u64,
-    /// HP-FTL experiments: 4 KiB writes per job (1.4 × the logical pages at
-    /// `logical_ratio=0.5`, over 64 jobs).
-    pub hp_ios: u64,
-    /// HP-FTL's m sweep (below p, the block's page-number bits).
-    pub hp_ms: &'static [u32],
-    /// The lecture deck's μ-FTL / DFTL mapping DRAM (DFTL's default 3 % + GTD).
-    pub deck_dram: &'static str,
-    /// The lecture deck's 4 KiB writes per job.
-    pub deck_ios: u64,
-    /// FAST's log blocks per LUN plane at the deck's 3 % log buffer.
-    pub deck_log_blocks: u32,
-}
-
-impl Scale {
-    /// The scale of `preset`. `quick` is sized for a suite of minutes, `paper` keeps the
-    /// LearnedFTL paper's proportions on its geometry, `tiny` exercises every experiment in
-    /// seconds (tests, CI).
-    pub fn of(preset: &str) -> Result<Scale, ReproduceError> {
-        Ok(match preset {
-            "quick" => Scale {
-                slice_kib: 60 << 10,
-                rr_drain: 1000,
-                rr_ios: 5000,
-                sr_drain: 1000,
-                sr_ios: 5000,
-                rw_ios: 300,
-                sw_ios: 2000,
-                th_ios: 2000,
-                hp_ios: 11468,
-                hp_ms: &[2, 3, 4, 5],
-                deck_dram: "240k",
-                deck_ios: 2400,
-                deck_log_blocks: 8,
-            },
-            "paper" => Scale {
-                slice_kib: 480 << 10,
-                rr_drain: 4000,
-                rr_ios: 10000,
-                sr_drain: 4000,
-                sr_ios: 10000,
-                rw_ios: 300,
-                sw_ios: 2000,
-                th_ios: 8000,
-                hp_ios: 91750,
-                hp_ms: &[6, 7, 8],
-                deck_dram: "1900k",
-                deck_ios: 20000,
-                deck_log_blocks: 8,
-            },
-            "tiny" => Scale {
-                slice_kib: 1920,
-                rr_drain: 100,
-                rr_ios: 200,
-                sr_drain: 100,
-                sr_ios: 200,
-                rw_ios: 30,
-                sw_ios: 100,
-                th_ios: 50,
-                hp_ios: 358,
-                hp_ms: &[2, 3, 4, 5],
-                deck_dram: "8k",
-                deck_ios: 75,
-                deck_log_blocks: 2,
-            },
-            other => return Err(ReproduceError::Preset(other.to_string())),
-        })
-    }
-}
-
-/// What an experiment's definition sees: the suite's settings and the preset's scale.
-pub struct Ctx<'a> {
-    /// The suite's settings.
-    pub config: &'a Config,
-    /// The preset's sizes.
-    pub scale: &'a Scale,
-}
-
-impl Ctx<'_> {
-    /// The LearnedFTL paper's FTLs: every FTL but the lecture deck's (FAST, μ-FTL).
-    pub fn paper_ftls(&self) -> Vec<&'static str> {
-        FTLS.iter()
-            .copied()
-            .filter(|f| !matches!(*f, "fast" | "mu-ftl"))
-            .collect()
-    }
-
-    /// `r` on LearnedFTL's paper-literal design, if the suite runs it (`--paper-design`: its
-    /// preconditionings simulate its collapse, most of the suite's time otherwise).
-    fn learned_paper(&self, r: RunSpec) -> Option<RunSpec> {
-        self.config.paper_design.then(|| paper_design(r))
-    }
-}
 
 /// How many runs `def` adds under `config` with `--paper-design` (LearnedFTL's paper design).
 pub fn paper_design_runs(def: &Def, config: &Config) -> Result<usize, ReproduceError> {
@@ -136,23 +26,6 @@ pub fn paper_design_runs(def: &Def, config: &Config) -> Result<usize, ReproduceE
     Ok(count(true) - count(false))
 }
 
-/// One experiment.
-#[derive(Debug)]
-pub struct Def {
-    /// Its name on the command line and in file names.
-    pub name: &'static str,
-    /// The section title (with the paper figure it reproduces).
-    pub title: &'static str,
-    /// Its runs (none: a section computed from other experiments' runs).
-    pub runs: fn(&Ctx) -> Vec<RunSpec>,
-    /// The experiments whose runs its section reads (itself unless derived).
-    pub reads: &'static [&'static str],
-    /// Renders its section from the results.
-    pub section: sections::Render,
-    /// Why our numbers differ from the paper's (Markdown; causes as in docs/reproduction.md).
-    pub differences: &'static str,
-}
-
 const RAND6: &str = "randwrite:512k:6";
 const SEQ1: &str = "write:512k:1";
 
@@ -165,10 +38,6 @@ fn opts(rw: &'static str, numjobs: u32, number_ios: u64) -> WorkloadSpec {
         iodepth: 1,
         dist: None,
     }
-}
-
-fn paper_design(r: RunSpec) -> RunSpec {
-    r.set("design", "paper")
 }
 
 fn randread(c: &Ctx) -> Vec<RunSpec> {
@@ -247,9 +116,6 @@ fn tpftl_threads(_: &Ctx) -> Vec<RunSpec> {
     ]
 }
 
-/// The CMT sizes of the sweep, as shares of the mappings.
-pub const CMT_RATIOS: [&str; 6] = ["0.01", "0.03", "0.05", "0.10", "0.25", "0.50"];
-
 /// TPFTL's own CMT size (`cmt_ratio`'s default).
 const DEFAULT_CMT_RATIO: &str = "0.03";
 
@@ -305,11 +171,6 @@ fn traces(c: &Ctx) -> Vec<RunSpec> {
     }
     runs
 }
-
-/// HP-FTL's workloads: name and random distribution.
-pub const HP_WORKLOADS: [(&str, &str); 2] = [("uniform", "random"), ("zipf0.99", "zipf:0.99")];
-/// HP-FTL Fig. 2's DRAM ratios (shares of the 8 B/LPN table).
-pub const HP_RATIOS: [&str; 7] = ["0.1", "0.2", "0.3", "0.4", "0.5", "0.7", "1.0"];
 
 /// One HP-FTL point: a run labelled with the workload, of these FTLs, at this iodepth.
 type HpRun<'a> = dyn Fn(&str, &[&str], u32) -> RunSpec + 'a;
@@ -436,33 +297,6 @@ fn mu_translation(c: &Ctx) -> Vec<RunSpec> {
 
 fn dram(c: &Ctx) -> Vec<RunSpec> {
     vec![RunSpec::new("dram", FTLS, opts("randwrite", 64, c.scale.rw_ios)).pre(SEQ1)]
-}
-
-/// LearnedFTL's switches, one changed at a time from the paper design (docs/ftls/learnedftl.md
-/// "Ablations").
-pub const ABLATIONS: [&[(&str, &str)]; 9] = [
-    &[],
-    &[("cross_group", "off")],
-    &[("lender", "any")],
-    &[("sequential_init", "off")],
-    &[("training", "equal-count-ls")],
-    &[("tp_write_cost", "free")],
-    &[("dram", "equal-dram")],
-    &[("group_gc", "line")],
-    &[("group_gc", "line"), ("lender", "any")],
-];
-
-/// The label of the ablation run with `switches` changed from the paper design.
-pub fn ablation_label(switches: &[(&str, &str)]) -> String {
-    if switches.is_empty() {
-        "design=paper".to_string()
-    } else {
-        switches
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
 }
 
 fn ablations(c: &Ctx) -> Vec<RunSpec> {

@@ -317,7 +317,7 @@ impl Experiment {
             mut phases,
         } = prepared;
         if let Some(every) = self.power_cut_every {
-            let seed = crate::engine::mix(self.seed, POWER_CUT_STREAM, 0);
+            let seed = crate::seed::mix(self.seed, POWER_CUT_STREAM, 0);
             sim.plan_power_cuts(PowerCutPlan { every, seed })?;
         }
         let trace = match &self.workload {
@@ -326,7 +326,7 @@ impl Experiment {
                     if let Some(s) = phase.settle {
                         phases.extend(sim.settle(SETTLE, s, progress)?);
                     }
-                    let seed = crate::engine::mix(self.seed, 1 + i as u64, 0);
+                    let seed = crate::seed::mix(self.seed, 1 + i as u64, 0);
                     phases.push(sim.run_jobs(&phase.name, &phase.jobs, seed, progress)?);
                 }
                 None
@@ -451,7 +451,7 @@ impl Experiment {
 /// The name of the phases in which the device settles.
 pub const SETTLE: &str = "settle";
 
-/// Where the power-cut plan's seed comes from in the run seed ([`crate::engine::mix`]'s
+/// Where the power-cut plan's seed comes from in the run seed ([`crate::seed::mix`]'s
 /// stream; the job phases use 1, 2, …).
 const POWER_CUT_STREAM: u64 = u64::MAX;
 
@@ -478,8 +478,8 @@ fn fill_unwritten(
         let end = (io.offset + io.len).div_ceil(ps) as usize;
         for p in first..end.min(pages) {
             match io.op {
-                crate::ftl::Op::Read if !bit(&written, p) => fill[p >> 6] |= 1 << (p & 63),
-                crate::ftl::Op::Write => written[p >> 6] |= 1 << (p & 63),
+                crate::request::Op::Read if !bit(&written, p) => fill[p >> 6] |= 1 << (p & 63),
+                crate::request::Op::Write => written[p >> 6] |= 1 << (p & 63),
                 _ => {}
             }
         }
@@ -495,7 +495,7 @@ fn fill_unwritten(
         next = (start..limit).find(|&p| !bit(&fill, p)).unwrap_or(limit);
         Some(Ok::<_, std::convert::Infallible>(HostIo {
             arrival: crate::addr::SimTime::ZERO,
-            op: crate::ftl::Op::Write,
+            op: crate::request::Op::Write,
             offset: start as u64 * ps,
             len: (next - start) as u64 * ps,
         }))

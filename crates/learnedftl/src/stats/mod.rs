@@ -3,7 +3,9 @@
 
 use crate::addr::SimTime;
 use crate::device::{BackfillCounters, Cause, Device, Wear};
-use crate::ftl::{Ftl, FtlStats, Op};
+use crate::ftl::Ftl;
+use crate::mapping::FtlStats;
+use crate::request::Op;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;

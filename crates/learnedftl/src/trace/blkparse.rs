@@ -17,7 +17,7 @@
 use super::error::{FieldError, LineErrorKind};
 use super::fields::{dev_id, parse_u64, sectors, Fields, Sep};
 use super::{Parsed, TraceRecord};
-use crate::ftl::Op;
+use crate::request::Op;
 
 const FIELDS: &[&str] = &[
     "device", "cpu", "sequence", "time", "pid", "action", "rwbs", "sector", "+", "sectors",

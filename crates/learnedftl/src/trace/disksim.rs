@@ -6,7 +6,7 @@
 use super::error::{FieldError, LineErrorKind, TraceError};
 use super::fields::{parse_u64, sectors, Fields, Sep};
 use super::{Format, Parsed, TraceRecord};
-use crate::ftl::Op;
+use crate::request::Op;
 use std::io::Write;
 
 const FIELDS: &[&str] = &["time", "device", "lba", "size", "type"];

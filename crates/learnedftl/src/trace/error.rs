@@ -2,7 +2,7 @@
 
 use super::Format;
 use crate::error::quote;
-use crate::ftl::Op;
+use crate::request::Op;
 use std::fmt;
 use std::io;
 

@@ -5,7 +5,7 @@
 //! column of which line is wrong.
 
 use super::error::{FieldError, LineErrorKind};
-use crate::ftl::Op;
+use crate::request::Op;
 
 /// How the columns of a line are separated.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 use super::error::{FieldError, LineErrorKind, TraceError};
 use super::fields::{op_word, scaled, word_op, Fields, Sep};
 use super::{Parsed, TraceRecord};
-use crate::ftl::Op;
+use crate::request::Op;
 use std::io::Write;
 
 const V2: &[&str] = &["filename", "action", "offset", "length"];

@@ -40,7 +40,7 @@ pub use replay::{AddressPolicy, Replay, ReplayCounters, ReplayOptions};
 pub use stats::{InterArrival, SizeBucket, StatsBuilder, TraceStats, FOOTPRINT_MAX_SPAN};
 pub use write::{write_header, write_record, TraceWriter};
 
-use crate::ftl::Op;
+use crate::request::Op;
 use error::FieldError;
 use serde::Serialize;
 use std::fmt;

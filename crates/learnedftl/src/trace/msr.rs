@@ -7,7 +7,7 @@
 use super::error::{FieldError, TraceError};
 use super::fields::{is_csv_header, parse_u64, scaled, Fields, Sep};
 use super::{Format, Parsed, TraceRecord};
-use crate::ftl::Op;
+use crate::request::Op;
 use std::io::Write;
 
 const FIELDS: &[&str] = &[

@@ -86,7 +86,7 @@ pub fn start_unix_ns(comment: &str) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::Op;
+    use crate::request::Op;
 
     #[test]
     fn recording_lines_round_trip() {

@@ -4,7 +4,7 @@ use super::error::TraceError;
 use super::TraceRecord;
 use crate::addr::SimTime;
 use crate::error::quote;
-use crate::ftl::Op;
+use crate::request::Op;
 use crate::workload::HostIo;
 use serde::Serialize;
 use std::fmt;

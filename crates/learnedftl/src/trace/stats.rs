@@ -2,7 +2,7 @@
 
 use super::error::TraceError;
 use super::TraceRecord;
-use crate::ftl::Op;
+use crate::request::Op;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt;

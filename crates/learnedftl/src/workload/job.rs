@@ -9,7 +9,7 @@ use super::dist::{BlockPicker, Dist};
 use super::HostIo;
 use crate::addr::SimTime;
 use crate::error::quote;
-use crate::ftl::Op;
+use crate::request::Op;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;

@@ -4,7 +4,7 @@
 
 use crate::addr::SimTime;
 use crate::error::quote;
-use crate::ftl::Op;
+use crate::request::Op;
 
 /// One host I/O in bytes, as a workload produces it. The engine turns it into a page request
 /// covering every page the byte range touches.

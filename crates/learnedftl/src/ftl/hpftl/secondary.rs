@@ -105,7 +105,7 @@ impl Secondary {
     #[inline]
     pub fn prefetch_slot(&self, lpn: u32) {
         if let Some(pos) = self.slot_of.get(lpn as usize) {
-            crate::mapping::prefetch(pos);
+            crate::host::prefetch(pos);
         }
     }
 
@@ -114,7 +114,7 @@ impl Secondary {
     #[inline]
     pub fn prefetch_entry(&self, lpn: u32) {
         if let Some(pos) = self.slot(lpn) {
-            crate::mapping::prefetch(&self.slots[pos as usize]);
+            crate::host::prefetch(&self.slots[pos as usize]);
         }
     }
 

@@ -20,18 +20,17 @@ pub use cache::GroupCache;
 pub use segment::{learn, Point, Segment, GROUP_LPNS, SEGMENT_BYTES};
 pub use table::{GroupTable, Offsets};
 
-use super::{
-    check_page_map, prefetch_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served,
-    Unflushed, Upcoming,
-};
+use super::{DramUsage, Ftl, ReadSink, Served, Unflushed};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::{
-    gc, persist_trim, radix, recovery, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Gtd, Stream,
+    check_page_map, gc, persist_trim, prefetch_page_map, radix, recovery, Allocator, Budget,
+    FtlStats, GcHooks, GcOrder, GcPolicy, Gtd, Stream,
 };
 use crate::params::Params;
+use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -776,10 +775,10 @@ impl Ftl for Leaftl {
         if when == Upcoming::Later {
             // A read first asks the write buffer, then the LPN's group.
             if let Some(slot) = self.buf.slot_of.get(lpn.idx()) {
-                crate::mapping::prefetch(slot);
+                crate::host::prefetch(slot);
             }
             if let Some(g) = self.map.groups.get(Mapping::group(lpn.0) as usize) {
-                crate::mapping::prefetch(g);
+                crate::host::prefetch(g);
             }
         }
         prefetch_page_map(dev, &self.map.l2p, UNMAPPED, op, lpn, when);

@@ -22,7 +22,7 @@ mod recover;
 #[cfg(test)]
 mod tests;
 
-use super::{DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served, Upcoming};
+use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src};
@@ -30,10 +30,11 @@ use crate::error::{quote, ConfigError, FtlError};
 use crate::mapping::budget::{CMT_RATIO, MAPPING_DRAM_BYTES};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::{
-    trims, Allocator, Budget, Credit, GcPolicy, GcRule, LineState, Lookup, Stream, TpCache,
-    TransTable,
+    trims, Allocator, Budget, Credit, FtlStats, GcPolicy, GcRule, LineState, Lookup, Stream,
+    TpCache, TransTable,
 };
 use crate::params::{parse_duration_ns, Key, Params};
+use crate::request::{Op, Request, Upcoming};
 use copies::Copies;
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};

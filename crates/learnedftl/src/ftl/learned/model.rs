@@ -195,8 +195,8 @@ impl Models {
     /// CPU cache (a hint: see [`crate::ftl::Ftl::prefetch`]).
     #[inline]
     pub fn prefetch(&self, tpn: Tpn, x: u32) {
-        crate::mapping::prefetch(&self.bits[self.word(tpn, x).0]);
-        crate::mapping::prefetch(&self.pieces[tpn.idx()]);
+        crate::host::prefetch(&self.bits[self.word(tpn, x).0]);
+        crate::host::prefetch(&self.pieces[tpn.idx()]);
     }
 
     /// Whether offset `x` of TP `tpn` has its bit set.

@@ -35,16 +35,18 @@ pub mod tree;
 #[cfg(test)]
 mod tests;
 
-use super::{check_page_map, DramUsage, Ftl, FtlStats, Op, ReadSink, Request, Served};
+use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::lru::{Links, List};
 use crate::mapping::{
-    gc, persist_trim, recovery, Allocator, Budget, GcHooks, GcOrder, GcPolicy, Stream,
+    check_page_map, gc, persist_trim, recovery, Allocator, Budget, FtlStats, GcHooks, GcOrder,
+    GcPolicy, Stream,
 };
 use crate::params::Params;
+use crate::request::{Op, Request};
 use serde::Serialize;
 use tree::{Change, Ext, Tree, NIL};
 

@@ -1,0 +1,146 @@
+//! What an experiment is made of: its definition ([`Def`]: runs, the results its section reads,
+//! the section's renderer, why it differs from the paper), the context its runs are built in
+//! ([`Ctx`]) and the preset's sizes ([`Scale`]). The registry holds the experiments; the
+//! sections render them.
+
+use super::doc::Section;
+use super::spec::RunSpec;
+use super::{Config, ReproduceError, Results};
+use crate::ftl::FTLS;
+
+/// Request counts and sizes per preset: each experiment's workload scaled to the device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scale {
+    /// The slice each of 64 jobs owns (logical space / 64), KiB.
+    pub slice_kib: u64,
+    /// Random reads: drain-phase and measured reads per job.
+    pub rr_drain: u64,
+    /// Random reads: measured reads per job.
+    pub rr_ios: u64,
+    /// Sequential reads: drain-phase reads per job.
+    pub sr_drain: u64,
+    /// Sequential reads: measured reads per job.
+    pub sr_ios: u64,
+    /// Random 4 KiB writes per job.
+    pub rw_ios: u64,
+    /// Sequential 4 KiB writes per job.
+    pub sw_ios: u64,
+    /// TPFTL motivation: reads per job per thread count.
+    pub th_ios: u64,
+    /// HP-FTL experiments: 4 KiB writes per job (1.4 × the logical pages at
+    /// `logical_ratio=0.5`, over 64 jobs).
+    pub hp_ios: u64,
+    /// HP-FTL's m sweep (below p, the block's page-number bits).
+    pub hp_ms: &'static [u32],
+    /// The lecture deck's μ-FTL / DFTL mapping DRAM (DFTL's default 3 % + GTD).
+    pub deck_dram: &'static str,
+    /// The lecture deck's 4 KiB writes per job.
+    pub deck_ios: u64,
+    /// FAST's log blocks per LUN plane at the deck's 3 % log buffer.
+    pub deck_log_blocks: u32,
+}
+
+impl Scale {
+    /// The scale of `preset`. `quick` is sized for a suite of minutes, `paper` keeps the
+    /// LearnedFTL paper's proportions on its geometry, `tiny` exercises every experiment in
+    /// seconds (tests, CI).
+    pub fn of(preset: &str) -> Result<Scale, ReproduceError> {
+        Ok(match preset {
+            "quick" => Scale {
+                slice_kib: 60 << 10,
+                rr_drain: 1000,
+                rr_ios: 5000,
+                sr_drain: 1000,
+                sr_ios: 5000,
+                rw_ios: 300,
+                sw_ios: 2000,
+                th_ios: 2000,
+                hp_ios: 11468,
+                hp_ms: &[2, 3, 4, 5],
+                deck_dram: "240k",
+                deck_ios: 2400,
+                deck_log_blocks: 8,
+            },
+            "paper" => Scale {
+                slice_kib: 480 << 10,
+                rr_drain: 4000,
+                rr_ios: 10000,
+                sr_drain: 4000,
+                sr_ios: 10000,
+                rw_ios: 300,
+                sw_ios: 2000,
+                th_ios: 8000,
+                hp_ios: 91750,
+                hp_ms: &[6, 7, 8],
+                deck_dram: "1900k",
+                deck_ios: 20000,
+                deck_log_blocks: 8,
+            },
+            "tiny" => Scale {
+                slice_kib: 1920,
+                rr_drain: 100,
+                rr_ios: 200,
+                sr_drain: 100,
+                sr_ios: 200,
+                rw_ios: 30,
+                sw_ios: 100,
+                th_ios: 50,
+                hp_ios: 358,
+                hp_ms: &[2, 3, 4, 5],
+                deck_dram: "8k",
+                deck_ios: 75,
+                deck_log_blocks: 2,
+            },
+            other => return Err(ReproduceError::Preset(other.to_string())),
+        })
+    }
+}
+
+/// What an experiment's definition sees: the suite's settings and the preset's scale.
+pub struct Ctx<'a> {
+    /// The suite's settings.
+    pub config: &'a Config,
+    /// The preset's sizes.
+    pub scale: &'a Scale,
+}
+
+impl Ctx<'_> {
+    /// The LearnedFTL paper's FTLs: every FTL but the lecture deck's (FAST, μ-FTL).
+    pub fn paper_ftls(&self) -> Vec<&'static str> {
+        FTLS.iter()
+            .copied()
+            .filter(|f| !matches!(*f, "fast" | "mu-ftl"))
+            .collect()
+    }
+
+    /// `r` on LearnedFTL's paper-literal design, if the suite runs it (`--paper-design`: its
+    /// preconditionings simulate its collapse, most of the suite's time otherwise).
+    pub(super) fn learned_paper(&self, r: RunSpec) -> Option<RunSpec> {
+        self.config.paper_design.then(|| paper_design(r))
+    }
+}
+
+/// One experiment.
+#[derive(Debug)]
+pub struct Def {
+    /// Its name on the command line and in file names.
+    pub name: &'static str,
+    /// The section title (with the paper figure it reproduces).
+    pub title: &'static str,
+    /// Its runs (none: a section computed from other experiments' runs).
+    pub runs: fn(&Ctx) -> Vec<RunSpec>,
+    /// The experiments whose runs its section reads (itself unless derived).
+    pub reads: &'static [&'static str],
+    /// Renders its section from the results.
+    pub section: Render,
+    /// Why our numbers differ from the paper's (Markdown; causes as in docs/reproduction.md).
+    pub differences: &'static str,
+}
+
+/// Renders a section from the results.
+pub type Render = fn(&Results, &Def, &mut Section);
+
+/// `r` with `design=paper`: the paper-literal design of the FTL it runs.
+pub(super) fn paper_design(r: RunSpec) -> RunSpec {
+    r.set("design", "paper")
+}
