@@ -21,8 +21,9 @@
 #   OUT=DIR        keep each FTL's report, db_bench output, RocksDB LOG and table there
 #                  (default: temporary)
 #   RECORD=1       also record each FTL's I/O (`serve --record-format learnedftl`) to
-#                  OUT/FTL.rec, with OUT/FTL.phases marking each db_bench run (write:
-#                  fillseq + overwrite; readrandom; readseq) and its operations, for
+#                  OUT/FTL.rec, with OUT/FTL.phases marking the phases (write: the run of
+#                  fillseq + overwrite; readrandom and readseq: the benchmark itself) and
+#                  their operations, for
 #                  `learnedftl run --trace OUT/FTL.rec --replay closed --phases OUT/FTL.phases`
 # Needs root (mount, losetup), /dev/fuse, and the Debian packages libnbd-bin fuse3
 # e2fsprogs rocksdb-tools.
@@ -74,8 +75,15 @@ count() {
     awk -v b="$1" '$1 ~ "^(" b ")$" && $2 == ":" { for (i = 2; i <= NF; i++) if ($i ~ /^operations;?$/) n += $(i - 1) } END { print n + 0 }' "$2"
 }
 
-# Runs the command after $3 with its output appended to file $1; when recording, marks the run
-# as phase $2 in OUT/FTL.phases with the operations of benchmarks $3 (a regular expression).
+# Seconds db_bench reports for the last run of benchmark $1 in output file $2, in ns.
+took_ns() {
+    awk -v b="$1" '$1 == b && $2 == ":" { for (i = 2; i <= NF; i++) if ($i == "seconds") s = $(i - 1) } END { printf "%.0f\n", s * 1e9 }' "$2"
+}
+
+# Runs the command after $3 with its output appended to file $1; when recording, marks phase $2
+# in OUT/FTL.phases with the operations of benchmarks $3 (a regular expression): the whole run
+# when $3 names several, else the benchmark's own seconds (db_bench's figure) up to the end of
+# the run: a run's last benchmark ends it, and its opening and waitforcompaction stay out.
 bench() {
     local file=$1 phase=$2 which=$3 a b
     shift 3
@@ -83,6 +91,7 @@ bench() {
     "$@" >>"$file" 2>&1
     b=$(date +%s%N)
     if [ "${RECORD:-0}" = 1 ]; then
+        [[ $which == *"|"* ]] || a=$((b - $(took_ns "$which" "$file")))
         echo "$phase,$a,$b,$(count "$which" "$file")" >>"$out/$ftl.phases"
     fi
 }

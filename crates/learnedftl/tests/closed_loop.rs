@@ -104,3 +104,35 @@ fn closed_loop_replay_needs_a_recording() {
         "{e}"
     );
 }
+
+/// The shipped RocksDB recording replays closed-loop on every FTL with the oracle on; the FTL
+/// it was recorded on gives back the live phases' durations exactly (its reply times are that
+/// FTL's simulated completions).
+#[test]
+fn the_shipped_rocksdb_recording_replays_on_every_ftl() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../recordings/rocksdb-tiny");
+    for &ftl in learnedftl::ftl::FTLS {
+        let r = RunOptions {
+            preset: "tiny".into(),
+            trace: Some(dir.join("tpftl.rec.zst")),
+            replay: "closed".into(),
+            phases: Some(dir.join("tpftl.phases")),
+            verify: true,
+            ..RunOptions::default()
+        }
+        .experiment(&mut |_| {})
+        .unwrap()
+        .run(ftl, &mut NoProgress)
+        .unwrap();
+        assert_eq!(r.result.verify.failures, 0, "{ftl}");
+        let c = r.trace.unwrap().closed_loop.unwrap();
+        let names: Vec<_> = c.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["write", "readrandom", "readseq"], "{ftl}");
+        for p in &c.phases {
+            assert!(p.requests > 0 && p.simulated_s > 0.0, "{ftl}: {p:?}");
+            if ftl == "tpftl" {
+                assert!((p.simulated_s - p.recorded_s).abs() < 1e-6, "{p:?}");
+            }
+        }
+    }
+}
