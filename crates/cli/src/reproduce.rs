@@ -38,6 +38,10 @@ pub struct ReproduceOpts {
     /// Where the sample traces are (websearch-small.disksim, tpcc-small.disksim).
     #[arg(long, default_value = "../shared/traces", value_name = "DIR")]
     traces: PathBuf,
+    /// Where the shipped learnedftl recordings are (the repository's recordings/: the rocksdb
+    /// experiment replays rocksdb-tiny/tpftl.rec.zst).
+    #[arg(long, default_value = "recordings", value_name = "DIR")]
+    recordings: PathBuf,
     /// Also run LearnedFTL's paper-literal design (design=paper) where an experiment is about
     /// its mechanism, and the ablations of its switches: its preconditionings simulate its
     /// collapse under writes, several times the rest of the suite's time.
@@ -76,6 +80,7 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
         setup,
         seed: o.seed,
         traces_dir: o.traces.clone(),
+        recordings_dir: o.recordings.clone(),
         paper_design: o.paper_design,
     };
     let out = o.out.clone().unwrap_or_else(|| {

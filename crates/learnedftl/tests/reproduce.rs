@@ -23,6 +23,7 @@ fn config(seed: u64) -> Config {
         setup: Setup::Default,
         seed,
         traces_dir: "no/traces/here".into(),
+        recordings_dir: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recordings"),
         paper_design: true,
     }
 }
@@ -184,6 +185,35 @@ fn the_paper_design_runs_only_with_its_flag_and_the_report_says_so() {
     );
     assert!(
         md.contains("Not run: its 9 runs are of LearnedFTL's paper design"),
+        "{md}"
+    );
+}
+
+/// The RocksDB experiment replays the shipped recording on every paper FTL: TPFTL, the FTL it
+/// was recorded on, 1.00× itself; without the recording the section says so.
+#[test]
+fn the_rocksdb_experiment_replays_the_shipped_recording() {
+    let cache = Cache::new(None, "test-build");
+    let defs = reproduce::select(&["rocksdb".into()]).unwrap();
+    let plan = Plan::new(&config(1), &defs, &cache).unwrap();
+    assert_eq!(plan.units().len(), 7, "the paper's seven FTLs");
+    let results = plan.execute(&cache, 2, |_| NoProgress, |_, _| {});
+    let md = reproduce::document(&config(1), &defs, &results).markdown();
+    assert!(
+        md.contains("| tpftl | 8,686 | 6,079 | 149,043 | 1.00× | 1.00× |"),
+        "{md}"
+    );
+    assert!(md.contains("LearnedFTL ÷ TPFTL: readrandom "), "{md}");
+    let none = Config {
+        recordings_dir: "no/recordings/here".into(),
+        ..config(1)
+    };
+    let plan = Plan::new(&none, &defs, &cache).unwrap();
+    assert!(plan.units().is_empty());
+    let results = plan.execute(&cache, 2, |_| NoProgress, |_, _| {});
+    let md = reproduce::document(&none, &defs, &results).markdown();
+    assert!(
+        md.contains("the recording it finds in `--recordings`, here `no/recordings/here`"),
         "{md}"
     );
 }

@@ -98,6 +98,9 @@ pub struct Config {
     /// Where the sample traces are (`websearch-small.disksim`, `tpcc-small.disksim`); the
     /// trace experiment skips those absent.
     pub traces_dir: PathBuf,
+    /// Where the shipped learnedftl recordings are (the repository's `recordings/`); the
+    /// experiments replaying them skip those absent.
+    pub recordings_dir: PathBuf,
     /// Also run LearnedFTL's paper-literal design (`design=paper`) where an experiment is
     /// about its mechanism, and the ablations of its switches (`--paper-design`;
     /// docs/reproduction.md says why they are not in the default suite).

@@ -172,6 +172,23 @@ fn traces(c: &Ctx) -> Vec<RunSpec> {
     runs
 }
 
+/// The RocksDB recording replayed (`rocksdb-tiny/tpftl.rec.zst` and its phases in the
+/// recordings directory): made once on TPFTL, replayed on every paper FTL from a fresh device,
+/// as the live run started.
+fn rocksdb(c: &Ctx) -> Vec<RunSpec> {
+    let dir = c.config.recordings_dir.join("rocksdb-tiny");
+    let (path, phases) = (dir.join("tpftl.rec.zst"), dir.join("tpftl.phases"));
+    if !(path.is_file() && phases.is_file()) {
+        return vec![];
+    }
+    let w = WorkloadSpec::Recording { path, phases };
+    vec![RunSpec::new(
+        "db_bench on ext4, recorded on TPFTL",
+        &c.paper_ftls(),
+        w,
+    )]
+}
+
 /// One HP-FTL point: a run labelled with the workload, of these FTLs, at this iodepth.
 type HpRun<'a> = dyn Fn(&str, &[&str], u32) -> RunSpec + 'a;
 
@@ -410,6 +427,14 @@ pub const EXPERIMENTS: &[Def] = &[
         reads: &["traces"],
         section: sections::traces,
         differences: sections::TRACES_DIFF,
+    },
+    Def {
+        name: "rocksdb",
+        title: "RocksDB db_bench, a recording replayed closed-loop (LearnedFTL Fig. 19)",
+        runs: rocksdb,
+        reads: &["rocksdb"],
+        section: sections::rocksdb,
+        differences: sections::ROCKSDB_DIFF,
     },
     Def {
         name: "learnedftl-ablations",

@@ -17,7 +17,8 @@ pub fn document(config: &Config, defs: &[&Def], results: &Results) -> Document {
             false => super::registry::paper_design_runs(def, config).unwrap_or(0),
         };
         if !def.reads.iter().any(|n| results.get(n).is_some()) {
-            // An experiment that planned no run (the traces, when none is in `--traces`; the
+            // An experiment that planned no run (the traces, when none is in `--traces`, or the
+            // RocksDB recording, when not in `--recordings`; the
             // paper design's ablations, without `--paper-design`), or a derived one whose
             // sources did not run.
             if results.experiments.iter().any(|e| e.experiment == def.name) {
@@ -26,8 +27,10 @@ pub fn document(config: &Config, defs: &[&Def], results: &Results) -> Document {
                 } else if def.reads == [def.name] {
                     format!(
                         "Not run: no run was planned (the trace experiment replays the samples \
-                         it finds in `--traces`, here `{}`).",
-                        config.traces_dir.display()
+                         it finds in `--traces`, here `{}`; the RocksDB experiment the \
+                         recording it finds in `--recordings`, here `{}`).",
+                        config.traces_dir.display(),
+                        config.recordings_dir.display()
                     )
                 } else {
                     format!(

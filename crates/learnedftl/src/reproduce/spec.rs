@@ -33,6 +33,13 @@ pub enum WorkloadSpec {
         /// Replay speed factor.
         speed: f64,
     },
+    /// A learnedftl recording replayed closed-loop, with its application's phases.
+    Recording {
+        /// The recording.
+        path: PathBuf,
+        /// Its phases file.
+        phases: PathBuf,
+    },
 }
 
 /// One run: `compare` of `ftls` under one label.
@@ -153,6 +160,12 @@ impl RunSpec {
                 o.address_policy = "wrap".into();
                 o.experiment(&mut |_| {}).map_err(bad)
             }
+            WorkloadSpec::Recording { path, phases } => {
+                o.trace = Some(path.clone());
+                o.replay = "closed".into();
+                o.phases = Some(phases.clone());
+                o.experiment(&mut |_| {}).map_err(bad)
+            }
         }
     }
 
@@ -196,6 +209,13 @@ impl RunSpec {
                 c += &format!(
                     " --trace {} --address-policy wrap --speed {speed}",
                     path.display()
+                )
+            }
+            WorkloadSpec::Recording { path, phases } => {
+                c += &format!(
+                    " --trace {} --replay closed --phases {}",
+                    path.display(),
+                    phases.display()
                 )
             }
         }

@@ -370,16 +370,25 @@ impl Experiment {
                         "jobs": p.jobs,
                     })).collect::<Vec<_>>(),
                 }),
-                Workload::Trace(t) => serde_json::json!({
-                    "trace": t.path.display().to_string(),
-                    "format": t.format,
-                    "speed": t.replay.speed,
-                    "address_policy": t.replay.address_policy.to_string(),
-                    "max_requests": t.replay.max_requests,
-                    "device_filter": t.replay.device_filter,
-                    "fill_unwritten": t.fill_unwritten,
-                    "skip_bad_lines": t.parse.skip_bad_lines,
-                }),
+                Workload::Trace(t) => {
+                    let mut w = serde_json::json!({
+                        "trace": t.path.display().to_string(),
+                        "format": t.format,
+                        "speed": t.replay.speed,
+                        "address_policy": t.replay.address_policy.to_string(),
+                        "max_requests": t.replay.max_requests,
+                        "device_filter": t.replay.device_filter,
+                        "fill_unwritten": t.fill_unwritten,
+                        "skip_bad_lines": t.parse.skip_bad_lines,
+                    });
+                    // Only closed-loop replays carry these: open-loop ones describe themselves
+                    // (and key their cached results) as before.
+                    if t.closed_loop {
+                        w["replay"] = "closed".into();
+                        w["phases"] = serde_json::json!(t.phases);
+                    }
+                    w
+                }
             },
             "verify": self.verify != Verify::Off,
             "power_cut_every": self.power_cut_every,

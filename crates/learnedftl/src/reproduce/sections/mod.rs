@@ -12,7 +12,9 @@ pub(super) use deck::{dram, fast_merges, mu_translation};
 pub(super) use differences::*;
 pub(super) use hpftl::{hpftl_fig2, hpftl_secondary};
 pub(super) use leaftl::leaftl_mapping;
-pub(super) use learnedftl::{ablations, cmt_sweep, reads, tpftl_threads, traces, training, writes};
+pub(super) use learnedftl::{
+    ablations, cmt_sweep, reads, rocksdb, tpftl_threads, traces, training, writes,
+};
 
 use super::{ExperimentResult, RunResult};
 use crate::report::plot::{Chart, Kind, Series};
