@@ -37,6 +37,15 @@ fn learnedftl(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// Runs the binary with `args`, which must fail saying `says` (never a panic); returns stderr.
+fn refused(args: &[&str], says: &str) -> String {
+    let (ok, _, stderr) = learnedftl(args);
+    assert!(!ok, "{args:?} succeeded");
+    assert!(stderr.contains(says), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    stderr
+}
+
 const SMALL: &[&str] = &[
     "--preset",
     "tiny",
@@ -291,10 +300,7 @@ fn bad_input_gets_a_clear_error() {
         ),
     ];
     for (args, needle) in cases {
-        let (ok, _, stderr) = learnedftl(args);
-        assert!(!ok, "{args:?} succeeded");
-        assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        refused(args, needle);
     }
 }
 
@@ -564,8 +570,7 @@ fn wrong_or_missing_errors_are_right_and_clear() {
         ),
     ] {
         std::fs::write(&job, text).unwrap();
-        let (ok, _, stderr) = learnedftl(&["run", "--preset", "tiny", "--job", j]);
-        assert!(!ok && stderr.contains(needle), "{text:?}: {stderr}");
+        let stderr = refused(&["run", "--preset", "tiny", "--job", j], needle);
         assert!(!stderr.contains('\u{1b}'), "raw escape echoed: {stderr:?}");
     }
     let trace = fixture("disksim.trace");
@@ -588,8 +593,7 @@ fn wrong_or_missing_errors_are_right_and_clear() {
         ),
     ];
     for (args, needle) in cases {
-        let (ok, _, stderr) = learnedftl(&args);
-        assert!(!ok && stderr.contains(needle), "{args:?}: {stderr}");
+        refused(&args, needle);
     }
     // The OS's message once, not once per layer of the error.
     for args in [
@@ -738,8 +742,7 @@ fn configurations_beyond_reason_or_memory_are_refused() {
         for s in set {
             args.extend_from_slice(&["--set", s]);
         }
-        let (ok, _, stderr) = learnedftl(&args);
-        assert!(!ok && stderr.contains(needle), "{set:?}: {stderr}");
+        refused(&args, needle);
     }
 }
 
@@ -1231,12 +1234,7 @@ fn check_refuses_bad_options_naming_them() {
     ] {
         let mut a = vec!["check"];
         a.extend(args);
-        let (ok, _, stderr) = learnedftl(&a);
-        assert!(!ok, "{a:?}");
-        assert!(
-            stderr.contains(says) && !stderr.contains("panicked"),
-            "{a:?}: {stderr}"
-        );
+        refused(&a, says);
     }
 }
 
@@ -1430,10 +1428,9 @@ fn a_negative_number_is_a_bad_value_not_an_unknown_flag() {
         ),
     ];
     for (args, says) in cases {
-        let (ok, _, stderr) = learnedftl(args);
-        assert!(!ok, "{args:?}");
+        let stderr = refused(args, says);
         assert!(
-            stderr.contains(says) && !stderr.contains("unexpected argument"),
+            !stderr.contains("unexpected argument"),
             "{args:?}: {stderr}"
         );
     }
