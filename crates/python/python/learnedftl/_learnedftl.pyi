@@ -22,7 +22,8 @@ class Options(TypedDict, total=False):
     """The keyword options of ``run`` and ``compare``: the CLI's flags (``--number-ios`` is
     ``number_ios``; ``set`` is ``--set`` as a dict, e.g. ``{"cmt_ratio": 0.05}``). A missing
     option, or ``None``, takes the CLI's default (``preset="quick"``, ``seed=1``,
-    ``settle="auto"``, ``speed=1.0``, ``address_policy="refuse"``, ``blkparse_action="Q"``)."""
+    ``settle="auto"``, ``speed=1.0``, ``address_policy="refuse"``, ``blkparse_action="Q"``,
+    ``replay="open"``)."""
 
     preset: str
     set: Optional[Mapping[str, Any]]
@@ -37,6 +38,8 @@ class Options(TypedDict, total=False):
     max_requests: Optional[int]
     device_filter: Optional[int]
     fill_unwritten: bool
+    replay: str
+    phases: Union[str, PathLike[str], None]
     rw: Optional[str]
     bs: Optional[Size]
     numjobs: Optional[int]
