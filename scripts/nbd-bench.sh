@@ -12,21 +12,8 @@ ftl=${1:-ideal}
 runtime=${RUNTIME:-10}
 size=${SIZE:-256m}
 preset=${PRESET:-quick}
-for t in fio nbdkit nbdinfo python3; do
-    command -v "$t" >/dev/null || { echo "nbd-bench: $t is not installed" >&2; exit 1; }
-done
-cargo build --release -q -p learnedftl-cli
-bin=target/release/learnedftl
-work=$(mktemp -d)
-pid=
-stop() {
-    if [ -n "$pid" ]; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        pid=
-    fi
-}
-trap 'stop; rm -rf "$work"' EXIT
+# shellcheck source=scripts/lib/server-bench.sh
+. scripts/lib/server-bench.sh fio nbdkit nbdinfo python3
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

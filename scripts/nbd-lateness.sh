@@ -22,21 +22,8 @@ size=${SIZE:-64m}
 depths=${DEPTHS:-1 8}
 repeat=${REPEAT:-3}
 timings=${TIMINGS:-realtime none}
-for t in fio python3; do
-    command -v "$t" >/dev/null || { echo "nbd-lateness: $t is not installed" >&2; exit 1; }
-done
-cargo build --release -q -p learnedftl-cli
-bin=$PWD/target/release/learnedftl
-work=$(mktemp -d)
-pid=
-stop() {
-    if [ -n "$pid" ]; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        pid=
-    fi
-}
-trap 'stop; rm -rf "$work"' EXIT
+# shellcheck source=scripts/lib/server-bench.sh
+. scripts/lib/server-bench.sh fio python3
 
 # fio on the server's socket: job name $1, then fio options.
 fio_run() {
