@@ -5,6 +5,8 @@
 #   scripts/check-soak.sh [OPS] [SEED ...]       # default: 10^8 operations, seeds 7 and 8
 #   SOAK_DIR=dir SOAK_LANES=2 SOAK_FTLS="dftl leaftl" SOAK_THROUGH=nbd scripts/check-soak.sh
 #
+# The release binary is copied into SOAK_DIR before the first run, so rebuilding the tree while
+# a soak runs changes nothing it measures (a resumed soak keeps it; delete it to soak a new build).
 # Runs already done (their JSON exists in SOAK_DIR) are skipped, so an interrupted soak goes on
 # where it stopped. Exit status 1 if any run failed or did not finish.
 set -euo pipefail
@@ -20,7 +22,8 @@ through=${SOAK_THROUGH:-engine}
 mkdir -p "$dir"
 
 cargo build --release -q -p learnedftl-cli
-bin=target/release/learnedftl
+bin=$dir/learnedftl
+[ -x "$bin" ] || cp target/release/learnedftl "$bin"
 ftls=${SOAK_FTLS:-$("$bin" list | sed -n 's/^FTLs: //p' | tr -d ',')}
 
 # Every (seed, FTL) run, spread round-robin over the lanes.
