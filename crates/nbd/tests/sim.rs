@@ -86,10 +86,21 @@ fn sub_page_requests_read_modify_write_whole_pages() {
     // An unaligned read across the boundary.
     assert_eq!(read(&mut c, 8192 - 1024, 2048), &want[3072..5120]);
     let m = b.live_metrics();
-    // Each sub-page write read its covering pages first.
+    // Each sub-page write read its covering pages first (one request, the two pages of the
+    // boundary-crossing one together).
     assert_eq!(m.requests.write, 3);
     assert_eq!(m.requests.read, 4);
-    assert_eq!(m.verify.failures, 0);
+    // A write from inside page 0 to inside page 3 reads only pages 0 and 3: the pages between
+    // are overwritten whole.
+    let long = bytes(5, 3 * 4096);
+    write(&mut c, 512, &long, 0);
+    let m = b.live_metrics();
+    assert_eq!((m.requests.write, m.requests.read), (4, 6));
+    let mut all = vec![0; 4 * 4096];
+    all[4096..3 * 4096].copy_from_slice(&want);
+    all[512..512 + long.len()].copy_from_slice(&long);
+    assert_eq!(read(&mut c, 0, 4 * 4096), all);
+    assert_eq!(b.live_metrics().verify.failures, 0);
     disconnect(c, h);
 }
 

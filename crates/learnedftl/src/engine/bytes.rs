@@ -2,8 +2,9 @@
 //! executes for its clients and what `learnedftl check` drives through the engine, so both
 //! exercise one data path.
 //!
-//! The FTL works on whole pages. A command that covers part of a page reads the covering pages
-//! first (a write then writes them back merged: read-modify-write, as SSD firmware does), a
+//! The FTL works on whole pages. A read that covers part of a page reads the covering pages; a
+//! write reads the partial pages at its ends first and writes them back merged with the rest
+//! (read-modify-write, as SSD firmware does), a
 //! trim discards only the pages it covers entirely, and write-zeroes writes zeroes over partial
 //! pages and discards (or, with `no_hole`, writes zeroes over) the whole ones. FUA and flush
 //! complete only once every write so far is durable.
@@ -276,18 +277,37 @@ impl HostBytes {
         if (c0, clen) == (offset, data.len() as u64) {
             return self.submit(sim, Op::Write, offset, clen, Payload::Write(data), t);
         }
-        // Read-modify-write of the covering pages; the write is issued with the read (the
-        // engine serves requests in arrival order), and completes after both.
+        // Read-modify-write: the partial pages at the ends are read (the whole pages between
+        // are overwritten, so firmware does not read them), patched and written back with the
+        // rest. The reads are issued with the write (the engine serves requests in arrival
+        // order), and the command completes after all of them.
+        let ps = sim.device().geo().page_size as u64;
+        // The ranges read, relative to `c0`: the head page, the tail page, or both in one
+        // request when they are one page or adjacent.
+        let (mut reads, mut n) = ([(0, 0); 2], 0);
+        if offset != c0 {
+            (reads[0], n) = ((0, ps), 1);
+        }
+        if offset + data.len() as u64 != c0 + clen {
+            if n == 1 && clen <= 2 * ps {
+                reads[0].1 = clen;
+            } else {
+                (reads[n], n) = ((clen - ps, ps), n + 1);
+            }
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.resize(clen as usize, 0);
-        let r = self
-            .submit(sim, Op::Read, c0, clen, Payload::Read(&mut scratch), t)
-            .and_then(|read| {
-                let at = (offset - c0) as usize;
-                scratch[at..at + data.len()].copy_from_slice(data);
-                let written = self.submit(sim, Op::Write, c0, clen, Payload::Write(&scratch), t)?;
-                Ok(read.max(written))
-            });
+        let r = (|| {
+            let mut done = t;
+            for &(at, len) in &reads[..n] {
+                let buf = Payload::Read(&mut scratch[at as usize..(at + len) as usize]);
+                done = done.max(self.submit(sim, Op::Read, c0 + at, len, buf, t)?);
+            }
+            let at = (offset - c0) as usize;
+            scratch[at..at + data.len()].copy_from_slice(data);
+            let written = self.submit(sim, Op::Write, c0, clen, Payload::Write(&scratch), t)?;
+            Ok(done.max(written))
+        })();
         self.scratch = scratch;
         r
     }
