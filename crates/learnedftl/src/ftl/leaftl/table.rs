@@ -19,6 +19,18 @@ use super::segment::{Segment, GROUP_LPNS, SEGMENT_BYTES};
 pub struct Offsets([u64; 4]);
 
 impl Offsets {
+    /// The offsets `a..=b`.
+    pub fn range(a: u8, b: u8) -> Offsets {
+        let (a, b) = (a as u32, b as u32);
+        Offsets(std::array::from_fn(|i| {
+            let (lo, hi) = (a.max(64 * i as u32), b.min(64 * i as u32 + 63));
+            if lo > hi {
+                0
+            } else {
+                (u64::MAX >> (63 - (hi - lo))) << (lo - 64 * i as u32)
+            }
+        }))
+    }
     /// Adds `x`.
     #[inline]
     pub fn insert(&mut self, x: u8) {
@@ -86,6 +98,9 @@ const NO_OWNER: u16 = u16::MAX;
 #[derive(Clone, Debug, Default)]
 pub struct GroupTable {
     levels: Vec<Vec<Segment>>,
+    /// Per level, the offsets its segments encode: a lookup tests these bits top-down and
+    /// searches only the level that has its offset (a fragmented group has tens of levels).
+    covers: Vec<Offsets>,
     /// CRB: `S` of the approximate segment encoding each offset; allocated on first use.
     crb: Option<Box<[u16; GROUP_LPNS as usize]>>,
     crb_offsets: u32,
@@ -142,32 +157,51 @@ impl GroupTable {
 
     /// The offsets `seg` encodes (Algorithm 2, `get_bitmap`).
     pub fn members(&self, seg: &Segment) -> Offsets {
-        let mut o = Offsets::default();
         if seg.is_accurate() {
-            (seg.s..=seg.end())
-                .step_by(seg.stride() as usize)
-                .for_each(|x| o.insert(x));
+            match seg.stride() {
+                1 => Offsets::range(seg.s, seg.end()),
+                stride => (seg.s..=seg.end()).step_by(stride as usize).collect(),
+            }
         } else {
+            let Some(crb) = self.crb.as_deref() else {
+                return Offsets::default();
+            };
             (seg.s..=seg.end())
-                .filter(|&x| self.owner(x) == seg.s as u16)
-                .for_each(|x| o.insert(x));
+                .filter(|&x| crb[x as usize] == seg.s as u16)
+                .collect()
         }
-        o
     }
 
     /// Top-down lookup of offset `x` (Algorithm 1, `lookup`): the segment encoding it and the
     /// number of levels visited (all of them when none does).
     pub fn lookup(&self, x: u8) -> (Option<Segment>, usize) {
-        for (i, level) in self.levels.iter().enumerate() {
-            let idx = level.partition_point(|g| g.s <= x);
-            if idx > 0 {
-                let g = level[idx - 1];
-                if g.in_range(x) && self.has(&g, x) {
-                    return (Some(g), i + 1);
-                }
+        match self.covers.iter().position(|c| c.contains(x)) {
+            Some(i) => {
+                let level = &self.levels[i];
+                let g = level[level.partition_point(|g| g.s <= x) - 1];
+                debug_assert!(g.in_range(x) && self.has(&g, x));
+                (Some(g), i + 1)
             }
+            None => (None, self.levels.len()),
         }
-        (None, self.levels.len())
+    }
+
+    /// Recomputes every level's cover.
+    fn recover_all(&mut self) {
+        self.covers = self.levels.iter().map(|l| self.level_cover(l)).collect();
+    }
+
+    /// The offsets the segments of `level` encode.
+    fn level_cover(&self, level: &[Segment]) -> Offsets {
+        level
+            .iter()
+            .fold(Offsets::default(), |c, g| c.or(&self.members(g)))
+    }
+
+    /// Inserts level `lv` holding `segs`.
+    fn insert_level(&mut self, lv: usize, segs: Vec<Segment>) {
+        self.covers.insert(lv, self.level_cover(&segs));
+        self.levels.insert(lv, segs);
     }
 
     /// Inserts a freshly learned segment encoding `members` on top (Algorithm 1, `seg_update`
@@ -207,6 +241,9 @@ impl GroupTable {
         };
         let mut seg = self.levels[lv][idx];
         let left = self.members(&seg);
+        // Nothing else in the level lies in the segment's range.
+        let c = self.covers[lv].minus(&Offsets::range(seg.s, seg.end()));
+        self.covers[lv] = c.or(&left);
         match (left.first(), left.last()) {
             (Some(first), Some(last)) => {
                 self.rekey(key, first, &left);
@@ -217,6 +254,7 @@ impl GroupTable {
                 self.levels[lv].remove(idx);
                 if self.levels[lv].is_empty() {
                     self.levels.remove(lv);
+                    self.covers.remove(lv);
                 }
             }
         }
@@ -272,12 +310,18 @@ impl GroupTable {
     fn seg_update(&mut self, lv: usize, new: Segment) {
         while self.levels.len() <= lv {
             self.levels.push(Vec::new());
+            self.covers.push(Offsets::default());
         }
         let nm = self.members(&new);
         let level = &mut self.levels[lv];
         let start = level.partition_point(|g| g.end() < new.s);
         let stop = start + level[start..].partition_point(|g| g.s <= new.end());
         let victims: Vec<Segment> = level.splice(start..stop, [new]).collect();
+        // Nothing else in the level lies in a victim's range.
+        let mut cover = victims.iter().fold(self.covers[lv], |c, v| {
+            c.minus(&Offsets::range(v.s, v.end()))
+        });
+        cover = cover.or(&nm);
         for mut v in victims {
             if !self.shrink(&mut v, &nm) {
                 continue;
@@ -285,17 +329,21 @@ impl GroupTable {
             if v.overlaps(&new) {
                 self.push_down(lv + 1, v);
             } else {
+                cover = cover.or(&self.members(&v));
                 place(&mut self.levels[lv], v);
             }
         }
+        self.covers[lv] = cover;
     }
 
     /// Puts `v` into level `lv`, or into a new level there if it overlaps a segment of `lv`.
     fn push_down(&mut self, lv: usize, v: Segment) {
         if lv < self.levels.len() && !self.levels[lv].iter().any(|g| g.overlaps(&v)) {
+            let m = self.members(&v);
+            self.covers[lv] = self.covers[lv].or(&m);
             place(&mut self.levels[lv], v);
         } else {
-            self.levels.insert(lv, vec![v]);
+            self.insert_level(lv, vec![v]);
         }
     }
 
@@ -330,12 +378,18 @@ impl GroupTable {
             }
             place(&mut self.levels[lv], seg);
         }
+        self.recover_all();
     }
 
     /// Unmaps `gone` (a trim): every segment encoding one of them loses it; an accurate segment
     /// losing an interior offset splits into the runs left (same K and I, so predictions stay).
     pub fn remove(&mut self, gone: &Offsets) {
         for lv in 0..self.levels.len() {
+            if self.covers[lv].and(gone).is_empty() {
+                continue;
+            }
+            // Every segment loses exactly the offsets of `gone` it encoded.
+            self.covers[lv] = self.covers[lv].minus(gone);
             let level = std::mem::take(&mut self.levels[lv]);
             let mut out = Vec::with_capacity(level.len());
             for mut seg in level {
@@ -350,13 +404,24 @@ impl GroupTable {
             }
             self.levels[lv] = out;
         }
+        let mut kept = self.levels.iter().map(|l| !l.is_empty());
+        self.covers
+            .retain(|_| kept.next().expect("one cover per level"));
         self.levels.retain(|l| !l.is_empty());
     }
 
     /// Checks the table's own invariants: levels sorted and non-overlapping, every approximate
-    /// segment keys a CRB run lying in its range, the CRB count right.
+    /// segment keys a CRB run lying in its range, the CRB count right, each level's cover what
+    /// it encodes.
     pub fn check(&self) -> Result<(), String> {
         let mut owned = 0;
+        if self.covers.len() != self.levels.len() {
+            return Err(format!(
+                "{} level covers for {} levels",
+                self.covers.len(),
+                self.levels.len()
+            ));
+        }
         for (lv, level) in self.levels.iter().enumerate() {
             if level.is_empty() {
                 return Err(format!("level {lv} is empty"));
@@ -366,14 +431,22 @@ impl GroupTable {
                     return Err(format!("level {lv}: {:?} and {:?} overlap", w[0], w[1]));
                 }
             }
-            for seg in level.iter().filter(|s| !s.is_accurate()) {
+            let mut cover = Offsets::default();
+            for seg in level {
                 let m = self.members(seg);
+                cover = cover.or(&m);
+                if seg.is_accurate() {
+                    continue;
+                }
                 if m.first() != Some(seg.s) || m.last() != Some(seg.end()) {
                     return Err(format!(
                         "level {lv}: {seg:?} does not fit its CRB run {m:?}"
                     ));
                 }
                 owned += m.len();
+            }
+            if self.covers[lv] != cover {
+                return Err(format!("level {lv}: its cover is not what it encodes"));
             }
         }
         let in_crb = (0..=255u8).filter(|&x| self.owner(x) != NO_OWNER).count() as u32;
@@ -421,6 +494,7 @@ fn split_runs(seg: &Segment, left: &Offsets, out: &mut Vec<Segment>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn acc(first: u8, last: u8, vppn: u32) -> Segment {
         Segment::accurate(first, last, 1, vppn)
@@ -617,5 +691,57 @@ mod tests {
         assert_eq!(t.lookup(6).0.unwrap().predict(6), 1006);
         assert_eq!(t.lookup(45).0.map(|s| s.s), Some(40));
         assert_eq!(t.crb_bytes(), 2 + 1);
+    }
+
+    #[test]
+    fn offset_ranges_are_their_offsets() {
+        for a in 0..=255u8 {
+            for b in a..=255u8 {
+                assert_eq!(Offsets::range(a, b), (a..=b).collect(), "{a}..={b}");
+            }
+        }
+    }
+
+    /// The lookup of the paper's Algorithm 1: every level top-down, a binary search in each.
+    fn lookup_by_search(t: &GroupTable, x: u8) -> Option<Segment> {
+        t.levels().iter().find_map(|level| {
+            let idx = level.partition_point(|g| g.s <= x);
+            (idx > 0 && t.has(&level[idx - 1], x)).then(|| level[idx - 1])
+        })
+    }
+
+    proptest! {
+        /// Inserts (accurate with strides, approximate), trims and compactions in any order:
+        /// the invariants (level covers included) hold, and a lookup through the covers finds
+        /// what searching every level finds.
+        #[test]
+        fn covers_find_what_searching_every_level_finds(
+            ops in prop::collection::vec((0u8..8, any::<u8>(), 1u8..40, 1u8..4), 1..120),
+        ) {
+            let mut t = GroupTable::default();
+            for (i, (kind, first, span, stride)) in ops.into_iter().enumerate() {
+                let last = first.saturating_add(span);
+                let vppn = 1000 * i as u32;
+                match kind {
+                    0..=3 => {
+                        let last = last - (last - first) % stride;
+                        insert_acc(&mut t, Segment::accurate(first, last, stride, vppn))
+                    }
+                    4 | 5 => {
+                        let xs: Vec<u8> = (first..=last).step_by(stride as usize + 1).collect();
+                        if xs.len() >= 2 {
+                            let (a, m) = approx(&xs, vppn);
+                            t.insert(a, m);
+                        }
+                    }
+                    6 => t.remove(&(first..=last).step_by(stride as usize).collect()),
+                    _ => t.compact(),
+                }
+                prop_assert_eq!(t.check(), Ok(()));
+                for x in 0..=255u8 {
+                    prop_assert_eq!(t.lookup(x).0, lookup_by_search(&t, x), "offset {}", x);
+                }
+            }
+        }
     }
 }
