@@ -55,21 +55,24 @@ const SPARE_PAGES: usize = 4096;
 /// touches no cold memory), and a clone (a simulator snapshot) shares the slots' buffers
 /// instead of copying them. A file-backed store's clone shares the file, so snapshots are for
 /// memory-backed or payload-free devices.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PayloadStore {
     page_size: usize,
     pages: Pages,
     /// The newest staged version of each LPN: its stamp and data.
-    staged: HashMap<Lpn, (u32, Box<[u8]>)>,
+    staged: HashMap<Lpn, (u32, Page)>,
     /// Versions superseded by a newer staged one before they were programmed, by LPN and
     /// stamp; empty between requests.
-    older: HashMap<(Lpn, u32), Box<[u8]>>,
-    spare: Vec<Box<[u8]>>,
+    older: HashMap<(Lpn, u32), Page>,
+    /// Freed buffers, each held by nothing else.
+    spare: Vec<Page>,
 }
 
-/// A programmed page's data, shared between simulator snapshots (clones): programmed data
-/// never changes.
-type Shared = std::sync::Arc<Box<[u8]>>;
+/// A page's data. Staged data is held only by the store; programmed data never changes and is
+/// shared between the PPAs holding that version and with simulator snapshots (clones). One
+/// allocation, reused from staging to programming to the spare list: a program allocates
+/// nothing.
+type Page = std::sync::Arc<[u8]>;
 
 /// No slot: the page holds no data.
 const NO_SLOT: u32 = u32::MAX;
@@ -81,7 +84,7 @@ struct Slots {
     /// Per PPA, its slot ([`NO_SLOT`]: no data).
     at: Vec<u32>,
     /// Per slot, its data (`None` while free).
-    data: Vec<Option<Shared>>,
+    data: Vec<Option<Page>>,
     /// Per slot, the PPAs naming it (0: free).
     refs: Vec<u32>,
     /// Free slots.
@@ -108,8 +111,8 @@ impl Slots {
     }
 
     /// A new slot holding `page`.
-    fn insert(&mut self, page: Box<[u8]>) -> u32 {
-        let page = Some(std::sync::Arc::new(page));
+    fn insert(&mut self, page: Page) -> u32 {
+        let page = Some(page);
         match self.free.pop() {
             Some(s) => {
                 self.data[s as usize] = page;
@@ -126,7 +129,7 @@ impl Slots {
 
     /// Points page `i` at `slot` (a reference already counted, or [`NO_SLOT`]); the data it
     /// held before, when nothing else holds it, goes to `spare`.
-    fn set(&mut self, i: usize, slot: u32, spare: &mut Vec<Box<[u8]>>) {
+    fn set(&mut self, i: usize, slot: u32, spare: &mut Vec<Page>) {
         let old = std::mem::replace(&mut self.at[i], slot);
         if old == NO_SLOT {
             return;
@@ -138,10 +141,7 @@ impl Slots {
             let page = self.data[old as usize]
                 .take()
                 .expect("a used slot holds data");
-            // A snapshot may still share it.
-            if let Ok(b) = std::sync::Arc::try_unwrap(page) {
-                recycle(spare, b);
-            }
+            recycle(spare, page);
         }
     }
 }
@@ -155,6 +155,26 @@ enum Pages {
         file: std::sync::Arc<File>,
         present: Vec<u64>,
     },
+}
+
+/// A snapshot shares the programmed pages (they never change) but gets copies of the staged
+/// ones and no spare buffers: staged and spare buffers are written in place, so each store
+/// must hold its own.
+impl Clone for PayloadStore {
+    fn clone(&self) -> Self {
+        let copy = |p: &Page| Page::from(&p[..]);
+        PayloadStore {
+            page_size: self.page_size,
+            pages: self.pages.clone(),
+            staged: self
+                .staged
+                .iter()
+                .map(|(&l, (s, p))| (l, (*s, copy(p))))
+                .collect(),
+            older: self.older.iter().map(|(&k, p)| (k, copy(p))).collect(),
+            spare: Vec::new(),
+        }
+    }
 }
 
 impl PayloadStore {
@@ -200,9 +220,10 @@ impl PayloadStore {
     /// not yet programmed: the FTL may still program the older one while serving this write.
     pub fn stage(&mut self, lpn: Lpn, stamp: u32, data: &[u8]) {
         let mut page = self.take_buffer();
+        let buf = std::sync::Arc::get_mut(&mut page).expect("spare buffers are unshared");
         let n = data.len().min(self.page_size);
-        page[..n].copy_from_slice(&data[..n]);
-        page[n..].fill(0);
+        buf[..n].copy_from_slice(&data[..n]);
+        buf[n..].fill(0);
         if let Some((old_stamp, old)) = self.staged.insert(lpn, (stamp, page)) {
             if old_stamp == stamp {
                 self.recycle(old);
@@ -244,7 +265,7 @@ impl PayloadStore {
     }
 
     /// Takes the staged data of version `stamp` of `lpn` (it is being programmed).
-    fn take_staged(&mut self, lpn: Lpn, stamp: u32) -> Option<Box<[u8]>> {
+    fn take_staged(&mut self, lpn: Lpn, stamp: u32) -> Option<Page> {
         match self.staged.get(&lpn) {
             Some((s, _)) if *s == stamp => self.staged.remove(&lpn).map(|(_, page)| page),
             _ => self.older.remove(&(lpn, stamp)),
@@ -273,13 +294,13 @@ impl PayloadStore {
         }
     }
 
-    fn take_buffer(&mut self) -> Box<[u8]> {
+    fn take_buffer(&mut self) -> Page {
         self.spare
             .pop()
-            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
+            .unwrap_or_else(|| Page::from(vec![0u8; self.page_size]))
     }
 
-    fn recycle(&mut self, page: Box<[u8]>) {
+    fn recycle(&mut self, page: Page) {
         recycle(&mut self.spare, page);
     }
 
@@ -308,11 +329,12 @@ impl PayloadStore {
     }
 
     /// [`PayloadStore::on_program`] of page `i` in a file-backed store.
-    fn program_file(&mut self, i: usize, src: Src, host: Option<Box<[u8]>>) -> io::Result<()> {
+    fn program_file(&mut self, i: usize, src: Src, host: Option<Page>) -> io::Result<()> {
         let data = match src {
             Src::Page(from) => {
                 let mut page = self.take_buffer();
-                if self.read(from, &mut page)? {
+                let buf = std::sync::Arc::get_mut(&mut page).expect("spare buffers are unshared");
+                if self.read(from, buf)? {
                     Some(page)
                 } else {
                     self.recycle(page);
@@ -364,9 +386,10 @@ impl PayloadStore {
     }
 }
 
-/// Keeps a freed page buffer for reuse, up to [`SPARE_PAGES`].
-fn recycle(spare: &mut Vec<Box<[u8]>>, page: Box<[u8]>) {
-    if spare.len() < SPARE_PAGES {
+/// Keeps a freed page buffer for reuse, up to [`SPARE_PAGES`], unless something else (a
+/// snapshot) still shares it.
+fn recycle(spare: &mut Vec<Page>, mut page: Page) {
+    if spare.len() < SPARE_PAGES && std::sync::Arc::get_mut(&mut page).is_some() {
         spare.push(page);
     }
 }
@@ -489,5 +512,44 @@ mod tests {
         assert_eq!(d.erase(1, Cause::GcData, t), Err(DeviceError::PowerLost));
         d.power_on();
         assert!(page(&d, Ppa(ppb)).is_none());
+    }
+
+    #[test]
+    fn a_snapshot_shares_programmed_pages_but_not_staged_or_spare_buffers() {
+        let mut cfg = DeviceConfig::preset("tiny").unwrap();
+        cfg.payloads = true;
+        let mut d = Device::new(&cfg);
+        let t = SimTime(0);
+        let stage = |d: &mut Device, lpn: u32, stamp: u32, data: &[u8]| {
+            d.payloads_mut().unwrap().stage(Lpn(lpn), stamp, data)
+        };
+        let program = |d: &mut Device, ppa: u32, lpn: u32, stamp: u32| {
+            let oob = Oob::data(Lpn(lpn), stamp);
+            d.program(Ppa(ppa), oob, Src::Host, Cause::User, t).unwrap()
+        };
+        // A spare buffer (a staged version replaced by itself) and a staged version.
+        stage(&mut d, 1, 1, b"first");
+        stage(&mut d, 1, 1, b"again");
+        program(&mut d, 0, 1, 1);
+        stage(&mut d, 2, 2, b"staged");
+        let mut snap = d.clone();
+        // Each stages and programs over its own buffers; neither sees the other's bytes.
+        stage(&mut d, 2, 2, b"mine");
+        stage(&mut snap, 2, 2, b"theirs");
+        stage(&mut snap, 3, 3, b"more");
+        program(&mut d, 1, 2, 2);
+        program(&mut snap, 1, 2, 2);
+        program(&mut snap, 2, 3, 3);
+        assert_eq!(&page(&d, Ppa(1)).unwrap()[..4], b"mine");
+        assert_eq!(&page(&snap, Ppa(1)).unwrap()[..6], b"theirs");
+        assert_eq!(&page(&d, Ppa(0)).unwrap()[..5], b"again");
+        // Erasing a shared page in one leaves it in the other.
+        d.invalidate(Ppa(0)).unwrap();
+        d.invalidate(Ppa(1)).unwrap();
+        d.erase(0, Cause::GcData, t).unwrap();
+        assert!(page(&d, Ppa(0)).is_none());
+        assert_eq!(&page(&snap, Ppa(0)).unwrap()[..5], b"again");
+        stage(&mut d, 4, 4, b"reuse");
+        assert_eq!(&page(&snap, Ppa(0)).unwrap()[..5], b"again");
     }
 }
