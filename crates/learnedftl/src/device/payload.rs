@@ -105,7 +105,7 @@ impl Slots {
     #[inline]
     fn get(&self, i: usize) -> Option<&[u8]> {
         match self.at.get(i) {
-            Some(&s) if s != NO_SLOT => self.data[s as usize].as_deref().map(|b| &b[..]),
+            Some(&s) if s != NO_SLOT => self.data[s as usize].as_deref(),
             _ => None,
         }
     }
