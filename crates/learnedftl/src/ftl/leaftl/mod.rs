@@ -32,8 +32,6 @@ use crate::mapping::{
 use crate::params::Params;
 use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 const UNMAPPED: u32 = u32::MAX;
 const NOT_BUFFERED: u32 = u32::MAX;
@@ -336,8 +334,12 @@ impl GcHooks for Mapping {
 struct WriteBuffer {
     entries: Vec<(u32, u32)>,
     slot_of: Vec<u32>,
-    /// When each slot not holding an entry becomes free (its flushed page is programmed).
-    free_at: BinaryHeap<Reverse<u64>>,
+    /// When each slot not holding an entry becomes free (its flushed page is programmed),
+    /// latest first once sorted: a flush frees the whole buffer at once, so sorting its times
+    /// when the next entry takes one is cheaper than a heap operation per page.
+    free_at: Vec<u64>,
+    /// Whether `free_at` is sorted.
+    sorted: bool,
     capacity: u32,
     /// When every page flushed so far is programmed.
     durable_at: SimTime,
@@ -348,7 +350,8 @@ impl WriteBuffer {
         WriteBuffer {
             entries: Vec::with_capacity(capacity as usize),
             slot_of: vec![NOT_BUFFERED; logical_pages as usize],
-            free_at: (0..capacity).map(|_| Reverse(0)).collect(),
+            free_at: vec![0; capacity as usize],
+            sorted: true,
             capacity,
             durable_at: SimTime::ZERO,
         }
@@ -367,7 +370,11 @@ impl WriteBuffer {
             self.entries[s as usize].1 = stamp;
             return t;
         }
-        let free = self.free_at.pop().map_or(0, |Reverse(f)| f);
+        if !self.sorted {
+            self.free_at.sort_unstable_by(|a, b| b.cmp(a));
+            self.sorted = true;
+        }
+        let free = self.free_at.pop().unwrap_or(0);
         self.slot_of[lpn as usize] = self.entries.len() as u32;
         self.entries.push((lpn, stamp));
         t.max(SimTime(free))
@@ -383,7 +390,14 @@ impl WriteBuffer {
         if let Some(&(moved, _)) = self.entries.get(s as usize) {
             self.slot_of[moved as usize] = s;
         }
-        self.free_at.push(Reverse(t.0));
+        self.freed(t);
+    }
+
+    /// A slot becomes free at `t`.
+    #[inline]
+    fn freed(&mut self, t: SimTime) {
+        self.free_at.push(t.0);
+        self.sorted = false;
     }
 
     fn is_full(&self) -> bool {
@@ -624,7 +638,7 @@ impl Leaftl {
                 &mut self.stats,
             )?;
             let done = dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, t)?;
-            self.buf.free_at.push(Reverse(done.0));
+            self.buf.freed(done);
             self.buf.durable_at = self.buf.durable_at.max(done);
             self.map.set_truth(dev, lpn, ppa.0)?;
             placed.push((lpn, ppa));
@@ -846,7 +860,7 @@ impl Ftl for Leaftl {
             self.enforce_budget(dev, now)?;
             return Ok(Some(done));
         }
-        let Some(g) = self.map.cache.iter().find(|&g| self.map.cache.is_dirty(g)) else {
+        let Some(g) = self.map.cache.first_dirty() else {
             return Ok(None);
         };
         self.write_back_group(dev, g, now, false).map(Some)
