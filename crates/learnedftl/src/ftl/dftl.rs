@@ -16,6 +16,7 @@ use super::demand::{Cmt, Demand, Evict};
 use crate::addr::{Lpn, SimTime, Tpn};
 use crate::config::DeviceConfig;
 use crate::error::ConfigError;
+use crate::mapping::dirty_queue::{DirtyQueue, End};
 use crate::mapping::lru::{Links, List, SlotIndex, NIL};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::{Lookup, TransTable, WriteBack};
@@ -62,6 +63,8 @@ pub struct EntryLru {
     links: Links,
     lru: List,
     dirty: u32,
+    /// The dirty slots by recency (the idle write-back takes the least recent).
+    queue: DirtyQueue,
     stats: EntryStats,
 }
 
@@ -77,6 +80,7 @@ impl EntryLru {
             links: Links::new(n),
             lru: List::default(),
             dirty: 0,
+            queue: DirtyQueue::new(n, End::Oldest),
             stats: EntryStats::default(),
         }
     }
@@ -90,8 +94,12 @@ impl EntryLru {
 
     fn set_dirty(&mut self, s: u32) {
         let slot = &mut self.slots[s as usize];
-        self.dirty += !slot.dirty as u32;
-        slot.dirty = true;
+        if !slot.dirty {
+            slot.dirty = true;
+            self.dirty += 1;
+            let slots = &self.slots;
+            self.queue.dirtied(s, |s| slots[s as usize].dirty);
+        }
     }
 }
 
@@ -103,6 +111,9 @@ impl Cmt for EntryLru {
             return Lookup::Miss;
         }
         self.lru.touch(&mut self.links, s);
+        let slots = &self.slots;
+        let dirty = slots[s as usize].dirty;
+        self.queue.touch(s, dirty, |s| slots[s as usize].dirty);
         Lookup::Hit {
             ready: self.slots[s as usize].ready,
         }
@@ -120,6 +131,7 @@ impl Cmt for EntryLru {
         let lpn = self.index.key(s);
         let dirty = self.slots[s as usize].dirty;
         self.lru.remove(&mut self.links, s);
+        self.queue.forget(s);
         self.index.remove(s);
         if dirty {
             self.dirty -= 1;
@@ -138,9 +150,8 @@ impl Cmt for EntryLru {
         // The least recently used dirty entry's TP. DFTL's eviction rewrites a TP for one entry
         // (no batching); an idle flush that must leave no entry dirty writes each TP once and
         // cleans every cached entry of it, as the rewritten TP holds them all.
-        let s = self
-            .lru
-            .rfind(&self.links, |s| self.slots[s as usize].dirty)?;
+        let slots = &self.slots;
+        let s = self.queue.first(|s| slots[s as usize].dirty)?;
         let tpn = Tpn(self.index.key(s) / self.epp);
         for lpn in table.gtd.lpns(tpn) {
             let s = self.index.slot(lpn);
@@ -163,6 +174,8 @@ impl Cmt for EntryLru {
                 ready,
             };
             self.lru.push_front(&mut self.links, s);
+            let slots = &self.slots;
+            self.queue.touch(s, false, |s| slots[s as usize].dirty);
             self.stats.loaded += 1;
         }
     }
@@ -217,6 +230,10 @@ impl Cmt for EntryLru {
                 self.dirty
             ));
         }
+        let oldest = self
+            .lru
+            .rfind(&self.links, |s| self.slots[s as usize].dirty);
+        self.queue.check(oldest, |s| self.slots[s as usize].dirty)?;
         if self.bytes() > self.capacity {
             return Err(format!(
                 "CMT holds {} B, over {} B",

@@ -28,6 +28,7 @@ use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::error::quote;
 use crate::error::ConfigError;
+use crate::mapping::dirty_queue::{DirtyQueue, End};
 use crate::mapping::lru::{Links, List};
 use crate::mapping::{Bits, Lookup, TransTable, WriteBack};
 use crate::params::Params;
@@ -98,6 +99,8 @@ pub struct TpLru {
     head_bits: Bits,
     bytes: u64,
     dirty: u32,
+    /// The dirty TPs by recency (the idle write-back takes the least recent).
+    queue: DirtyQueue,
     stats: TpLruStats,
 }
 
@@ -124,6 +127,7 @@ impl TpLru {
             head_bits: Bits::new(geo.logical_pages as usize, false),
             bytes: 0,
             dirty: 0,
+            queue: DirtyQueue::new(tps, End::Oldest),
             stats: TpLruStats::default(),
         };
         for t in 0..tps as u32 {
@@ -198,10 +202,11 @@ impl TpLru {
                 }
             }
         }
-        if cached {
-            let st = &mut self.tps[t as usize];
-            self.dirty += !st.dirty as u32;
-            st.dirty = true;
+        if cached && !self.tps[t as usize].dirty {
+            self.tps[t as usize].dirty = true;
+            self.dirty += 1;
+            let tps = &self.tps;
+            self.queue.dirtied(t, |t| tps[t as usize].dirty);
         }
         cached
     }
@@ -213,6 +218,7 @@ impl TpLru {
     fn evict_lru(&mut self, table: &TransTable) -> Evict {
         let t = self.lru.tail();
         self.lru.remove(&mut self.links, t);
+        self.queue.forget(t);
         let st = self.tps[t as usize];
         // Its runs stay tracked: a later miss needs them.
         self.tps[t as usize] = TpState {
@@ -253,6 +259,8 @@ impl Cmt for TpLru {
             return Lookup::Miss;
         }
         self.lru.touch(&mut self.links, t);
+        let tps = &self.tps;
+        self.queue.touch(t, st.dirty, |t| tps[t as usize].dirty);
         Lookup::Hit { ready: st.ready }
     }
 
@@ -281,6 +289,8 @@ impl Cmt for TpLru {
         };
         self.bytes += Self::cost(heads, self.entries(t, table));
         self.lru.push_front(&mut self.links, t);
+        let tps = &self.tps;
+        self.queue.touch(t, false, |t| tps[t as usize].dirty);
         self.stats.loaded += 1;
     }
 
@@ -295,9 +305,8 @@ impl Cmt for TpLru {
     fn flush_one(&mut self, _: &TransTable) -> Option<WriteBack> {
         // The least recently used dirty TP, as evictions would take it; written whole (the
         // cache holds every entry).
-        let t = self
-            .lru
-            .rfind(&self.links, |t| self.tps[t as usize].dirty)?;
+        let tps = &self.tps;
+        let t = self.queue.first(|t| tps[t as usize].dirty)?;
         self.tps[t as usize].dirty = false;
         self.dirty -= 1;
         self.stats.flushed += 1;
@@ -359,6 +368,8 @@ impl Cmt for TpLru {
                 self.dirty
             ));
         }
+        let oldest = self.lru.rfind(&self.links, |t| self.tps[t as usize].dirty);
+        self.queue.check(oldest, |t| self.tps[t as usize].dirty)?;
         if self.bytes > self.capacity {
             return Err(format!(
                 "SFTL cache holds {} B, over {} B",

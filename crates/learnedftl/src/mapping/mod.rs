@@ -10,6 +10,7 @@ pub mod alloc;
 pub mod bits;
 pub mod budget;
 pub mod credit;
+pub mod dirty_queue;
 pub mod gc;
 pub mod gtd;
 pub mod hash;
