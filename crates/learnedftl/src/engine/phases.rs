@@ -204,6 +204,10 @@ impl Simulator {
 
     /// Runs an open-loop stream as one phase: each I/O arrives at the phase start plus its
     /// `arrival` (which must not decrease) and is served then; latency includes queueing.
+    ///
+    /// The stream is read [`LOOKAHEAD`] requests ahead and each request's FTL state hinted as
+    /// it is read (its device state when it is next), as the jobs' clones do for each other:
+    /// random requests miss the cache, and one hint a request ahead hides little of it.
     pub fn run_stream<E: std::fmt::Display>(
         &mut self,
         name: &str,
@@ -212,7 +216,22 @@ impl Simulator {
         progress: &mut dyn Progress,
     ) -> Result<Metrics, EngineError> {
         let mut stream = stream.into_iter();
-        self.run_feedback(name, total, progress, |_| stream.next())
+        let mut ahead = std::collections::VecDeque::with_capacity(LOOKAHEAD);
+        let hint = |sim: &Simulator, r: Option<&Result<HostIo, E>>, when| {
+            if let Some(Ok(io)) = r {
+                sim.prefetch((io.op, io.offset), when);
+            }
+        };
+        self.run_loop(name, total, progress, |sim, _| {
+            while ahead.len() < LOOKAHEAD {
+                let Some(r) = stream.next() else { break };
+                hint(sim, Some(&r), Upcoming::Later);
+                ahead.push_back(r);
+            }
+            let r = ahead.pop_front();
+            hint(sim, ahead.front(), Upcoming::Next);
+            r
+        })
     }
 
     /// Runs a phase of requests that `next` gives one by one, telling it when the request
@@ -226,11 +245,23 @@ impl Simulator {
         progress: &mut dyn Progress,
         mut next: impl FnMut(Option<u64>) -> Option<Result<HostIo, E>>,
     ) -> Result<Metrics, EngineError> {
+        self.run_loop(name, total, progress, |_, done| next(done))
+    }
+
+    /// The loop of [`Simulator::run_stream`] and [`Simulator::run_feedback`]: `next` sees the
+    /// simulator (to hint what comes) and the previous request's completion.
+    fn run_loop<E: std::fmt::Display>(
+        &mut self,
+        name: &str,
+        total: Option<u64>,
+        progress: &mut dyn Progress,
+        mut next: impl FnMut(&Simulator, Option<u64>) -> Option<Result<HostIo, E>>,
+    ) -> Result<Metrics, EngineError> {
         self.begin_phase(name);
         let start = self.clock;
         let mut ticker = Ticker::start(progress, name, total);
         let mut done = None;
-        while let Some(io) = next(done) {
+        while let Some(io) = next(self, done) {
             let mut io = io.map_err(|e| EngineError::Input(e.to_string()))?;
             io.arrival = start.after(io.arrival.0);
             done = Some(self.submit(io)?.since(start));
@@ -240,6 +271,10 @@ impl Simulator {
         Ok(self.end_phase())
     }
 }
+
+/// Requests an open-loop stream is read ahead of the one being served (their FTL state is
+/// hinted then): about as many as the jobs of a random-read benchmark keep in flight.
+pub const LOOKAHEAD: usize = 32;
 
 /// The error for a phase of `jobs` whose time-based clone `clone` (numbered across the jobs in
 /// order) completed [`STALLED_REQUESTS`] requests in a row in no simulated time, `elapsed` ns
