@@ -78,6 +78,9 @@ pub enum ConfigError {
         /// Where the available figure came from.
         origin: String,
     },
+    /// A bad `--capacity` (its value, or a device it cannot size); the message quotes the value.
+    #[error("capacity: {0}")]
+    Capacity(String),
     /// An unknown preset name.
     #[error("unknown preset {} (expected one of: paper, quick, tiny)", quote(.0))]
     UnknownPreset(String),

@@ -96,6 +96,13 @@ impl Params {
         self.entries.contains_key(key.name())
     }
 
+    /// The raw text of `key` and where it came from, if present (not yet taken).
+    pub fn get(&self, key: &Key) -> Option<(&str, &str)> {
+        self.entries
+            .get(key.name())
+            .map(|(v, origin)| (v.as_str(), origin.as_str()))
+    }
+
     /// Removes and returns the raw text of `key`.
     pub fn take_str(&mut self, key: &'static Key) -> Option<String> {
         self.consult(key);

@@ -1,7 +1,9 @@
 //! Device configuration: geometry, timing and energy, with the presets of SPEC §3.1.
 
+mod capacity;
 mod math;
 
+pub use capacity::{default_logical_pages, format_capacity, largest_capacity, Capacity, Largest};
 pub use math::{AddrMath, FastDiv, Stripe};
 
 use crate::addr::{Ppa, PpaParts, Vppn};
@@ -392,6 +394,10 @@ pub struct DeviceConfig {
     /// FTL's mapping DRAM to a checkpoint area, and recovery then scans only what was
     /// programmed since (docs/power.md "Checkpoints").
     pub checkpoint_every: u64,
+    /// The logical capacity asked for with `--capacity`, bytes, which chose
+    /// `geometry.blocks_per_plane` ([`Capacity`]); absent from JSON when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u64>,
 }
 
 keys! {
@@ -443,7 +449,7 @@ impl DeviceConfig {
             oob_size: 128,
             logical_pages: 0,
         };
-        geometry.logical_pages = geometry.pages() * 15 / 16;
+        geometry.logical_pages = default_logical_pages(geometry.pages());
         Ok(DeviceConfig {
             preset: name.to_string(),
             geometry,
@@ -464,6 +470,7 @@ impl DeviceConfig {
             payloads: false,
             power_loss_protection: false,
             checkpoint_every: 0,
+            capacity: None,
         })
     }
 
@@ -473,6 +480,16 @@ impl DeviceConfig {
     /// the timing fields (`timing=femu|backfill` sets `mode`), the energy fields, `payloads`,
     /// `power_loss_protection` and `checkpoint_every`.
     pub fn from_params(preset: &str, params: &mut Params) -> Result<Self, ConfigError> {
+        Self::build(preset, None, params)
+    }
+
+    /// [`DeviceConfig::from_params`], with the blocks per plane chosen by `capacity` when it
+    /// is given (after the other geometry keys; the caller refuses `blocks_per_plane` with it).
+    fn build(
+        preset: &str,
+        capacity: Option<&Capacity>,
+        params: &mut Params,
+    ) -> Result<Self, ConfigError> {
         let mut c = Self::preset(preset)?;
         let g = &mut c.geometry;
         let mut geometry_changed = false;
@@ -487,6 +504,13 @@ impl DeviceConfig {
         ] {
             geometry_changed |= params.contains(key);
             *field = params.take_or(key, *field)?;
+        }
+        if let Some(cap) = capacity {
+            // The other dimensions first (with one block per plane), then the size.
+            g.blocks_per_plane = 1;
+            g.validate_shape()?;
+            g.blocks_per_plane = cap.blocks_per_plane(g)?;
+            geometry_changed = true;
         }
         // The logical space is derived from the page count: check what it rests on first.
         g.validate_shape()?;
@@ -509,7 +533,7 @@ impl DeviceConfig {
             }
             None => {
                 let derived = if geometry_changed {
-                    g.pages() * 15 / 16
+                    default_logical_pages(g.pages())
                 } else {
                     g.logical_pages
                 };
@@ -555,6 +579,7 @@ impl DeviceConfig {
         c.power_loss_protection =
             params.take_bool_or(&POWER_LOSS_PROTECTION, c.power_loss_protection)?;
         c.checkpoint_every = params.take_or(&CHECKPOINT_EVERY, c.checkpoint_every)?;
+        c.capacity = capacity.map(Capacity::bytes);
         c.validate()?;
         Ok(c)
     }
