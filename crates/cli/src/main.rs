@@ -163,6 +163,10 @@ struct Opts {
     /// Device preset: paper, quick or tiny.
     #[arg(long, default_value = "quick")]
     preset: String,
+    /// Scale the preset to this logical capacity (binary units: 512MiB, 32GiB, 1TiB, 1.5TiB;
+    /// or bytes) by its blocks per plane, rounded up (docs/device.md "Capacity").
+    #[arg(long, value_name = "SIZE")]
+    capacity: Option<String>,
     /// Override a device or FTL parameter (repeatable), e.g. --set cmt_ratio=0.05.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -276,6 +280,7 @@ impl Opts {
         }
         let options = RunOptions {
             preset: self.preset.clone(),
+            capacity: self.capacity.clone(),
             params,
             precondition: self.precondition.clone(),
             job: self.job.clone(),
@@ -398,6 +403,9 @@ fn describe(e: &Experiment) -> String {
         e.device.timing.mode.key(),
         e.seed
     );
+    if let Some(note) = e.device.capacity_note() {
+        s += &format!("{note}\n");
+    }
     if let Some(p) = &e.precondition {
         s += &format!(
             "precondition: {} ({}x capacity in {} KiB writes)\n",

@@ -2,8 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use learnedftl::config::DeviceConfig;
+use learnedftl::config::{Capacity, DeviceConfig};
 use learnedftl::engine::{SimOptions, Simulator, Verify};
+use learnedftl::error::ConfigError;
 use learnedftl::host::AvailableMemory;
 use learnedftl::params::{parse_duration_ns, Params};
 use learnedftl::report;
@@ -29,6 +30,10 @@ pub struct ServeOpts {
     /// Device preset: paper, quick or tiny.
     #[arg(long, default_value = "quick")]
     preset: String,
+    /// Scale the preset to this logical capacity (binary units: 512MiB, 32GiB, 1TiB; or bytes)
+    /// by its blocks per plane, rounded up (docs/device.md "Capacity"): the export's size.
+    #[arg(long, value_name = "SIZE")]
+    capacity: Option<String>,
     /// Override a device or FTL parameter (repeatable), e.g. --set cmt_ratio=0.05.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -70,6 +75,14 @@ pub struct ServeOpts {
     verify: bool,
 }
 
+/// A configuration error, a capacity's named as the option that gave it.
+fn capacity_error(e: ConfigError) -> anyhow::Error {
+    match e {
+        ConfigError::Capacity(message) => anyhow::anyhow!("--capacity: {message}"),
+        e => e.into(),
+    }
+}
+
 /// Serves until SIGINT or SIGTERM, then writes the report; SIGUSR1 cuts the power (the FTL
 /// recovers from flash and serving goes on).
 pub fn serve(o: ServeOpts) -> Result<()> {
@@ -92,7 +105,14 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     for s in &o.set {
         params.insert_assignment(s, "--set")?;
     }
-    let mut device = DeviceConfig::from_params(&o.preset, &mut params)?;
+    let capacity = o
+        .capacity
+        .as_deref()
+        .map(str::parse::<Capacity>)
+        .transpose()
+        .map_err(capacity_error)?;
+    let mut device = DeviceConfig::from_params_sized(&o.preset, capacity.as_ref(), &mut params)
+        .map_err(capacity_error)?;
     // Pages in a file take no memory (issue 13: refuse what cannot fit before building it).
     device.payloads = o.payload_file.is_none();
     device.check_memory(true, 1, &AvailableMemory::now())?;
@@ -148,6 +168,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         g.page_size,
         o.name
     );
+    if let Some(note) = device.capacity_note() {
+        eprintln!("{note}");
+    }
     // Scripts and tests wait for this line.
     println!("listening on {at}");
     std::io::stdout().flush()?;

@@ -747,6 +747,119 @@ fn configurations_beyond_reason_or_memory_are_refused() {
 }
 
 #[test]
+fn capacity_scales_the_preset_by_its_blocks_per_plane() {
+    let small = [
+        "--preset",
+        "tiny",
+        "--capacity",
+        "121MiB",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "10",
+        "--quiet",
+        "--json",
+        "-",
+    ];
+    for cmd in ["run", "compare"] {
+        let mut args = vec![cmd, "--ftl", "ideal"];
+        args.extend_from_slice(&small);
+        let (ok, stdout, stderr) = learnedftl(&args);
+        assert!(ok, "{stderr}");
+        // The exact result of the rounding, under the device line.
+        assert!(
+            stderr.contains(
+                "\ncapacity: 121MiB asked (126877696 B), rounded up to 65 blocks per plane: \
+                 127795200 B logical (917504 B more), 136314880 B physical (130.0 MiB)\n"
+            ),
+            "{stderr}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let r = if cmd == "run" { &v } else { &v[0] };
+        let d = &r["config"]["device"];
+        assert_eq!(d["capacity"], 126877696, "{d}");
+        let g = &d["geometry"];
+        assert_eq!(
+            [
+                &g["channels"],
+                &g["luns_per_channel"],
+                &g["planes_per_lun"],
+                &g["blocks_per_plane"],
+                &g["pages_per_block"],
+                &g["page_size"],
+                &g["logical_pages"]
+            ],
+            [4, 2, 1, 65, 64, 4096, 31200],
+            "{g}"
+        );
+    }
+    // Without --capacity, no trace of it in the report.
+    let (ok, stdout, _) = learnedftl(&[
+        "run",
+        "--preset",
+        "tiny",
+        "--rw",
+        "read",
+        "--number-ios",
+        "1",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(v["config"]["device"].get("capacity").is_none(), "{v}");
+}
+
+#[test]
+fn bad_capacities_are_refused_naming_the_option_and_the_value() {
+    for (preset, capacity, says) in [
+        ("tiny", "0", "--capacity: \"0\" is no space at all"),
+        ("tiny", "3XB", "--capacity: \"3XB\" is not a size"),
+        ("tiny", "-1", "--capacity: \"-1\" is not a size"),
+        ("tiny", "1TB", "--capacity: \"1TB\" is in decimal units"),
+        (
+            "paper",
+            "512MiB",
+            "--capacity: \"512MiB\" is below the smallest paper device the geometry checks \
+             allow, 3.75GiB",
+        ),
+        (
+            "paper",
+            "16TiB",
+            "--capacity: \"16TiB\" needs 139811 blocks per plane, 4581326848 physical pages of \
+             4096 B: more than 2^32-1",
+        ),
+    ] {
+        for cmd in ["run", "compare", "serve"] {
+            let mut args = vec![cmd, "--preset", preset, "--capacity", capacity];
+            if cmd == "serve" {
+                args.extend_from_slice(&["--listen", "127.0.0.1:0"]);
+            }
+            refused(&args, says);
+        }
+    }
+    // With the key it sets itself: both named.
+    for cmd in ["run", "compare", "serve"] {
+        refused(
+            &[
+                cmd,
+                "--preset",
+                "tiny",
+                "--capacity",
+                "1GiB",
+                "--set",
+                "blocks_per_plane=128",
+                "--listen",
+                "127.0.0.1:0",
+            ][..if cmd == "serve" { 9 } else { 7 }],
+            "--capacity: \"1GiB\" sizes the device by its blocks per plane and cannot be \
+             combined with blocks_per_plane=128 (from --set): give one or the other",
+        );
+    }
+}
+
+#[test]
 fn compare_draws_its_measured_phase_as_an_svg() {
     let dir = Scratch::new("learnedftl-svg");
     let svg = dir.join("compare.svg");

@@ -445,6 +445,38 @@ fn serve_verify_answers_eio_for_wrong_reads_and_reports_the_counts() {
 }
 
 #[test]
+fn serve_exports_the_capacity_asked_for() {
+    let dir = Scratch::new("nbd-capacity");
+    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
+    let server = Server::start(
+        "ideal",
+        &[
+            "--capacity",
+            "121MiB",
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let note = server.wait_log("capacity: ");
+    assert!(
+        note.contains(
+            "121MiB asked (126877696 B), rounded up to 65 blocks per plane: 127795200 B logical"
+        ),
+        "{note}"
+    );
+    // The export is the sized device's logical space (tiny: 4 x 2 x 65 blocks of 64 pages, 15/16).
+    let (size, _, tx, rx) = client::connect(UnixStream::connect(&sock).unwrap()).unwrap();
+    assert_eq!(size, 65 * 512 * 15 / 16 * 4096);
+    drop((tx, rx));
+    server.stop();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["config"]["device"]["capacity"], 126877696, "{r}");
+    assert_eq!(r["config"]["device"]["geometry"]["blocks_per_plane"], 65);
+}
+
+#[test]
 fn serve_realtime_reports_lateness_in_stats_lines_and_json() {
     let dir = Scratch::new("nbd-lateness");
     let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));

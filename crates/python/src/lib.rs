@@ -30,6 +30,7 @@ create_exception!(
 /// with `_` for `-`; `set` is `--set` as a dict).
 const OPTIONS: &[&str] = &[
     "preset",
+    "capacity",
     "set",
     "precondition",
     "job",
@@ -94,6 +95,7 @@ fn run_options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<RunOptions> {
         let v = &value;
         match key.as_str() {
             "preset" => o.preset = text(v)?,
+            "capacity" => o.capacity = Some(text(v)?),
             "set" => {
                 let params = v
                     .downcast::<PyDict>()

@@ -57,6 +57,12 @@ CASES = {
         dict(ftl="dftl", preset="tiny", precondition="randwrite:512k:1", rw="randrw", bs="16k",
              number_ios=300, power_cut_every=50, verify=True),
     ),
+    "capacity": (
+        ["--ftl", "dftl", "--preset", "tiny", "--capacity", "240MiB",
+         "--precondition", "write:512k:1", "--rw", "randread", "--number-ios", "100"],
+        dict(ftl="dftl", preset="tiny", capacity="240MiB", precondition="write:512k:1",
+             rw="randread", number_ios=100),
+    ),
     "trace": (
         ["--ftl", "learnedftl", "--preset", "tiny", "--trace", str(TRACE), "--fill-unwritten",
          "--speed", "2"],
@@ -118,6 +124,11 @@ def test_to_dataframe_has_a_row_per_report():
         (dict(preset="huge"), "huge"),
         (dict(rw="read", numjobs="many"), "numjobs"),
         (dict(ftl="no-such-ftl", rw="read"), "no-such-ftl"),
+        (dict(capacity="3XB"), 'capacity: "3XB" is not a size'),
+        (dict(capacity="1TB"), 'capacity: "1TB" is in decimal units'),
+        (dict(capacity=0), 'capacity: "0" is no space at all'),
+        (dict(capacity="1GiB", set={"blocks_per_plane": 128}),
+         'cannot be combined with blocks_per_plane=128'),
     ],
 )
 def test_a_bad_parameter_raises_naming_it(kwargs, named):
@@ -125,6 +136,17 @@ def test_a_bad_parameter_raises_naming_it(kwargs, named):
     with pytest.raises(learnedftl.LearnedFtlError, match=named) as e:
         learnedftl.run(**kwargs)
     assert isinstance(e.value, ValueError)
+
+
+def test_capacity_in_bytes_or_binary_units_sizes_the_device():
+    """An int is bytes; the device's blocks per plane are rounded up to hold it."""
+    by_text = learnedftl.run(preset="tiny", capacity="240MiB", rw="read", number_ios=1)
+    by_bytes = learnedftl.run(preset="tiny", capacity=240 << 20, rw="read", number_ios=1)
+    for r in (by_text, by_bytes):
+        device = r["config"]["device"]
+        assert device["capacity"] == 240 << 20
+        assert device["geometry"]["blocks_per_plane"] == 128
+    assert "capacity" in learnedftl.OPTIONS
 
 
 def test_an_unknown_keyword_is_a_type_error():

@@ -4,7 +4,7 @@
 //! same experiment whichever front end is used.
 
 use super::{Experiment, Precondition, TraceWorkload, Workload};
-use crate::config::DeviceConfig;
+use crate::config::{Capacity, DeviceConfig};
 use crate::engine::Verify;
 use crate::error::ConfigError;
 use crate::params::{parse_duration_ns, parse_size, Params};
@@ -71,6 +71,9 @@ fn bad(option: &'static str, message: impl ToString) -> OptionsError {
 pub struct RunOptions {
     /// Device preset: paper, quick or tiny.
     pub preset: String,
+    /// The preset scaled to this logical capacity by its blocks per plane (`1TiB`, `32GiB`,
+    /// bytes; [`Capacity`]).
+    pub capacity: Option<String>,
     /// Device and FTL parameters (`--set key=value`).
     pub params: Params,
     /// Preconditioning, `RW:BS:MULTIPLE`.
@@ -141,6 +144,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             preset: "quick".into(),
+            capacity: None,
             params: Params::new(),
             precondition: None,
             job: None,
@@ -203,7 +207,7 @@ impl RunOptions {
     ) -> Result<Experiment, OptionsError> {
         self.check_combination()?;
         let mut params = self.params.clone();
-        let device = DeviceConfig::from_params(&self.preset, &mut params)?;
+        let device = self.device(&mut params)?;
         let logical = device.geometry.logical_bytes();
         let mut precondition = self.precondition.as_deref();
         let workload = match (job_text, &self.trace, &self.job, &self.rw) {
@@ -258,6 +262,23 @@ impl RunOptions {
                 n => n,
             },
         })
+    }
+
+    /// The device: the preset, sized by `capacity` if given, with the device keys of `params`
+    /// (taken from it). A capacity's error is the option's.
+    pub fn device(&self, params: &mut Params) -> Result<DeviceConfig, OptionsError> {
+        let capacity_error = |e| match e {
+            ConfigError::Capacity(message) => bad("capacity", message),
+            e => OptionsError::Config(e),
+        };
+        let capacity = self
+            .capacity
+            .as_deref()
+            .map(str::parse::<Capacity>)
+            .transpose()
+            .map_err(capacity_error)?;
+        DeviceConfig::from_params_sized(&self.preset, capacity.as_ref(), params)
+            .map_err(capacity_error)
     }
 
     /// Refuses options that belong to a workload other than the one chosen (the CLI's parser
@@ -501,6 +522,19 @@ mod tests {
     }
 
     #[test]
+    fn a_capacity_sizes_the_device_and_its_workload() {
+        let e = options(|o| o.capacity = Some("240MiB".into()))
+            .experiment(&mut |_| {})
+            .unwrap();
+        let g = &e.device.geometry;
+        assert_eq!((g.blocks_per_plane, g.logical_bytes()), (128, 240 << 20));
+        assert_eq!(e.device.capacity, Some(240 << 20));
+        // The default workload's preconditioning (twice the capacity) and region follow it.
+        let p = e.precondition.as_ref().unwrap();
+        assert_eq!(p.job(g.logical_bytes()).io_size, Some(480 << 20));
+    }
+
+    #[test]
     fn bad_options_are_named() {
         for (o, name) in [
             (options(|o| o.rw = Some("sideways".into())), "rw: "),
@@ -535,6 +569,18 @@ mod tests {
             (
                 options(|o| o.job = Some("no/such.fio".into())),
                 "no/such.fio",
+            ),
+            (
+                options(|o| o.capacity = Some("3XB".into())),
+                "capacity: \"3XB\" is not a size",
+            ),
+            (
+                options(|o| {
+                    o.capacity = Some("1GiB".into());
+                    o.params.insert("blocks_per_plane", "128", "set");
+                }),
+                "capacity: \"1GiB\" sizes the device by its blocks per plane and cannot be \
+                 combined with blocks_per_plane=128 (from set)",
             ),
         ] {
             let e = error(o);

@@ -26,6 +26,10 @@ class Options(TypedDict, total=False):
     ``replay="open"``)."""
 
     preset: str
+    capacity: Optional[Size]
+    """The preset scaled to this logical capacity by its blocks per plane, rounded up:
+    ``"1TiB"``, ``"32GiB"``, ``"3.75GiB"`` (binary units; decimal ``"1TB"`` is refused as
+    ambiguous) or bytes (docs/device.md "Capacity")."""
     set: Optional[Mapping[str, Any]]
     precondition: Optional[str]
     job: Union[str, PathLike[str], None]
