@@ -448,6 +448,72 @@ fn describe(e: &Experiment) -> String {
     s
 }
 
+/// `learnedftl list`: the FTLs, and each preset with the largest `--capacity` whose device
+/// state fits `available` (with and without the oracle of `--verify`).
+fn list(available: &AvailableMemory) -> Result<String> {
+    let mut t = report::table::Table::new(&[
+        "preset",
+        "geometry (ch x LUN x pl x blk x pg x page)",
+        "logical",
+        "physical",
+        "largest --capacity",
+        "with --verify",
+    ])
+    .left_aligned();
+    let mut bound = false;
+    for p in PRESETS {
+        let c = learnedftl::config::DeviceConfig::preset(p)?;
+        let g = &c.geometry;
+        let mut largest = |verify| -> Result<String> {
+            Ok(
+                match learnedftl::config::largest_capacity(p, verify, available.bytes)? {
+                    None => "none fits".into(),
+                    Some(l) => {
+                        bound |= l.address_bound;
+                        format!(
+                            "{}{}",
+                            learnedftl::config::format_capacity(l.logical_bytes),
+                            if l.address_bound { " *" } else { "" }
+                        )
+                    }
+                },
+            )
+        };
+        let (plain, verify) = (largest(false)?, largest(true)?);
+        t.row(vec![
+            p.to_string(),
+            format!(
+                "{} x {} x {} x {} x {} x {} B",
+                g.channels,
+                g.luns_per_channel,
+                g.planes_per_lun,
+                g.blocks_per_plane,
+                g.pages_per_block,
+                g.page_size
+            ),
+            learnedftl::config::format_capacity(g.logical_bytes()),
+            learnedftl::config::format_capacity(g.physical_bytes()),
+            plain,
+            verify,
+        ]);
+    }
+    Ok(format!(
+        "FTLs: {}\n\npresets:\n{}largest --capacity: the largest logical capacity whose device \
+         state fits the {} available now ({}), one run at a time; jobs, caches and page data \
+         (serve) come on top (docs/device.md \"Capacity\"){}\n\
+         (`learnedftl params` lists the --set keys)\n",
+        FTLS.join(", "),
+        t.render(),
+        report::human_bytes(available.bytes),
+        available.origin,
+        if bound {
+            "\n* the largest any machine can run: page addresses are 32-bit"
+        } else {
+            ""
+        }
+    ))
+}
+
 /// Runs `e` on `ftls`, `jobs` at a time, with progress bars unless `quiet`.
 fn run_all(e: &Experiment, ftls: &[&str], jobs: usize, quiet: bool) -> Result<Vec<RunReport>> {
     let lines = MultiProgress::new();
@@ -569,11 +635,7 @@ fn main_inner() -> Result<bool> {
         Cmd::Trace { cmd } => trace_cmd(cmd)?,
         Cmd::Serve(o) => serve::serve(o)?,
         Cmd::Check(o) => return check::check(o),
-        Cmd::List => output::print(&format!(
-            "FTLs: {}\npresets: {}\n(`learnedftl params` lists the --set keys)\n",
-            FTLS.join(", "),
-            PRESETS.join(", ")
-        ))?,
+        Cmd::List => output::print(&list(&AvailableMemory::now())?)?,
         Cmd::Params { ftl, preset, json } => {
             let listing = learnedftl::ftl::keys::listing(ftl.as_deref(), &preset)?;
             output::print(&if json {

@@ -860,6 +860,53 @@ fn bad_capacities_are_refused_naming_the_option_and_the_value() {
 }
 
 #[test]
+fn list_shows_each_presets_largest_capacity_here() {
+    let (ok, stdout, stderr) = learnedftl(&["list"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.starts_with("FTLs: ideal,"), "{stdout}");
+    let row = |preset: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(preset))
+            .unwrap_or_else(|| panic!("no {preset} row: {stdout}"))
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let paper = row("paper");
+    assert_eq!(
+        paper[1..4],
+        ["8 x 8 x 1 x 256 x 512 x 4096 B", "30GiB", "32GiB"]
+    );
+    for preset in ["paper", "quick", "tiny"] {
+        let r = row(preset);
+        // Each largest capacity is one --capacity takes, and without the oracle no smaller.
+        let size = |s: &str| {
+            let s = s.trim_end_matches(" *");
+            let (num, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap());
+            let shift = match unit {
+                "B" => 0,
+                "KiB" => 10,
+                "MiB" => 20,
+                "GiB" => 30,
+                "TiB" => 40,
+                u => panic!("{u}"),
+            };
+            num.parse::<f64>().unwrap() * (1u64 << shift) as f64
+        };
+        if r[4] != "none fits" {
+            assert!(size(&r[4]) >= size(&r[5]), "{r:?}");
+        }
+    }
+    assert!(
+        stdout.contains("largest --capacity: the largest logical capacity whose device state fits"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn compare_draws_its_measured_phase_as_an_svg() {
     let dir = Scratch::new("learnedftl-svg");
     let svg = dir.join("compare.svg");
