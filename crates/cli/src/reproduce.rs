@@ -6,6 +6,8 @@ use crate::progress;
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::MultiProgress;
+use learnedftl::config::Capacity;
+use learnedftl::error::ConfigError;
 use learnedftl::host::AvailableMemory;
 use learnedftl::reproduce::{self, Cache, Config, Plan, Setup};
 use learnedftl::run::parallel_jobs;
@@ -21,12 +23,18 @@ pub struct ReproduceOpts {
     /// Device preset: paper, quick or tiny.
     #[arg(long, default_value = "quick")]
     preset: String,
+    /// Scale the preset to this logical capacity (binary units: 32GiB, 1TiB; or bytes) by its
+    /// blocks per plane, rounded up, in every run; slices, HP-FTL's writes, FAST's log blocks
+    /// and the deck's DRAM follow it (docs/reproduction.md).
+    #[arg(long, value_name = "SIZE")]
+    capacity: Option<String>,
     /// default (the simulator's defaults) or femu (the paper's FEMU setup: timing=femu gc=femu,
     /// no settle phase).
     #[arg(long, default_value = "default")]
     setup: String,
     /// Output directory: report.html, report.md, plots/, one JSON per experiment, jobs/,
-    /// cache/ (default: results/PRESET, results/PRESET-femu with --setup femu).
+    /// cache/ (default: results/PRESET, results/PRESET-CAPACITY with --capacity, -femu added
+    /// with --setup femu).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Runs simulated at once (default: the machine's cores). Results do not depend on it.
@@ -75,19 +83,38 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
         .parse()
         .map_err(anyhow::Error::msg)
         .context("--setup")?;
+    let capacity = o
+        .capacity
+        .as_deref()
+        .map(str::parse::<Capacity>)
+        .transpose()
+        .map_err(|e| match e {
+            ConfigError::Capacity(m) => anyhow::anyhow!("--capacity: {m}"),
+            e => e.into(),
+        })?;
     let config = Config {
         preset: o.preset.clone(),
+        capacity,
         setup,
         seed: o.seed,
         traces_dir: o.traces.clone(),
         recordings_dir: o.recordings.clone(),
         paper_design: o.paper_design,
     };
+    // The capacity's errors before anything is written, named as the option.
+    reproduce::Scale::for_config(&config).map_err(|e| match e {
+        reproduce::ReproduceError::Capacity(m) => anyhow::anyhow!("--capacity: {m}"),
+        e => e.into(),
+    })?;
     let out = o.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(match setup {
-            Setup::Default => o.preset.clone(),
-            Setup::Femu => format!("{}-femu", o.preset),
-        })
+        let mut name = o.preset.clone();
+        if let Some(c) = &config.capacity {
+            name += &format!("-{}", c.canonical());
+        }
+        if setup == Setup::Femu {
+            name += "-femu";
+        }
+        PathBuf::from("results").join(name)
     });
     let jobs = parallel_jobs(o.jobs).map_err(|e| anyhow::anyhow!("--{e}"))?;
     let build = Cache::build_identity(env!("CARGO_PKG_VERSION"))?;

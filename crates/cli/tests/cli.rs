@@ -831,10 +831,13 @@ fn bad_capacities_are_refused_naming_the_option_and_the_value() {
              4096 B: more than 2^32-1",
         ),
     ] {
-        for cmd in ["run", "compare", "serve"] {
+        for cmd in ["run", "compare", "serve", "reproduce"] {
             let mut args = vec![cmd, "--preset", preset, "--capacity", capacity];
             if cmd == "serve" {
                 args.extend_from_slice(&["--listen", "127.0.0.1:0"]);
+            }
+            if cmd == "reproduce" {
+                args.extend_from_slice(&["--out", "/nonexistent/never-written", "dram"]);
             }
             refused(&args, says);
         }
@@ -857,6 +860,19 @@ fn bad_capacities_are_refused_naming_the_option_and_the_value() {
              combined with blocks_per_plane=128 (from --set): give one or the other",
         );
     }
+    // Large enough for the device but not for the quick suite's sequential jobs.
+    refused(
+        &[
+            "reproduce",
+            "--preset",
+            "quick",
+            "--capacity",
+            "1GiB",
+            "--out",
+            "/nonexistent/x",
+        ],
+        "--capacity: \"1GiB\" is too small for the quick suite",
+    );
 }
 
 #[test]

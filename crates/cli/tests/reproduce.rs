@@ -89,6 +89,59 @@ fn reproduce_writes_the_report_and_a_rerun_comes_from_the_cache() {
 }
 
 #[test]
+fn a_capacity_runs_every_experiment_on_the_sized_device_and_names_it() {
+    // The default output directory, under a scratch working directory.
+    let dir = artifacts("reproduce-capacity");
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+            .current_dir(&dir)
+            .args([
+                "reproduce",
+                "--preset",
+                "tiny",
+                "--capacity",
+                "240MiB",
+                "--quiet",
+                "dram",
+            ])
+            .output()
+            .expect("run the binary");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    let stderr = run();
+    assert!(
+        stderr.contains("9 runs (0 cached") && stderr.contains("output in results/tiny-240MiB"),
+        "{stderr}"
+    );
+    let out = dir.join("results/tiny-240MiB");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("dram.json")).unwrap()).unwrap();
+    assert_eq!(json["capacity"], 240u64 << 20);
+    for r in json["runs"].as_array().unwrap() {
+        let command = r["command"].as_str().unwrap();
+        assert!(
+            command.starts_with("learnedftl compare --preset tiny --capacity 240MiB --seed 1 "),
+            "{command}"
+        );
+        for report in r["reports"].as_array().unwrap() {
+            let d = &report["config"]["device"];
+            assert_eq!(d["capacity"], 240u64 << 20);
+            assert_eq!(d["geometry"]["blocks_per_plane"], 128, "twice tiny's 64");
+            assert_eq!(d["geometry"]["logical_pages"], 61440);
+        }
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.starts_with("# Reproduction report (tiny preset at 240MiB, default setup, seed 1)"),
+        "{md}"
+    );
+    // The cache holds them under the capacity: a re-run loads every one.
+    assert!(run().contains("9 runs (9 cached"));
+}
+
+#[test]
 fn runs_shared_between_experiments_are_counted_as_shared_not_cached() {
     let out = artifacts("reproduce-shared");
     // Both experiments start each workload with the same ideal-FTL run.

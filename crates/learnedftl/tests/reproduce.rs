@@ -20,6 +20,7 @@ impl Drop for Scratch {
 fn config(seed: u64) -> Config {
     Config {
         preset: "tiny".into(),
+        capacity: None,
         setup: Setup::Default,
         seed,
         traces_dir: "no/traces/here".into(),

@@ -165,6 +165,14 @@ mod tests {
         type Change = fn(&mut RunOptions);
         let changes: &[(&str, Change)] = &[
             ("preset", |o| o.preset = "quick".into()),
+            ("capacity", |o| o.capacity = Some("240MiB".into())),
+            // Another capacity: another device.
+            ("larger capacity", |o| o.capacity = Some("241MiB".into())),
+            // The same device (rounded up to the same blocks per plane) asked differently: the
+            // report says what was asked, so the key does too.
+            ("capacity rounded to the same device", |o| {
+                o.capacity = Some("240.5MiB".into())
+            }),
             ("device parameter", |o| {
                 o.params.insert("read_ns", "41000", "t")
             }),
@@ -199,6 +207,22 @@ mod tests {
             assert!(!seen.contains(&k), "{what} did not change the key");
             seen.push(k);
         }
+    }
+
+    #[test]
+    fn capacities_are_told_apart_even_on_one_geometry() {
+        let e = |capacity: &str| {
+            let mut o = base();
+            o.capacity = Some(capacity.into());
+            o.experiment(&mut |_| {}).unwrap()
+        };
+        let (a, b) = (e("241MiB"), e("240.5MiB"));
+        assert_eq!(a.device.geometry, b.device.geometry);
+        assert_ne!(
+            Cache::new(None, "v1").key("dftl", &a).unwrap(),
+            Cache::new(None, "v1").key("dftl", &b).unwrap()
+        );
+        assert_ne!(Cache::group_key("dftl", &a), Cache::group_key("dftl", &b));
     }
 
     #[test]

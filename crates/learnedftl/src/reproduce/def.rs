@@ -6,7 +6,13 @@
 use super::doc::Section;
 use super::spec::RunSpec;
 use super::{Config, ReproduceError, Results};
+use crate::config::DeviceConfig;
 use crate::ftl::FTLS;
+use crate::params::{parse_size, Params};
+
+/// The TPFTL motivation's thread counts (its sequential phases read one after another from
+/// each job's slice, which the scale must leave room for).
+pub const THREADS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
 /// Request counts and sizes per preset: each experiment's workload scaled to the device.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,7 +39,7 @@ pub struct Scale {
     /// HP-FTL's m sweep (below p, the block's page-number bits).
     pub hp_ms: &'static [u32],
     /// The lecture deck's μ-FTL / DFTL mapping DRAM (DFTL's default 3 % + GTD).
-    pub deck_dram: &'static str,
+    pub deck_dram: String,
     /// The lecture deck's 4 KiB writes per job.
     pub deck_ios: u64,
     /// FAST's log blocks per LUN plane at the deck's 3 % log buffer.
@@ -57,7 +63,7 @@ impl Scale {
                 th_ios: 2000,
                 hp_ios: 11468,
                 hp_ms: &[2, 3, 4, 5],
-                deck_dram: "240k",
+                deck_dram: "240k".into(),
                 deck_ios: 2400,
                 deck_log_blocks: 8,
             },
@@ -72,7 +78,7 @@ impl Scale {
                 th_ios: 8000,
                 hp_ios: 91750,
                 hp_ms: &[6, 7, 8],
-                deck_dram: "1900k",
+                deck_dram: "1900k".into(),
                 deck_ios: 20000,
                 deck_log_blocks: 8,
             },
@@ -87,12 +93,80 @@ impl Scale {
                 th_ios: 50,
                 hp_ios: 358,
                 hp_ms: &[2, 3, 4, 5],
-                deck_dram: "8k",
+                deck_dram: "8k".into(),
                 deck_ios: 75,
                 deck_log_blocks: 2,
             },
             other => return Err(ReproduceError::Preset(other.to_string())),
         })
+    }
+}
+
+impl Scale {
+    /// The scale of `config`'s preset at its capacity: [`Scale::of`] with the sizes that
+    /// follow the device's size recomputed for the sized device — each job's slice (a 64th of
+    /// the logical space), HP-FTL's writes (1.4 × the logical pages at `logical_ratio=0.5`), the
+    /// lecture deck's mapping DRAM (in proportion to the logical pages, as a ratio of them) and
+    /// FAST's log blocks (in proportion to the blocks per plane). Request counts stay the
+    /// preset's. Refused when a slice cannot hold the preset's sequential phases.
+    pub fn for_config(config: &Config) -> Result<Scale, ReproduceError> {
+        let scale = Scale::of(&config.preset)?;
+        let Some(cap) = &config.capacity else {
+            return Ok(scale);
+        };
+        let preset = DeviceConfig::preset(&config.preset)
+            .map_err(|_| ReproduceError::Preset(config.preset.clone()))?;
+        let sized = DeviceConfig::from_params_sized(&config.preset, Some(cap), &mut Params::new())
+            .map_err(|e| match e {
+                crate::error::ConfigError::Capacity(m) => ReproduceError::Capacity(m),
+                e => ReproduceError::Capacity(e.to_string()),
+            })?;
+        let s = scale.sized(&preset, &sized);
+        let pages = s.slice_kib / 4;
+        let need = s.longest_sequential_job();
+        if need > pages {
+            return Err(ReproduceError::Capacity(format!(
+                "{} is too small for the {} suite: its sequential jobs read {need} pages each \
+                 in a 64th of the logical space, {pages} pages here; it needs at least {} B \
+                 ({}), or a smaller preset",
+                crate::error::quote(cap.text()),
+                config.preset,
+                need * 64 * 4096,
+                crate::report::human_bytes(need * 64 * 4096),
+            )));
+        }
+        Ok(s)
+    }
+
+    /// This scale (of the device `preset`) with the sizes that follow the device recomputed
+    /// for `sized` (the same geometry but the blocks per plane).
+    fn sized(self, preset: &DeviceConfig, sized: &DeviceConfig) -> Scale {
+        let (g0, g) = (&preset.geometry, &sized.geometry);
+        // HP-FTL's device: the same physical pages, logical_ratio=0.5 (as its runs set it).
+        let hp_logical = (g.pages() as f64 * 0.5) as u64;
+        let dram = parse_size(&self.deck_dram).expect("a size") as u128;
+        let dram_kib = (dram * g.logical_pages as u128 / g0.logical_pages as u128 + 512) / 1024;
+        let log_blocks = (self.deck_log_blocks as u64 * g.blocks_per_plane as u64
+            + g0.blocks_per_plane as u64 / 2)
+            / g0.blocks_per_plane as u64;
+        Scale {
+            slice_kib: g.logical_bytes() / 64 / 4096 * 4,
+            hp_ios: (hp_logical as f64 * 1.4 / 64.0) as u64,
+            deck_dram: if dram_kib << 10 == dram {
+                self.deck_dram.clone()
+            } else {
+                format!("{dram_kib}k")
+            },
+            deck_log_blocks: log_blocks.max(1) as u32,
+            ..self
+        }
+    }
+
+    /// Pages the longest sequential job of the suite reads or writes in its own slice.
+    pub fn longest_sequential_job(&self) -> u64 {
+        (self.sr_drain + THREADS.len() as u64 * self.th_ios)
+            .max(self.sr_drain + self.sr_ios)
+            .max(self.sw_ios)
     }
 }
 

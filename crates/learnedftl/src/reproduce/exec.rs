@@ -70,7 +70,7 @@ impl Plan {
         defs: &[&'static Def],
         cache: &Cache,
     ) -> Result<Plan, ReproduceError> {
-        let scale = Scale::of(&config.preset)?;
+        let scale = Scale::for_config(config)?;
         let ctx = Ctx {
             config,
             scale: &scale,
@@ -334,6 +334,7 @@ impl Plan {
             .map(|(def, runs)| ExperimentResult {
                 experiment: def.name.to_string(),
                 preset: self.config.preset.clone(),
+                capacity: self.config.capacity.as_ref().map(|c| c.bytes()),
                 runs: runs
                     .iter()
                     .map(|r| RunResult {

@@ -24,6 +24,7 @@ pub use registry::EXPERIMENTS;
 pub use report::{checks, document, Finding};
 pub use spec::{RunSpec, WorkloadSpec};
 
+use crate::config::Capacity;
 use crate::run::OptionsError;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -57,6 +58,9 @@ pub enum ReproduceError {
         #[source]
         source: std::io::Error,
     },
+    /// A bad `--capacity`, or one the preset's suite cannot run at (the message quotes it).
+    #[error("capacity: {0}")]
+    Capacity(String),
     /// The simulators would not fit in memory.
     #[error("{0}")]
     Memory(String),
@@ -91,6 +95,9 @@ impl FromStr for Setup {
 pub struct Config {
     /// Device preset: paper, quick or tiny.
     pub preset: String,
+    /// The preset scaled to this logical capacity (`--capacity`; [`Capacity`]) in every run;
+    /// the workloads' sizes that follow the capacity follow it ([`Scale::for_config`]).
+    pub capacity: Option<Capacity>,
     /// Setup of every run.
     pub setup: Setup,
     /// Seed of every run.
@@ -168,6 +175,9 @@ pub struct ExperimentResult {
     pub experiment: String,
     /// The preset.
     pub preset: String,
+    /// The logical capacity asked for (`--capacity`), bytes; absent when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u64>,
     /// Its runs in order.
     pub runs: Vec<RunResult>,
 }

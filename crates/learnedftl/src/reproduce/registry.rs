@@ -2,6 +2,7 @@
 //! report section and why our numbers differ from the paper's. Adding an experiment means adding
 //! one entry here (and its section renderer in `sections/`).
 
+use super::def::THREADS;
 use super::def::{paper_design, Ctx, Def, Scale};
 use super::sections;
 use super::spec::{RunSpec, WorkloadSpec};
@@ -11,7 +12,7 @@ use crate::ftl::FTLS;
 
 /// How many runs `def` adds under `config` with `--paper-design` (LearnedFTL's paper design).
 pub fn paper_design_runs(def: &Def, config: &Config) -> Result<usize, ReproduceError> {
-    let scale = Scale::of(&config.preset)?;
+    let scale = Scale::for_config(config)?;
     let count = |paper_design| {
         let config = Config {
             paper_design,
@@ -290,7 +291,7 @@ fn mu_translation(c: &Ctx) -> Vec<RunSpec> {
     // (512 KiB random fill), then 4 KiB random reads; then 4 KiB random writes.
     let run = |label: &str, pre, w| {
         RunSpec::new(label, &["dftl", "mu-ftl"], w)
-            .set("mapping_dram_bytes", c.scale.deck_dram)
+            .set("mapping_dram_bytes", &c.scale.deck_dram)
             .pre(pre)
     };
     vec![
@@ -577,9 +578,6 @@ pub fn job_text(name: &str, s: &Scale) -> Option<String> {
     })
 }
 
-/// The TPFTL motivation's thread counts.
-pub const THREADS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
-
 /// Every job file name the experiments may use.
 pub const JOB_FILES: [&str; 7] = [
     "randread",
@@ -615,11 +613,55 @@ mod tests {
             let pages = s.slice_kib / 4;
             assert!(s.sr_drain + THREADS.len() as u64 * s.th_ios <= pages, "{p}");
             assert!(s.sw_ios <= pages && s.sr_drain + s.sr_ios <= pages, "{p}");
+            assert!(s.longest_sequential_job() <= pages, "{p}");
             for j in JOB_FILES {
                 assert!(job_text(j, &s).is_some(), "{p} {j}");
             }
         }
         assert!(Scale::of("huge").is_err());
+    }
+
+    #[test]
+    fn a_capacity_scales_the_sizes_that_follow_the_device() {
+        let config = |preset: &str, capacity: &str| Config {
+            preset: preset.into(),
+            capacity: Some(capacity.parse().unwrap()),
+            setup: crate::reproduce::Setup::Default,
+            seed: 1,
+            traces_dir: "no/traces".into(),
+            recordings_dir: "no/recordings".into(),
+            paper_design: false,
+        };
+        // A preset's own capacity: its own scale, so its runs are the preset's.
+        for (p, capacity) in [("tiny", "120MiB"), ("quick", "3.75GiB"), ("paper", "30GiB")] {
+            assert_eq!(
+                Scale::for_config(&config(p, capacity)).unwrap(),
+                Scale::of(p).unwrap(),
+                "{p}"
+            );
+        }
+        // quick at 1 TiB: 69,906 blocks per plane of 3,840 logical pages each.
+        let s = Scale::for_config(&config("quick", "1TiB")).unwrap();
+        let q = Scale::of("quick").unwrap();
+        assert_eq!(s.slice_kib, 69906 * 3840 * 4 / 64);
+        assert_eq!(s.hp_ios, (69906.0 * 4096.0 * 0.5 * 1.4 / 64.0) as u64);
+        assert_eq!(s.deck_log_blocks, 2185, "8 of 256 blocks per plane: 3 %");
+        assert_eq!(s.deck_dram, "65537k", "240k x 69906 / 256");
+        assert_eq!((s.rr_ios, s.sw_ios, s.hp_ms), (q.rr_ios, q.sw_ios, q.hp_ms));
+        for j in JOB_FILES {
+            assert!(job_text(j, &s).is_some(), "{j}");
+        }
+        let e = Scale::for_config(&config("quick", "512MiB"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("capacity: \"512MiB\" is too small for the quick suite"),
+            "{e}"
+        );
+        let e = Scale::for_config(&config("paper", "1MiB"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("below the smallest paper device"), "{e}");
     }
 
     #[test]

@@ -105,8 +105,12 @@ pub fn document(config: &Config, defs: &[&Def], results: &Results) -> Document {
     sections.push(s);
     Document {
         title: format!(
-            "Reproduction report ({} preset, {} setup, seed {})",
+            "Reproduction report ({} preset{}, {} setup, seed {})",
             config.preset,
+            config
+                .capacity
+                .as_ref()
+                .map_or(String::new(), |c| format!(" at {}", c.canonical())),
             serde_json::to_value(config.setup)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))

@@ -118,6 +118,7 @@ impl RunSpec {
     ) -> Result<Experiment, ReproduceError> {
         let mut o = RunOptions {
             preset: config.preset.clone(),
+            capacity: config.capacity.as_ref().map(|c| c.text().to_string()),
             precondition: self.precondition.map(str::to_string),
             settle: Self::settle(config).into(),
             seed: config.seed,
@@ -172,12 +173,11 @@ impl RunSpec {
     /// The `learnedftl compare` command that runs the same thing (job files as written to the
     /// output directory's `jobs/`).
     pub fn command(&self, config: &Config) -> String {
-        let mut c = format!(
-            "learnedftl compare --preset {} --seed {} --ftl {}",
-            config.preset,
-            config.seed,
-            self.ftls.join(",")
-        );
+        let mut c = format!("learnedftl compare --preset {}", config.preset);
+        if let Some(cap) = &config.capacity {
+            c += &format!(" --capacity {}", cap.canonical());
+        }
+        c += &format!(" --seed {} --ftl {}", config.seed, self.ftls.join(","));
         for (k, v) in self.all_params(config) {
             c += &format!(" --set {k}={v}");
         }
