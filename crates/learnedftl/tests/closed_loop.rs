@@ -136,3 +136,57 @@ fn the_shipped_rocksdb_recording_replays_on_every_ftl() {
         }
     }
 }
+
+/// Each phase reports the hit ratios of its own page reads: a phase of writes has none, and a
+/// phase holding every read has the run's.
+#[test]
+fn phases_get_their_own_hit_ratios() {
+    let d = std::env::temp_dir().join(format!("closed-loop-{}-hits", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    // 64 serial 4 KiB writes 1 MiB apart, then 64 reads of them, 120 µs apart.
+    let n = 64u64;
+    let mut rec = String::from("# learnedftl recording\n# start_unix_ns=1000000000\n");
+    rec += "issue_ns,done_ns,conn,op,offset,len\n";
+    for k in 0..2 * n {
+        let (issue, op) = (k * 120_000, if k < n { "write" } else { "read" });
+        rec += &format!(
+            "{issue},{},0,{op},{},4096\n",
+            issue + 100_000,
+            (k % n) << 20
+        );
+    }
+    let (r, p) = (d.join("app.rec"), d.join("app.phases"));
+    std::fs::write(&r, rec).unwrap();
+    let at = |k: u64| 1_000_000_000 + k * 120_000;
+    std::fs::write(
+        &p,
+        format!(
+            "load,{},{},{n}\nread,{},{},{n}\n",
+            at(0),
+            at(n),
+            at(n),
+            at(2 * n)
+        ),
+    )
+    .unwrap();
+    let report = RunOptions {
+        preset: "tiny".into(),
+        trace: Some(r),
+        replay: "closed".into(),
+        phases: Some(p),
+        verify: true,
+        ..RunOptions::default()
+    }
+    .experiment(&mut |_| {})
+    .unwrap()
+    .run("tpftl", &mut NoProgress)
+    .unwrap();
+    let m = &report.result;
+    let c = report.trace.unwrap().closed_loop.unwrap();
+    let (load, read) = (&c.phases[0], &c.phases[1]);
+    assert_eq!((load.page_reads, load.cmt_hit_ratio), (0, 0.0));
+    assert_eq!(read.page_reads, n);
+    assert_eq!(read.cmt_hit_ratio, m.cmt_hit_ratio);
+    assert_eq!(read.model_hit_ratio, m.model_hit_ratio);
+    assert!(read.cmt_hit_ratio > 0.0, "{read:?}");
+}

@@ -409,6 +409,11 @@ impl Simulator {
         m
     }
 
+    /// The FTL's counters for the current phase so far (lookups, cache and model hits, GC).
+    pub fn ftl_stats(&self) -> crate::mapping::FtlStats {
+        self.phase.ftl_stats(self.ftl.as_ref())
+    }
+
     /// The current phase's metrics so far; the phase goes on (live statistics).
     pub fn live_metrics(&self) -> Metrics {
         let verify = match &self.oracle {

@@ -234,18 +234,19 @@ impl Simulator {
         })
     }
 
-    /// Runs a phase of requests that `next` gives one by one, telling it when the request
-    /// before completed (ns since the phase start; `None` before the first): closed-loop replay
-    /// issues each request after what it waited for. Arrivals are ns since the phase start and
-    /// must not decrease.
+    /// Runs a phase of requests that `next` gives one by one, showing it the simulator as it
+    /// stands (its counters so far) and telling it when the request before completed (ns since
+    /// the phase start; `None` before the first): closed-loop replay issues each request after
+    /// what it waited for, and reads the counters at the application's phase marks.
+    /// Arrivals are ns since the phase start and must not decrease.
     pub fn run_feedback<E: std::fmt::Display>(
         &mut self,
         name: &str,
         total: Option<u64>,
         progress: &mut dyn Progress,
-        mut next: impl FnMut(Option<u64>) -> Option<Result<HostIo, E>>,
+        next: impl FnMut(&Simulator, Option<u64>) -> Option<Result<HostIo, E>>,
     ) -> Result<Metrics, EngineError> {
-        self.run_loop(name, total, progress, |_, done| next(done))
+        self.run_loop(name, total, progress, next)
     }
 
     /// The loop of [`Simulator::run_stream`] and [`Simulator::run_feedback`]: `next` sees the

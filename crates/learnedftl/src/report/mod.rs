@@ -117,7 +117,8 @@ pub struct Notes {
 
 /// The application's phases of closed-loop replays (`--replay closed --phases`), one row per FTL
 /// and phase: operations per second live and on the simulated device (SPEC §6 has no such
-/// figure: docs/traces.md "Closed-loop replay" defines them); empty without them.
+/// figure: docs/traces.md "Closed-loop replay" defines them) and the phase's own CMT and model
+/// hit ratios; empty without them.
 pub fn closed_loop_table(runs: &[RunReport]) -> String {
     let mut t = table::Table::new(&[
         "ftl",
@@ -128,6 +129,8 @@ pub fn closed_loop_table(runs: &[RunReport]) -> String {
         "sim ms",
         "live ops/s",
         "sim ops/s",
+        "CMT hit",
+        "model hit",
     ]);
     let mut any = false;
     let rate = |r: Option<f64>| r.map_or("–".to_string(), |r| format!("{r:.0}"));
@@ -146,6 +149,8 @@ pub fn closed_loop_table(runs: &[RunReport]) -> String {
                 format!("{:.3}", p.simulated_s * 1e3),
                 rate(p.recorded_ops_per_sec),
                 rate(p.simulated_ops_per_sec),
+                columns::percent(p.page_reads > 0, p.cmt_hit_ratio),
+                columns::percent(p.page_reads > 0, p.model_hit_ratio),
             ]);
         }
     }

@@ -5,6 +5,7 @@
 
 use super::TraceWorkload;
 use crate::engine::{EngineError, Progress, Simulator};
+use crate::mapping::FtlStats;
 use crate::stats::Metrics;
 use crate::trace::{self, Format, Replay, TraceError, TraceReader};
 use crate::workload::closed_loop::ClosedLoop;
@@ -42,6 +43,14 @@ pub struct PhaseResult {
     pub recorded_ops_per_sec: Option<f64>,
     /// `ops / simulated_s`: the application's throughput on this FTL and device.
     pub simulated_ops_per_sec: Option<f64>,
+    /// Host page reads the FTL served for the requests issued in it.
+    pub page_reads: u64,
+    /// Of those, the share whose mapping came from a cache entry (0 without page reads), as
+    /// the run's `cmt_hit_ratio`.
+    pub cmt_hit_ratio: f64,
+    /// Of those, the share served by a learned prediction with one flash read (0 without page
+    /// reads), as the run's `model_hit_ratio`.
+    pub model_hit_ratio: f64,
 }
 
 /// What a closed-loop replay did (a run report's `trace.closed_loop`).
@@ -147,19 +156,26 @@ pub(super) fn replay(
         .collect();
     marks.sort_unstable();
     let mut marked = vec![[0i64; 2]; t.phases.len()];
+    // The FTL's counters at each mark, and after the last request.
+    let mut counted = vec![[FtlStats::default(), FtlStats::default()]; t.phases.len()];
+    let mut at_end = FtlStats::default();
     let mut next_mark = 0;
     let mut requests = vec![0u64; t.phases.len()];
     // (first issue, last completion) on both clocks.
     let (mut first, mut last, mut sim_last) = (None, 0, 0);
     let mut waiting: Option<u64> = None;
-    let metrics = sim.run_feedback("trace", t.replay.max_requests, progress, |done| {
+    let metrics = sim.run_feedback("trace", t.replay.max_requests, progress, |sim, done| {
         if let (Some(d), Some(rec_done)) = (done, waiting.take()) {
             cl.complete(rec_done, d);
             sim_last = sim_last.max(d);
         }
-        let mut io = match replay.next()? {
-            Ok(io) => io,
-            Err(e) => return Some(Err(e)),
+        let mut io = match replay.next() {
+            Some(Ok(io)) => io,
+            Some(Err(e)) => return Some(Err(e)),
+            None => {
+                at_end = sim.ftl_stats();
+                return None;
+            }
         };
         let Some(rec_done) = replay.recorded_done() else {
             return Some(Err(TraceError::InvalidOption(
@@ -173,6 +189,7 @@ pub(super) fn replay(
                 break;
             }
             marked[i][end as usize] = place(&mut cl, at);
+            counted[i][end as usize] = sim.ftl_stats();
             next_mark += 1;
         }
         for (p, n) in t.phases.iter().zip(&mut requests) {
@@ -189,6 +206,7 @@ pub(super) fn replay(
     for &(at, i, end) in &marks[next_mark..] {
         let at = replay.replay_time(at).unwrap_or(0);
         marked[i][end as usize] = place(&mut cl, at);
+        counted[i][end as usize] = at_end.clone();
     }
     let secs = |ns: u64| ns as f64 / 1e9;
     let per_sec = |ops: Option<u64>, s: f64| ops.filter(|_| s > 0.0).map(|o| o as f64 / s);
@@ -197,9 +215,15 @@ pub(super) fn replay(
         .iter()
         .zip(marked)
         .zip(requests)
-        .map(|((p, [a, b]), requests)| {
+        .zip(counted)
+        .map(|(((p, [a, b]), requests), [from, to])| {
             let recorded_s = secs(p.end_ns - p.start_ns) / t.replay.speed;
             let simulated_s = secs(b.saturating_sub(a).max(0) as u64);
+            let page_reads = to.page_reads().saturating_sub(from.page_reads());
+            let share = |to: u64, from: u64| match page_reads {
+                0 => 0.0,
+                n => to.saturating_sub(from) as f64 / n as f64,
+            };
             PhaseResult {
                 name: p.name.clone(),
                 ops: p.ops,
@@ -208,6 +232,9 @@ pub(super) fn replay(
                 simulated_s,
                 recorded_ops_per_sec: per_sec(p.ops, recorded_s),
                 simulated_ops_per_sec: per_sec(p.ops, simulated_s),
+                page_reads,
+                cmt_hit_ratio: share(to.cmt_hits, from.cmt_hits),
+                model_hit_ratio: share(to.model_hits, from.model_hits),
             }
         })
         .collect();

@@ -344,6 +344,14 @@ impl Collector {
         p.recovery_sim_seconds += sim_ns as f64 / 1e9;
     }
 
+    /// The FTL's counters for the phase so far: `ftl`'s own plus those of the FTLs power cuts
+    /// replaced.
+    pub fn ftl_stats(&self, ftl: &dyn Ftl) -> FtlStats {
+        let mut s = ftl.stats().clone();
+        s.add(&self.carried);
+        s
+    }
+
     /// The phase's metrics so far, from what was collected plus the device's and FTL's
     /// counters (the engine calls it when the phase ends; the NBD server for live statistics).
     pub fn metrics(&self, dev: &Device, ftl: &dyn Ftl, verify: VerifySummary) -> Metrics {
@@ -359,8 +367,7 @@ impl Collector {
             m.insert("total", a.iter().sum());
             m
         };
-        let mut s = ftl.stats().clone();
-        s.add(&self.carried);
+        let s = self.ftl_stats(ftl);
         let ftl_reads = s.page_reads();
         let ratio = |x: u64| {
             if ftl_reads > 0 {
