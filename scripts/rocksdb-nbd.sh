@@ -36,39 +36,12 @@ timing=${TIMING:-realtime}
 fill=${FILL:-0.4}
 value=${VALUE:-1000}
 reads=${READS:-20000}
-for t in nbdfuse fusermount3 losetup mkfs.ext4 db_bench python3; do
-    command -v "$t" >/dev/null || { echo "rocksdb-nbd: $t is not installed" >&2; exit 1; }
-done
-[ "$(id -u)" = 0 ] || { echo "rocksdb-nbd: needs root (mount, losetup)" >&2; exit 1; }
-cargo build --release -q -p learnedftl-cli
-bin=$PWD/target/release/learnedftl
-work=$(mktemp -d)
+# shellcheck source=scripts/lib/server-bench.sh
+. scripts/lib/server-bench.sh db_bench python3
+# shellcheck source=scripts/lib/ext4-nbd.sh
+. scripts/lib/ext4-nbd.sh
 out=${OUT:-$work/out}
 mkdir -p "$out"
-
-server='' fuse='' loopdev='' mounted=''
-teardown() {
-    set +e
-    [ -n "$mounted" ] && { umount "$work/fs" || umount -l "$work/fs"; }
-    [ -n "$loopdev" ] && losetup -d "$loopdev"
-    [ -n "$fuse" ] && { fusermount3 -u "$work/nbd" 2>/dev/null; wait "$fuse" 2>/dev/null; }
-    if [ -n "$server" ]; then
-        kill -TERM "$server" 2>/dev/null
-        wait "$server" 2>/dev/null
-    fi
-    server='' fuse='' loopdev='' mounted=''
-}
-trap 'teardown; [ -z "${OUT:-}" ] && rm -rf "$work"' EXIT
-
-# Waits (at most 60 s) for the file $1 to appear.
-wait_for() {
-    for _ in $(seq 600); do
-        [ -e "$1" ] && return 0
-        sleep 0.1
-    done
-    echo "rocksdb-nbd: $1 did not appear" >&2
-    exit 1
-}
 
 # Operations of benchmarks $1 (a regular expression) in db_bench output file $2, summed.
 count() {
@@ -102,25 +75,9 @@ ops() {
 }
 
 run_ftl() {
-    local ftl=$1 sock=$work/nbd.sock record=()
-    if [ "${RECORD:-0}" = 1 ]; then
-        record=(--record "$out/$ftl.rec" --record-format learnedftl)
-        rm -f "$out/$ftl.phases"
-    fi
-    "$bin" serve --ftl "$ftl" --preset "$preset" --timing "$timing" --socket "$sock" \
-        --json "$out/$ftl.json" "${record[@]}" >"$out/$ftl.serve.log" 2>&1 &
-    server=$!
-    wait_for "$sock"
-    mkdir -p "$work/nbd" "$work/fs"
-    # Background processes write to files, never to our stdout (a reader of it would wait for
-    # them).
-    nbdfuse "$work/nbd" --unix "$sock" >"$out/$ftl.nbdfuse.log" 2>&1 &
-    fuse=$!
-    wait_for "$work/nbd/nbd"
-    loopdev=$(losetup --direct-io=on --sector-size 4096 -f --show "$work/nbd/nbd")
-    mkfs.ext4 -q -F -b 4096 "$loopdev"
-    mount "$loopdev" "$work/fs"
-    mounted=1
+    local ftl=$1
+    rm -f "$out/$ftl.phases"
+    mount_ext4 "$ftl"
     local fs_bytes num
     fs_bytes=$(df -B1 --output=avail "$work/fs" | tail -1)
     num=$(python3 -c "print(int($fs_bytes * $fill / ($value + 16)))")

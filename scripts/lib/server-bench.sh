@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# Sourced by the NBD benchmark scripts (nbd-bench.sh, nbd-lateness.sh) from the repository's
-# root: checks that the clients named in $@ are installed (saying which script needs them),
-# builds the release binary ($bin), makes a scratch directory ($work), and on exit stops the
-# server whose PID is in $pid (SIGTERM, waited for) and removes the scratch directory.
+# Sourced by the NBD benchmark scripts (nbd-bench.sh, nbd-lateness.sh, rocksdb-nbd.sh,
+# filebench-nbd.sh) from the repository's root: checks that the clients named in $@ are
+# installed (saying which script needs them), builds the release binary ($bin), makes a scratch
+# directory ($work), and on exit stops the server whose PID is in $pid (SIGTERM, waited for)
+# and removes the scratch directory.
 script=$(basename "$0" .sh)
 for t in "$@"; do
     command -v "$t" >/dev/null || { echo "$script: $t is not installed" >&2; exit 1; }
