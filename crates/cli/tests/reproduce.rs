@@ -278,12 +278,16 @@ fn the_html_report_renders_in_a_headless_browser() {
         return;
     };
     let out = artifacts("reproduce-tiny");
+    // The shipped recordings too, so that the application experiments' sections render.
+    let recordings = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recordings");
     let (ok, _, stderr) = learnedftl(&[
         "reproduce",
         "--preset",
         "tiny",
         "--out",
         out.to_str().unwrap(),
+        "--recordings",
+        recordings.to_str().unwrap(),
         "--quiet",
     ]);
     assert!(ok, "{stderr}");

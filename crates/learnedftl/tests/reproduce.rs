@@ -214,7 +214,56 @@ fn the_rocksdb_experiment_replays_the_shipped_recording() {
     let results = plan.execute(&cache, 2, |_| NoProgress, |_, _| {});
     let md = reproduce::document(&none, &defs, &results).markdown();
     assert!(
-        md.contains("the recording it finds in `--recordings`, here `no/recordings/here`"),
+        md.contains("the recordings they find in `--recordings`, here `no/recordings/here`"),
         "{md}"
+    );
+}
+
+/// The Filebench experiment replays the shipped recording on every paper FTL: TPFTL, the FTL it
+/// was recorded on, gives back each personality's live operations per second (its phase's fio
+/// operations over its recorded span), 1.00× itself, and every personality has hit ratios of its
+/// own.
+#[test]
+fn the_filebench_experiment_replays_the_shipped_recording() {
+    let cache = Cache::new(None, "test-build");
+    let defs = reproduce::select(&["filebench".into()]).unwrap();
+    let plan = Plan::new(&config(1), &defs, &cache).unwrap();
+    assert_eq!(plan.units().len(), 7, "the paper's seven FTLs");
+    let results = plan.execute(&cache, 2, |_| NoProgress, |_, _| {});
+    assert!(results.failures().is_empty(), "{:?}", results.failures());
+    let md = reproduce::document(&config(1), &defs, &results).markdown();
+    // The live figures, from the phases file: `name,start_ns,end_ns,ops`.
+    let phases =
+        std::fs::read_to_string(config(1).recordings_dir.join("filebench-tiny/tpftl.phases"))
+            .unwrap();
+    let live: Vec<String> = phases
+        .lines()
+        .map(|l| {
+            let f: Vec<f64> = l.split(',').skip(1).map(|x| x.parse().unwrap()).collect();
+            let rate = format!("{:.0}", f[2] / ((f[1] - f[0]) / 1e9));
+            // Thousands separated, as the report writes them.
+            let mut grouped = String::new();
+            for (i, c) in rate.chars().enumerate() {
+                if i > 0 && (rate.len() - i) % 3 == 0 {
+                    grouped.push(',');
+                }
+                grouped.push(c);
+            }
+            grouped
+        })
+        .collect();
+    let row = format!("| tpftl | {} | 1.00× | 1.00× | 1.00× |", live.join(" | "));
+    assert!(md.contains(&row), "{row}\n{md}");
+    assert!(
+        md.contains("LearnedFTL ÷ DFTL, TPFTL and LeaFTL: fileserver "),
+        "{md}"
+    );
+    let hits = md
+        .lines()
+        .find(|l| l.starts_with("| learnedftl | ") && l.contains(" % |"))
+        .unwrap();
+    assert!(
+        !hits.contains('–'),
+        "a personality without page reads: {hits}"
     );
 }

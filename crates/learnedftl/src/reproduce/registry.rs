@@ -173,21 +173,32 @@ fn traces(c: &Ctx) -> Vec<RunSpec> {
     runs
 }
 
-/// The RocksDB recording replayed (`rocksdb-tiny/tpftl.rec.zst` and its phases in the
-/// recordings directory): made once on TPFTL, replayed on every paper FTL from a fresh device,
-/// as the live run started.
-fn rocksdb(c: &Ctx) -> Vec<RunSpec> {
-    let dir = c.config.recordings_dir.join("rocksdb-tiny");
+/// A shipped recording replayed (`<dir>/tpftl.rec.zst` and its phases in the recordings
+/// directory, `label` naming the run): made once on TPFTL, replayed on every paper FTL from a
+/// fresh device, as the live run started; no run when the directory lacks it.
+fn recording(c: &Ctx, dir: &str, label: &str) -> Vec<RunSpec> {
+    let dir = c.config.recordings_dir.join(dir);
     let (path, phases) = (dir.join("tpftl.rec.zst"), dir.join("tpftl.phases"));
     if !(path.is_file() && phases.is_file()) {
         return vec![];
     }
     let w = WorkloadSpec::Recording { path, phases };
-    vec![RunSpec::new(
-        "db_bench on ext4, recorded on TPFTL",
-        &c.paper_ftls(),
-        w,
-    )]
+    vec![RunSpec::new(label, &c.paper_ftls(), w)]
+}
+
+/// The RocksDB recording (`rocksdb-tiny`: db_bench's fillseq + overwrite, readrandom,
+/// readseq).
+fn rocksdb(c: &Ctx) -> Vec<RunSpec> {
+    recording(c, "rocksdb-tiny", "db_bench on ext4, recorded on TPFTL")
+}
+
+/// The Filebench recording (`filebench-tiny`: fio's fileserver, webserver and varmail).
+fn filebench(c: &Ctx) -> Vec<RunSpec> {
+    recording(
+        c,
+        "filebench-tiny",
+        "fio's Filebench personalities on ext4, recorded on TPFTL",
+    )
 }
 
 /// One HP-FTL point: a run labelled with the workload, of these FTLs, at this iodepth.
@@ -436,6 +447,15 @@ pub const EXPERIMENTS: &[Def] = &[
         reads: &["rocksdb"],
         section: sections::rocksdb,
         differences: sections::ROCKSDB_DIFF,
+    },
+    Def {
+        name: "filebench",
+        title: "Filebench's fileserver, webserver and varmail (as fio jobs), a recording replayed \
+                closed-loop (LearnedFTL Fig. 20)",
+        runs: filebench,
+        reads: &["filebench"],
+        section: sections::filebench,
+        differences: sections::FILEBENCH_DIFF,
     },
     Def {
         name: "learnedftl-ablations",

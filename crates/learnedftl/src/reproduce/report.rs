@@ -18,7 +18,7 @@ pub fn document(config: &Config, defs: &[&Def], results: &Results) -> Document {
         };
         if !def.reads.iter().any(|n| results.get(n).is_some()) {
             // An experiment that planned no run (the traces, when none is in `--traces`, or the
-            // RocksDB recording, when not in `--recordings`; the
+            // RocksDB or Filebench recording, when not in `--recordings`; the
             // paper design's ablations, without `--paper-design`), or a derived one whose
             // sources did not run.
             if results.experiments.iter().any(|e| e.experiment == def.name) {
@@ -27,8 +27,8 @@ pub fn document(config: &Config, defs: &[&Def], results: &Results) -> Document {
                 } else if def.reads == [def.name] {
                     format!(
                         "Not run: no run was planned (the trace experiment replays the samples \
-                         it finds in `--traces`, here `{}`; the RocksDB experiment the \
-                         recording it finds in `--recordings`, here `{}`).",
+                         it finds in `--traces`, here `{}`; the RocksDB and Filebench \
+                         experiments the recordings they find in `--recordings`, here `{}`).",
                         config.traces_dir.display(),
                         config.recordings_dir.display()
                     )

@@ -473,16 +473,22 @@ pub(in crate::reproduce) fn traces(results: &Results, def: &Def, s: &mut Section
     ));
 }
 
+/// The application's phase `phase` of a closed-loop replay (`trace.closed_loop.phases`).
+fn app_phase<'a>(r: &'a Value, phase: &str) -> Option<&'a Value> {
+    r["trace"]["closed_loop"]["phases"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == phase))
+}
+
+/// The application's operations per second in phase `phase`, as this FTL's device gives them;
+/// NaN without the phase.
+fn rate(r: &Value, phase: &str) -> f64 {
+    app_phase(r, phase).map_or(f64::NAN, |p| f(p, "simulated_ops_per_sec"))
+}
+
 pub(in crate::reproduce) fn rocksdb(results: &Results, def: &Def, s: &mut Section) {
     let Some(run) = results.get(def.name).and_then(|e| e.runs.first()) else {
         return;
-    };
-    // The application's operations per second in each phase, as this FTL's device gives them.
-    let rate = |r: &Value, phase: &str| {
-        r["trace"]["closed_loop"]["phases"]
-            .as_array()
-            .and_then(|ps| ps.iter().find(|p| p["name"] == phase))
-            .map_or(f64::NAN, |p| f(p, "simulated_ops_per_sec"))
     };
     let reports = by_ftl(run);
     let base = reports.iter().find(|r| r["ftl"] == "tpftl");
@@ -527,6 +533,121 @@ pub(in crate::reproduce) fn rocksdb(results: &Results, def: &Def, s: &mut Sectio
             times(rate(l, "readseq"), rate(b, "readseq"))
         ));
     }
+}
+
+/// Filebench's personalities, the recording's phases.
+const PERSONALITIES: [&str; 3] = ["fileserver", "webserver", "varmail"];
+
+/// The FTLs of the paper's Fig. 20 that LearnedFTL is compared with.
+const FIG20: [&str; 3] = ["dftl", "tpftl", "leaftl"];
+
+pub(in crate::reproduce) fn filebench(results: &Results, def: &Def, s: &mut Section) {
+    let Some(run) = results.get(def.name).and_then(|e| e.runs.first()) else {
+        return;
+    };
+    let reports = by_ftl(run);
+    let ftl = |n: &str| reports.iter().find(|r| r["ftl"] == n).copied();
+    let base = |phase: &str| ftl("tpftl").map_or(f64::NAN, |b| rate(b, phase));
+    let mut t = Table::new(&[
+        "FTL",
+        "fileserver ops/s",
+        "webserver ops/s",
+        "varmail ops/s",
+        "fileserver ÷ TPFTL",
+        "webserver ÷ TPFTL",
+        "varmail ÷ TPFTL",
+        "paper (LearnedFTL ÷ it)",
+    ]);
+    let mut hits = Table::new(&[
+        "FTL",
+        "fileserver CMT",
+        "fileserver model",
+        "webserver CMT",
+        "webserver model",
+        "varmail CMT",
+        "varmail model",
+        "WAF (session)",
+    ]);
+    for r in &reports {
+        let mut row = vec![name(r)];
+        row.extend(PERSONALITIES.map(|p| num(rate(r, p), 0)));
+        row.extend(PERSONALITIES.map(|p| times(rate(r, p), base(p))));
+        row.push(match name(r).as_str() {
+            "learnedftl" => String::new(),
+            n if FIG20.contains(&n) => "1.1–2.3×".into(),
+            _ => "not in Fig. 20".into(),
+        });
+        t.row(row);
+        let mut row = vec![name(r)];
+        for p in PERSONALITIES {
+            // A phase without page reads has no hit ratio.
+            let hit = |key: &str| match app_phase(r, p) {
+                Some(q) if f(q, "page_reads") > 0.0 => pct(f(q, key)),
+                _ => "–".into(),
+            };
+            row.extend([hit("cmt_hit_ratio"), hit("model_hit_ratio")]);
+        }
+        row.push(num(f(&r["result"], "waf"), 2));
+        hits.row(row);
+    }
+    s.table(t);
+    s.text(
+        "Each personality's own hit ratios (the page reads of the requests issued in its run; \
+         the paper gives none for Fig. 20, and Fig. 7(b) only plots TPFTL's and LeaFTL's on \
+         webserver), and the WAF of the whole replay:",
+    );
+    s.table(hits);
+    s.chart(bars(
+        "Filebench operations per second ÷ TPFTL's (closed-loop replay)",
+        "÷ TPFTL",
+        reports.iter().map(|r| name(r)).collect(),
+        PERSONALITIES
+            .iter()
+            .map(|&p| {
+                let values = reports.iter().map(|r| ok(rate(r, p) / base(p))).collect();
+                series(p, values)
+            })
+            .collect(),
+    ));
+    let Some(l) = ftl("learnedftl") else {
+        return;
+    };
+    // LearnedFTL ÷ each of Fig. 20's other FTLs, lowest to highest.
+    let span = |p: &str| {
+        let v: Vec<f64> = FIG20
+            .iter()
+            .filter_map(|&n| ftl(n))
+            .map(|o| rate(l, p) / rate(o, p))
+            .filter(|x| x.is_finite())
+            .collect();
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            });
+        if v.is_empty() {
+            "–".to_string()
+        } else {
+            format!("{lo:.2}–{hi:.2}×")
+        }
+    };
+    let mut text = format!(
+        "LearnedFTL ÷ DFTL, TPFTL and LeaFTL: fileserver {}, webserver {}, varmail {} (paper \
+         1.1–2.3×, Fig. 20).",
+        span("fileserver"),
+        span("webserver"),
+        span("varmail")
+    );
+    if let Some(lea) = ftl("leaftl") {
+        text += &format!(
+            " LeaFTL ÷ TPFTL: fileserver {}, webserver {}, varmail {} (paper: at most 1×, \
+             Fig. 7(a)).",
+            times(rate(lea, "fileserver"), base("fileserver")),
+            times(rate(lea, "webserver"), base("webserver")),
+            times(rate(lea, "varmail"), base("varmail"))
+        );
+    }
+    s.text(text);
 }
 
 pub(in crate::reproduce) fn ablations(results: &Results, def: &Def, s: &mut Section) {

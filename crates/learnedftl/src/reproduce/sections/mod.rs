@@ -13,7 +13,7 @@ pub(super) use differences::*;
 pub(super) use hpftl::{hpftl_fig2, hpftl_secondary};
 pub(super) use leaftl::leaftl_mapping;
 pub(super) use learnedftl::{
-    ablations, cmt_sweep, reads, rocksdb, tpftl_threads, traces, training, writes,
+    ablations, cmt_sweep, filebench, reads, rocksdb, tpftl_threads, traces, training, writes,
 };
 
 use super::{ExperimentResult, RunResult};
