@@ -205,7 +205,7 @@ impl Simulator {
     /// Runs an open-loop stream as one phase: each I/O arrives at the phase start plus its
     /// `arrival` (which must not decrease) and is served then; latency includes queueing.
     ///
-    /// The stream is read [`LOOKAHEAD`] requests ahead and each request's FTL state hinted as
+    /// The stream is read `LOOKAHEAD` (32) requests ahead and each request's FTL state hinted as
     /// it is read (its device state when it is next), as the jobs' clones do for each other:
     /// random requests miss the cache, and one hint a request ahead hides little of it.
     pub fn run_stream<E: std::fmt::Display>(
