@@ -32,6 +32,7 @@ use crate::mapping::{
 use crate::params::Params;
 use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
+use std::collections::VecDeque;
 
 const UNMAPPED: u32 = u32::MAX;
 const NOT_BUFFERED: u32 = u32::MAX;
@@ -335,11 +336,13 @@ struct WriteBuffer {
     entries: Vec<(u32, u32)>,
     slot_of: Vec<u32>,
     /// When each slot not holding an entry becomes free (its flushed page is programmed),
-    /// latest first once sorted: a flush frees the whole buffer at once, so sorting its times
-    /// when the next entry takes one is cheaper than a heap operation per page.
-    free_at: Vec<u64>,
-    /// Whether `free_at` is sorted.
-    sorted: bool,
+    /// earliest first; an entry takes the earliest. Times freed since the last entry wait in
+    /// `freed` and are merged in, sorted, when the next entry comes: a flush frees many slots
+    /// at once, mostly later than every slot already free (appended at no cost), where a heap
+    /// paid a sift per page.
+    free_at: VecDeque<u64>,
+    /// Slots freed since the last entry took one, unsorted.
+    freed: Vec<u64>,
     capacity: u32,
     /// When every page flushed so far is programmed.
     durable_at: SimTime,
@@ -350,8 +353,8 @@ impl WriteBuffer {
         WriteBuffer {
             entries: Vec::with_capacity(capacity as usize),
             slot_of: vec![NOT_BUFFERED; logical_pages as usize],
-            free_at: vec![0; capacity as usize],
-            sorted: true,
+            free_at: vec![0; capacity as usize].into(),
+            freed: Vec::new(),
             capacity,
             durable_at: SimTime::ZERO,
         }
@@ -370,11 +373,8 @@ impl WriteBuffer {
             self.entries[s as usize].1 = stamp;
             return t;
         }
-        if !self.sorted {
-            self.free_at.sort_unstable_by(|a, b| b.cmp(a));
-            self.sorted = true;
-        }
-        let free = self.free_at.pop().unwrap_or(0);
+        self.merge_freed();
+        let free = self.free_at.pop_front().unwrap_or(0);
         self.slot_of[lpn as usize] = self.entries.len() as u32;
         self.entries.push((lpn, stamp));
         t.max(SimTime(free))
@@ -396,8 +396,37 @@ impl WriteBuffer {
     /// A slot becomes free at `t`.
     #[inline]
     fn freed(&mut self, t: SimTime) {
-        self.free_at.push(t.0);
-        self.sorted = false;
+        self.freed.push(t.0);
+    }
+
+    /// Merges the slots freed since the last entry into `free_at`, keeping it sorted: from the
+    /// back, so times later than every free slot (the common case) are only appended.
+    fn merge_freed(&mut self) {
+        if self.freed.is_empty() {
+            return;
+        }
+        self.freed.sort_unstable();
+        let (n, k) = (self.free_at.len(), self.freed.len());
+        self.free_at.resize(n + k, 0);
+        let (mut i, mut j) = (n, k);
+        for w in (0..n + k).rev() {
+            if j == 0 {
+                break;
+            }
+            if i > 0 && self.free_at[i - 1] > self.freed[j - 1] {
+                self.free_at[w] = self.free_at[i - 1];
+                i -= 1;
+            } else {
+                self.free_at[w] = self.freed[j - 1];
+                j -= 1;
+            }
+        }
+        self.freed.clear();
+    }
+
+    /// Free slots.
+    fn free_slots(&self) -> usize {
+        self.free_at.len() + self.freed.len()
     }
 
     fn is_full(&self) -> bool {
@@ -989,13 +1018,16 @@ impl Ftl for Leaftl {
             ));
         }
         let b = &self.buf;
-        if b.entries.len() + b.free_at.len() != b.capacity as usize {
+        if b.entries.len() + b.free_slots() != b.capacity as usize {
             return Err(format!(
                 "write buffer: {} entries + {} free slots != {}",
                 b.entries.len(),
-                b.free_at.len(),
+                b.free_slots(),
                 b.capacity
             ));
+        }
+        if !b.free_at.iter().is_sorted() {
+            return Err("write buffer: free slots out of order".into());
         }
         for (i, &(lpn, _)) in b.entries.iter().enumerate() {
             if b.slot_of[lpn as usize] != i as u32 {
