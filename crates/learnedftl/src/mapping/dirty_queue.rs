@@ -60,13 +60,6 @@ impl DirtyQueue {
         }
     }
 
-    /// Makes room for ids `0..n`.
-    pub fn grow(&mut self, n: usize) {
-        if self.used.len() < n {
-            self.used.resize(n, 0);
-        }
-    }
-
     /// `id` was inserted or used (it is now the most recent); `dirty` says whether it is.
     #[inline]
     pub fn touch(&mut self, id: u32, dirty: bool, is_dirty: impl Fn(u32) -> bool) {
