@@ -641,7 +641,7 @@ fn main_inner() -> Result<bool> {
             output::print(&if json {
                 serde_json::to_string_pretty(&listing)? + "\n"
             } else {
-                listing.table()
+                learnedftl::report::params_table(&listing)
             })?;
         }
         Cmd::Run { ftl, opts } => {

@@ -8,7 +8,7 @@ pub mod prefetch;
 pub use prefetch::prefetch;
 
 use crate::error::ConfigError;
-use crate::report::human_bytes;
+use crate::units::human_bytes;
 
 /// Memory assumed available where the system does not say (no `/proc/meminfo`).
 pub const FALLBACK_AVAILABLE_BYTES: u64 = 8 << 30;

@@ -27,6 +27,7 @@ pub mod run;
 pub mod seed;
 pub mod stats;
 pub mod trace;
+pub mod units;
 pub mod workload;
 
 pub use addr::{Lpn, Ppa, SimTime, Tpn, Vppn};

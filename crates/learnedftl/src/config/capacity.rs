@@ -332,7 +332,7 @@ impl DeviceConfig {
                 format!(" ({over} B more)")
             },
             g.physical_bytes(),
-            crate::report::human_bytes(g.physical_bytes()),
+            crate::units::human_bytes(g.physical_bytes()),
         ))
     }
 }

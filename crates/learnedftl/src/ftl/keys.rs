@@ -7,7 +7,6 @@ use super::{build, FTLS};
 use crate::config::DeviceConfig;
 use crate::error::ConfigError;
 use crate::params::{Params, Scope};
-use crate::report::Table;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -152,58 +151,6 @@ fn consult(ftl: &str, preset: &str, setting: Option<&str>) -> Result<Params, Con
     Ok(p)
 }
 
-impl Listing {
-    /// The listing for people: a title, then per group a line saying what it is (and which
-    /// FTLs take it, when listing every FTL) and a table of key, default, unit and meaning.
-    pub fn table(&self) -> String {
-        let whose = match &self.ftl {
-            Some(f) => format!("of {f}"),
-            None => "of every FTL".to_string(),
-        };
-        let mut out = format!(
-            "--set KEY=VALUE keys {whose} and the device, with their defaults on the {} preset \
-             (--preset to change)\n",
-            self.preset
-        );
-        for g in &self.groups {
-            out += &format!("\n{}: {}", g.group, g.about);
-            if self.ftl.is_none() {
-                let all = g.ftls.len() == FTLS.len();
-                out += &if all {
-                    " (every FTL)".to_string()
-                } else {
-                    format!(" ({})", g.ftls.join(", "))
-                };
-            }
-            out += "\n";
-            let mut t = Table::new(&["  key", "default", "unit", "meaning"]).left_aligned();
-            for k in &g.keys {
-                let mut default = k.default.clone().unwrap_or_else(|| "–".to_string());
-                if !k.default_for.is_empty() {
-                    let others: Vec<String> = k
-                        .default_for
-                        .iter()
-                        .map(|(f, d)| format!("{f} {}", d.as_deref().unwrap_or("–")))
-                        .collect();
-                    default += &format!(" ({})", others.join(", "));
-                }
-                let meaning = match k.only_with {
-                    Some(s) => format!("{} (only with {s})", k.meaning),
-                    None => k.meaning.to_string(),
-                };
-                t.row(vec![
-                    format!("  {}", k.key),
-                    default,
-                    k.unit.to_string(),
-                    meaning,
-                ]);
-            }
-            out += &t.render();
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,7 +257,7 @@ mod tests {
             (channels.key, channels.default.as_deref()),
             ("channels", Some("4"))
         );
-        let text = l.table();
+        let text = crate::report::params_table(&l);
         assert!(text.contains("0.03 (learnedftl 0.015)"), "{text}");
         assert!(listing(Some("nope"), "tiny").is_err());
         assert!(listing(None, "huge").is_err());

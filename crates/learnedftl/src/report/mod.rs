@@ -2,30 +2,18 @@
 //! [`RunReport`] and [`Metrics`]).
 
 pub mod columns;
+pub mod params;
 pub mod plot;
 pub mod table;
 
+pub use params::params_table;
 pub use table::Table;
 
 use crate::device::Cause;
 use crate::run::RunReport;
 use crate::stats::Metrics;
 
-/// Bytes in a readable binary unit.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use crate::units::human_bytes;
 
 /// One row per FTL: throughput, tail latency, hit ratios, read amplification, WAF, GC, DRAM and
 /// simulator speed of the measured phase ([`columns::COMPARE`]).
