@@ -222,7 +222,7 @@ impl Simulator {
                 sim.prefetch((io.op, io.offset), when);
             }
         };
-        self.run_loop(name, total, progress, |sim, _| {
+        self.run_feedback(name, total, progress, |sim, _| {
             while ahead.len() < LOOKAHEAD {
                 let Some(r) = stream.next() else { break };
                 hint(sim, Some(&r), Upcoming::Later);
@@ -240,18 +240,6 @@ impl Simulator {
     /// what it waited for, and reads the counters at the application's phase marks.
     /// Arrivals are ns since the phase start and must not decrease.
     pub fn run_feedback<E: std::fmt::Display>(
-        &mut self,
-        name: &str,
-        total: Option<u64>,
-        progress: &mut dyn Progress,
-        next: impl FnMut(&Simulator, Option<u64>) -> Option<Result<HostIo, E>>,
-    ) -> Result<Metrics, EngineError> {
-        self.run_loop(name, total, progress, next)
-    }
-
-    /// The loop of [`Simulator::run_stream`] and [`Simulator::run_feedback`]: `next` sees the
-    /// simulator (to hint what comes) and the previous request's completion.
-    fn run_loop<E: std::fmt::Display>(
         &mut self,
         name: &str,
         total: Option<u64>,
