@@ -64,7 +64,7 @@ pub struct PayloadStore {
     /// Versions superseded by a newer staged one before they were programmed, by LPN and
     /// stamp; empty between requests.
     older: HashMap<(Lpn, u32), Page>,
-    /// Freed buffers, each held by nothing else.
+    /// Freed buffers, most recent last; a snapshot may still share some.
     spare: Vec<Page>,
 }
 
@@ -73,6 +73,9 @@ pub struct PayloadStore {
 /// allocation, reused from staging to programming to the spare list: a program allocates
 /// nothing.
 type Page = std::sync::Arc<[u8]>;
+
+/// How many takes ahead [`PayloadStore::take_buffer`] hints a spare buffer's memory.
+const SPARE_HINT_AHEAD: usize = 4;
 
 /// No slot: the page holds no data.
 const NO_SLOT: u32 = u32::MAX;
@@ -220,7 +223,7 @@ impl PayloadStore {
     /// not yet programmed: the FTL may still program the older one while serving this write.
     pub fn stage(&mut self, lpn: Lpn, stamp: u32, data: &[u8]) {
         let mut page = self.take_buffer();
-        let buf = std::sync::Arc::get_mut(&mut page).expect("spare buffers are unshared");
+        let buf = std::sync::Arc::get_mut(&mut page).expect("take_buffer gives unshared buffers");
         let n = data.len().min(self.page_size);
         buf[..n].copy_from_slice(&data[..n]);
         buf[n..].fill(0);
@@ -294,10 +297,21 @@ impl PayloadStore {
         }
     }
 
+    /// A page buffer held by nothing else, its contents unspecified. Whether a spare is still
+    /// shared (with a snapshot) is asked here, where its memory is about to be written anyway,
+    /// not when it was freed (an erase frees pages programmed long ago, whose headers are cold);
+    /// a spare a few takes ahead is hinted, since a write stages into it soon (a multi-page write
+    /// takes several in a row, too soon for the next one's hint).
     fn take_buffer(&mut self) -> Page {
-        self.spare
-            .pop()
-            .unwrap_or_else(|| Page::from(vec![0u8; self.page_size]))
+        while let Some(mut page) = self.spare.pop() {
+            if let Some(later) = self.spare.len().checked_sub(SPARE_HINT_AHEAD) {
+                crate::host::prefetch(&self.spare[later][0]);
+            }
+            if std::sync::Arc::get_mut(&mut page).is_some() {
+                return page;
+            }
+        }
+        Page::from(vec![0u8; self.page_size])
     }
 
     fn recycle(&mut self, page: Page) {
@@ -333,7 +347,8 @@ impl PayloadStore {
         let data = match src {
             Src::Page(from) => {
                 let mut page = self.take_buffer();
-                let buf = std::sync::Arc::get_mut(&mut page).expect("spare buffers are unshared");
+                let buf =
+                    std::sync::Arc::get_mut(&mut page).expect("take_buffer gives unshared buffers");
                 if self.read(from, buf)? {
                     Some(page)
                 } else {
@@ -386,10 +401,10 @@ impl PayloadStore {
     }
 }
 
-/// Keeps a freed page buffer for reuse, up to [`SPARE_PAGES`], unless something else (a
-/// snapshot) still shares it.
-fn recycle(spare: &mut Vec<Page>, mut page: Page) {
-    if spare.len() < SPARE_PAGES && std::sync::Arc::get_mut(&mut page).is_some() {
+/// Keeps a freed page buffer for reuse, up to [`SPARE_PAGES`]. It may still be shared with a
+/// snapshot: [`PayloadStore::take_buffer`] skips those.
+fn recycle(spare: &mut Vec<Page>, page: Page) {
+    if spare.len() < SPARE_PAGES {
         spare.push(page);
     }
 }

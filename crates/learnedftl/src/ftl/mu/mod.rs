@@ -213,8 +213,12 @@ struct Core {
     bitmaps: Lru,
     lines_per_bitmap: u32,
     path: Vec<u32>,
-    /// Upper key bound of the leaf at the end of `path`.
+    /// Key range routed to the leaf at the end of `path`, and the tree's shape it was found
+    /// in (`None`: `path` holds something else): a page of the same range while the shape
+    /// holds has the same path, so consecutive pages walk the tree once.
+    lo: u32,
     hi: u32,
+    path_shape: Option<u64>,
     read_slots: Vec<u32>,
     change: Change,
     stats: MuStats,
@@ -247,7 +251,11 @@ impl Core {
         cause: Cause,
         t: SimTime,
     ) -> Result<(SimTime, u32), FtlError> {
-        self.hi = self.tree.path(lpn.0, &mut self.path);
+        let shape = self.tree.shape();
+        if self.path_shape != Some(shape) || !(self.lo..self.hi).contains(&lpn.0) {
+            (self.lo, self.hi) = self.tree.path(lpn.0, &mut self.path);
+            self.path_shape = Some(shape);
+        }
         self.slot.resize(self.tree.arena(), NIL);
         self.read_slots.clear();
         let (mut ready, mut reads) = (t, 0);
@@ -279,13 +287,9 @@ impl Core {
     ) -> Result<(Option<Vppn>, u32), FtlError> {
         let (_, reads) = self.load_path(dev, lpn, cause, t)?;
         let leaf = *self.path.last().unwrap_or(&NIL);
-        let splits = self
-            .tree
-            .find(leaf, lpn.0)
-            .is_some_and(|e: Ext| e.len > 1 && lpn.0 > e.lpn && lpn.0 + 1 < e.lpn + e.len);
-        self.stats.extent_splits += splits as u64;
         self.tree
             .set(lpn.0, vppn.map(|v| v.0), leaf, self.hi, &mut self.change);
+        self.stats.extent_splits += self.change.split as u64;
         self.slot.resize(self.tree.arena(), NIL);
         for i in 0..self.change.freed.len() {
             let n = self.change.freed[i];
@@ -465,7 +469,9 @@ impl MuFtl {
                 bitmaps: Lru::with_capacity(bitmap_pages * page),
                 lines_per_bitmap,
                 path: Vec::new(),
+                lo: 0,
                 hi: u32::MAX,
+                path_shape: None,
                 read_slots: Vec::new(),
                 change: Change::default(),
                 stats: MuStats::default(),
@@ -584,6 +590,7 @@ impl MuFtl {
         self.make_room(dev, t)?;
         let c = &mut self.core;
         c.path.clear();
+        c.path_shape = None; // `path` now holds `n`'s ancestors
         let mut x = n;
         while x != NIL {
             c.path.push(x);

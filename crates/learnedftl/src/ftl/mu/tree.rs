@@ -52,6 +52,9 @@ pub struct Change {
     pub freed: Vec<u32>,
     /// The VPPN `lpn` had before, if mapped.
     pub old: Option<u32>,
+    /// Whether an extent was split in two around `lpn` (a page inside it overwritten or
+    /// trimmed).
+    pub split: bool,
 }
 
 impl Change {
@@ -59,6 +62,7 @@ impl Change {
         self.dirty.clear();
         self.freed.clear();
         self.old = None;
+        self.split = false;
     }
 }
 
@@ -73,6 +77,9 @@ pub struct Tree {
     inner_cap: usize,
     extents: u64,
     leaves: u32,
+    /// Changes whenever nodes are added or removed: a path found before is still the path of
+    /// every LPN its leaf's key range holds while this stays the same.
+    shape: u64,
 }
 
 impl Tree {
@@ -92,6 +99,7 @@ impl Tree {
             inner_cap: inner_cap.max(2),
             extents: 0,
             leaves: 1,
+            shape: 0,
         }
     }
 
@@ -119,37 +127,45 @@ impl Tree {
     pub fn root(&self) -> u32 {
         self.root
     }
+    /// A number that changes whenever the tree gains or loses nodes (and only then).
+    pub fn shape(&self) -> u64 {
+        self.shape
+    }
     /// A node.
     #[inline]
     pub fn node(&self, id: u32) -> &Node {
         &self.nodes[id as usize]
     }
 
-    /// The nodes from the root to the leaf `lpn` routes to, into `out`; returns the leaf's
-    /// upper key bound (exclusive; `u32::MAX` for the last leaf).
-    pub fn path(&self, lpn: u32, out: &mut Vec<u32>) -> u32 {
+    /// The nodes from the root to the leaf `lpn` routes to, into `out`; returns the key range
+    /// that routes to that leaf, `lo..hi` (`hi` is `u32::MAX` for the last leaf).
+    pub fn path(&self, lpn: u32, out: &mut Vec<u32>) -> (u32, u32) {
         out.clear();
-        self.descend(lpn, |n| out.push(n)).1
+        let (_, lo, hi) = self.descend(lpn, |n| out.push(n));
+        (lo, hi)
     }
 
     /// The extent covering `lpn`, if it is mapped (a walk with no path kept).
     pub fn lookup(&self, lpn: u32) -> Option<Ext> {
-        let (leaf, _) = self.descend(lpn, |_| {});
+        let (leaf, ..) = self.descend(lpn, |_| {});
         self.find(leaf, lpn)
     }
 
     /// Walks from the root to the leaf `lpn` routes to, visiting every node on the way;
-    /// returns the leaf and its upper key bound.
-    fn descend(&self, lpn: u32, mut visit: impl FnMut(u32)) -> (u32, u32) {
+    /// returns the leaf and the key range routed to it (`lo..hi`).
+    fn descend(&self, lpn: u32, mut visit: impl FnMut(u32)) -> (u32, u32, u32) {
         let mut n = self.root;
-        let mut hi = u32::MAX;
+        let (mut lo, mut hi) = (0, u32::MAX);
         loop {
             visit(n);
             let node = &self.nodes[n as usize];
             if node.leaf {
-                return (n, hi);
+                return (n, lo, hi);
             }
             let i = node.keys.partition_point(|&k| k <= lpn).max(1) - 1;
+            if i > 0 {
+                lo = lo.max(node.keys[i]);
+            }
             if let Some(&k) = node.keys.get(i + 1) {
                 hi = hi.min(k);
             }
@@ -177,6 +193,7 @@ impl Tree {
         if i > 0 && ext[i - 1].end() > lpn {
             let e = ext[i - 1];
             ch.old = Some(e.vppn + (lpn - e.lpn));
+            ch.split = lpn > e.lpn && lpn + 1 < e.end();
             let right = Ext {
                 lpn: lpn + 1,
                 len: e.end() - lpn - 1,
@@ -231,6 +248,7 @@ impl Tree {
     }
 
     fn alloc(&mut self, node: Node) -> u32 {
+        self.shape += 1;
         match self.free.pop() {
             Some(id) => {
                 self.nodes[id as usize] = node;
@@ -317,6 +335,7 @@ impl Tree {
             self.leaves -= self.nodes[n as usize].leaf as u32;
             self.nodes[n as usize] = Node::default();
             self.free.push(n);
+            self.shape += 1;
             ch.freed.push(n);
             let p = &mut self.nodes[parent as usize];
             let at = p
@@ -339,6 +358,7 @@ impl Tree {
             self.nodes[self.root as usize].parent = NIL;
             self.nodes[old as usize] = Node::default();
             self.free.push(old);
+            self.shape += 1;
             ch.freed.push(old);
             self.height -= 1;
         }
@@ -424,7 +444,7 @@ mod tests {
 
     fn set(t: &mut Tree, lpn: u32, v: Option<u32>) -> Change {
         let (mut path, mut ch) = (Vec::new(), Change::default());
-        let hi = t.path(lpn, &mut path);
+        let (_, hi) = t.path(lpn, &mut path);
         t.set(lpn, v, *path.last().unwrap(), hi, &mut ch);
         t.check().unwrap();
         ch
@@ -469,9 +489,21 @@ mod tests {
             assert_eq!(t.find(leaf, i * 2).map(|e| e.vppn), Some(i * 10));
             assert_eq!(t.find(leaf, i * 2 + 1), None);
         }
+        // Every LPN of a leaf's key range has that leaf's path (what callers reuse).
+        for lpn in 0..45 {
+            let (lo, hi) = t.path(lpn, &mut path);
+            assert!((lo..hi).contains(&lpn), "{lpn} outside {lo}..{hi}");
+            let mut other = Vec::new();
+            for l in lo..hi.min(45) {
+                t.path(l, &mut other);
+                assert_eq!(other, path, "{l} and {lpn} share {lo}..{hi}");
+            }
+        }
+        let shape = t.shape();
         for i in 0..20 {
             set(&mut t, i * 2, None);
         }
+        assert_ne!(t.shape(), shape, "removals change the shape");
         assert_eq!((t.extents(), t.height(), t.nodes()), (0, 1, 1));
     }
 }
