@@ -11,6 +11,8 @@
 #
 #   scripts/closed-loop-validate.sh [FTL ...]     (default: ideal tpftl learnedftl)
 #   PRESET=tiny RUNTIME=3 OUT=DIR
+#   REPLAY_ONLY=1   replay the recordings already in OUT (a directory of an earlier run)
+#                   instead of recording anew
 # Needs fio (Debian package fio).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,7 @@ print(sum(x['read']['total_ios'] + x['write']['total_ios'] for x in j))" "$out/$
 }
 
 for ftl in "${ftls[@]}"; do
+    [ -n "${REPLAY_ONLY:-}" ] && break
     rm -f "$out/$ftl.phases"
     "$bin" serve --ftl "$ftl" --preset "$preset" --timing realtime --listen 127.0.0.1:0 \
         --record "$out/$ftl.rec" --record-format learnedftl >"$out/$ftl.serve.txt" 2>&1 &
