@@ -1,7 +1,7 @@
 //! `learnedftl reproduce`: the library's suite ([`learnedftl::reproduce`]) with progress lines
 //! and the report written to the output directory.
 
-use crate::output::{self, Target};
+use crate::output;
 use crate::progress;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -11,7 +11,7 @@ use learnedftl::error::ConfigError;
 use learnedftl::host::AvailableMemory;
 use learnedftl::reproduce::{self, Cache, Config, Plan, Setup};
 use learnedftl::run::parallel_jobs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -106,16 +106,7 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
         reproduce::ReproduceError::Capacity(m) => anyhow::anyhow!("--capacity: {m}"),
         e => e.into(),
     })?;
-    let out = o.out.clone().unwrap_or_else(|| {
-        let mut name = o.preset.clone();
-        if let Some(c) = &config.capacity {
-            name += &format!("-{}", c.canonical());
-        }
-        if setup == Setup::Femu {
-            name += "-femu";
-        }
-        PathBuf::from("results").join(name)
-    });
+    let out = o.out.clone().unwrap_or_else(|| config.default_out());
     let jobs = parallel_jobs(o.jobs).map_err(|e| anyhow::anyhow!("--{e}"))?;
     let build = Cache::build_identity(env!("CARGO_PKG_VERSION"))?;
     let mut cache = Cache::new(Some(&out.join("cache")), &build);
@@ -136,11 +127,7 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
         work.starts,
         out.display()
     ));
-    std::fs::create_dir_all(out.join("jobs"))
-        .with_context(|| format!("cannot create {}", out.display()))?;
-    for (name, text) in plan.job_files() {
-        output::write_all(Target::File(&out.join(format!("jobs/{name}.fio"))), text)?;
-    }
+    reproduce::write_jobs(&out, &plan)?;
 
     let lines = MultiProgress::new();
     if o.quiet {
@@ -173,7 +160,7 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
             }
         },
     );
-    write_report(&out, &config, &defs, &results)?;
+    reproduce::write_report(&out, &config, &defs, &results)?;
     let checks = reproduce::checks(&results);
     let failures = results.failures();
     for c in &checks {
@@ -192,29 +179,4 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
         out.display()
     ));
     Ok(checks.is_empty() && failures.is_empty())
-}
-
-/// Writes every experiment's JSON, report.md with its plots/, and report.html.
-fn write_report(
-    out: &Path,
-    config: &Config,
-    defs: &[&'static reproduce::Def],
-    results: &reproduce::Results,
-) -> Result<()> {
-    for e in &results.experiments {
-        if e.runs.is_empty() {
-            continue;
-        }
-        let path = out.join(format!("{}.json", e.experiment));
-        output::write_all(Target::File(&path), &serde_json::to_string(e)?)?;
-    }
-    let doc = reproduce::document(config, defs, results);
-    std::fs::create_dir_all(out.join("plots"))
-        .with_context(|| format!("cannot create {}/plots", out.display()))?;
-    for (file, chart) in doc.charts() {
-        output::write_all(Target::File(&out.join("plots").join(file)), &chart.svg()?)?;
-    }
-    output::write_all(Target::File(&out.join("report.md")), &doc.markdown())?;
-    output::write_all(Target::File(&out.join("report.html")), &doc.html()?)?;
-    Ok(())
 }

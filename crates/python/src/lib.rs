@@ -13,6 +13,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 
+mod reproduce;
+
 /// The simulator's large tables on huge pages (learnedftl::host::huge_pages: less CPU time for
 /// the same results).
 #[global_allocator]
@@ -206,16 +208,24 @@ fn compare(
     decode(py, json)
 }
 
-/// The native module: `run`, `compare`, `LearnedFtlError`, and the names of the FTLs, presets
-/// and options.
+/// The native module: `run`, `compare`, `reproduce` and its distributed steps,
+/// `LearnedFtlError`, and the names of the FTLs, presets and options.
 #[pymodule]
 fn _learnedftl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce::reproduce, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce::reproduce_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce::reproduce_group, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce::reproduce_store, m)?)?;
     m.add("LearnedFtlError", py.get_type::<LearnedFtlError>())?;
     m.add("FTLS", PyTuple::new(py, FTLS)?)?;
     m.add("PRESETS", PyTuple::new(py, learnedftl::config::PRESETS)?)?;
     m.add("OPTIONS", PyTuple::new(py, OPTIONS)?)?;
+    m.add(
+        "REPRODUCE_OPTIONS",
+        PyTuple::new(py, reproduce::REPRODUCE_OPTIONS)?,
+    )?;
     Ok(())
 }

@@ -56,8 +56,14 @@ impl Cache {
             path: "the running executable".into(),
             source: e,
         })?;
-        let bytes = std::fs::read(&exe).map_err(|e| ReproduceError::Io {
-            path: exe.display().to_string(),
+        Cache::build_identity_of(version, &exe)
+    }
+
+    /// The identity of the build in file `binary` (an executable, or the shared library that
+    /// holds the simulator, as the Python package's): `version` and the file's MD5.
+    pub fn build_identity_of(version: &str, binary: &Path) -> Result<String, ReproduceError> {
+        let bytes = std::fs::read(binary).map_err(|e| ReproduceError::Io {
+            path: binary.display().to_string(),
             source: e,
         })?;
         Ok(format!("{version}+{}", md5_hex(&bytes)))
@@ -119,16 +125,33 @@ impl Cache {
     }
 
     /// Stores a successful outcome under `key`.
-    pub fn store(&self, key: &str, outcome: &Outcome) -> std::io::Result<()> {
+    pub fn store(&self, key: &str, outcome: &Outcome) -> Result<(), ReproduceError> {
         let (Some(path), Ok(report)) = (self.path(key), &outcome.report) else {
             return Ok(());
         };
-        let dir = path.parent().expect("a file in the cache directory");
-        std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(".{key}.{}.tmp", std::process::id()));
         let v = serde_json::json!({"wall_seconds": outcome.wall_seconds, "report": report});
-        std::fs::write(&tmp, v.to_string())?;
-        std::fs::rename(&tmp, &path)
+        super::output::write_file(&path, v.to_string().as_bytes())
+    }
+
+    /// The stored text of `key`'s entry, to be stored in another cache
+    /// ([`Cache::store_entry`]): how results computed elsewhere (a Ray task) come back.
+    pub fn entry(&self, key: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(key)?).ok()
+    }
+
+    /// Stores an entry's text ([`Cache::entry`]) under `key`, after checking that it is one.
+    pub fn store_entry(&self, key: &str, text: &str) -> Result<(), ReproduceError> {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| ReproduceError::Foreign(format!("cache entry {key}: {e}")))?;
+        if !(v["wall_seconds"].is_number() && v["report"].is_object()) {
+            return Err(ReproduceError::Foreign(format!(
+                "cache entry {key}: not a run's result"
+            )));
+        }
+        match self.path(key) {
+            Some(path) => super::output::write_file(&path, text.as_bytes()),
+            None => Ok(()),
+        }
     }
 }
 

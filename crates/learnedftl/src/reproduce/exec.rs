@@ -11,6 +11,7 @@ use super::{Config, ExperimentResult, Outcome, ReproduceError, Results, RunResul
 use crate::engine::Progress;
 use crate::host::AvailableMemory;
 use crate::run::{Experiment, Prepared};
+use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
@@ -37,6 +38,21 @@ impl Unit {
     pub fn experiment(&self) -> &Experiment {
         &self.experiment
     }
+}
+
+/// A group of units not in the cache that start from one prepared state ([`Plan::groups`]):
+/// the unit of work handed to another machine (a Ray task), which runs it with
+/// [`Plan::retain_group`] and [`Plan::execute`] and returns the entries of `keys`.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupPlan {
+    /// The group's key.
+    pub group: String,
+    /// Its distinct units' cache keys.
+    pub keys: Vec<String>,
+    /// Its units' names ([`Plan::name`]).
+    pub units: Vec<String>,
+    /// Memory it needs at once: the prepared state and the clone a unit runs on.
+    pub memory_bytes: u64,
 }
 
 /// The suite's units, grouped, with the experiments and runs they come from.
@@ -151,6 +167,56 @@ impl Plan {
             cached: self.units.len() - todo.len(),
             shared: todo.len() - simulate,
         }
+    }
+
+    /// The groups of units `cache` does not hold, in run order (each unit once: an identical
+    /// unit of another experiment is left to the cache).
+    pub fn groups(&self, cache: &Cache) -> Vec<GroupPlan> {
+        let mut groups: Vec<GroupPlan> = vec![];
+        let mut seen = std::collections::BTreeSet::new();
+        for u in &self.units {
+            if cache.has(&u.key) || !seen.insert(u.key.as_str()) {
+                continue;
+            }
+            let memory = 2 * u.experiment.memory_estimate().bytes();
+            match groups.iter_mut().find(|g| g.group == u.group) {
+                Some(g) => {
+                    g.keys.push(u.key.clone());
+                    g.units.push(self.name(u));
+                    g.memory_bytes = g.memory_bytes.max(memory);
+                }
+                None => groups.push(GroupPlan {
+                    group: u.group.clone(),
+                    keys: vec![u.key.clone()],
+                    units: vec![self.name(u)],
+                    memory_bytes: memory,
+                }),
+            }
+        }
+        groups
+    }
+
+    /// Keeps only the units of `group` whose keys are `keys` (a [`GroupPlan`] made by another
+    /// process): [`Plan::execute`] then runs just them. Fails when they differ, as when the
+    /// plan was made by another build (the build is part of every key).
+    pub fn retain_group(&mut self, group: &str, keys: &[String]) -> Result<(), ReproduceError> {
+        self.units.retain(|u| u.group == group);
+        let mut mine: Vec<&str> = self.units.iter().map(|u| u.key.as_str()).collect();
+        mine.sort_unstable();
+        mine.dedup();
+        let mut theirs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        theirs.sort_unstable();
+        theirs.dedup();
+        if mine.is_empty() || theirs.iter().any(|k| !mine.contains(k)) {
+            return Err(ReproduceError::Foreign(format!(
+                "group {group}: this build plans other units ({} of {} keys known); every \
+                 machine must run the same build of learnedftl on the same files",
+                theirs.iter().filter(|k| mine.contains(k)).count(),
+                theirs.len()
+            )));
+        }
+        self.units.retain(|u| theirs.contains(&u.key.as_str()));
+        Ok(())
     }
 
     /// The workers [`Plan::execute`] runs for `jobs`: as many, but at least one and no more

@@ -5,12 +5,17 @@
 //! ([`cache::Cache`]), and the report: our numbers beside the papers', the cause of every
 //! difference, sanity checks, charts ([`document`], [`checks`]).
 //!
-//! The CLI is a thin layer: it parses options, makes progress lines and writes files.
+//! The CLI and the Python package are thin layers: they parse options and show progress; the
+//! files are written here ([`output`]). For other machines, [`Plan::groups`] lists the units
+//! the cache lacks by shared start, [`Plan::retain_group`] narrows a plan to one, and
+//! [`Cache::entry`] / [`Cache::store_entry`] carry the results back (the Python package's
+//! `reproduce(backend="ray")`).
 
 pub mod cache;
 pub mod def;
 pub mod doc;
 pub mod exec;
+pub mod output;
 pub mod registry;
 mod report;
 mod sections;
@@ -19,12 +24,14 @@ pub mod sweeps;
 
 pub use cache::Cache;
 pub use def::{Def, Scale};
-pub use exec::{Plan, Unit, Work};
+pub use exec::{GroupPlan, Plan, Unit, Work};
+pub use output::{write_jobs, write_report};
 pub use registry::EXPERIMENTS;
 pub use report::{checks, document, Finding};
 pub use spec::{RunSpec, WorkloadSpec};
 
 use crate::config::Capacity;
+use crate::report::plot::PlotError;
 use crate::run::OptionsError;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -64,6 +71,13 @@ pub enum ReproduceError {
     /// The simulators would not fit in memory.
     #[error("{0}")]
     Memory(String),
+    /// A chart could not be drawn.
+    #[error("{0}")]
+    Plot(#[from] PlotError),
+    /// Results computed elsewhere (a Ray task) do not fit this suite: another build, or a
+    /// damaged entry.
+    #[error("{0}")]
+    Foreign(String),
     /// A bug in the registry.
     #[error("internal: {0}")]
     Internal(String),
@@ -112,6 +126,21 @@ pub struct Config {
     /// about its mechanism, and the ablations of its switches (`--paper-design`;
     /// docs/reproduction.md says why they are not in the default suite).
     pub paper_design: bool,
+}
+
+impl Config {
+    /// Where the suite writes unless told: `results/PRESET`, with `-CAPACITY` under
+    /// `--capacity` and `-femu` under `--setup femu`.
+    pub fn default_out(&self) -> PathBuf {
+        let mut name = self.preset.clone();
+        if let Some(c) = &self.capacity {
+            name += &format!("-{}", c.canonical());
+        }
+        if self.setup == Setup::Femu {
+            name += "-femu";
+        }
+        PathBuf::from("results").join(name)
+    }
 }
 
 /// The experiments named (all when none is), in registry order. A derived experiment (one

@@ -4,7 +4,8 @@
 return the reports of ``learnedftl run --json`` / ``compare --json`` as dicts. ``sweep`` runs
 the Cartesian product of parameters as independent tasks on Ray (or one after another in this
 process) and gathers one row per point into a pandas DataFrame; ``to_dataframe`` turns reports
-into rows.
+into rows. ``reproduce`` runs the papers' experiments as ``learnedftl reproduce`` does, here or
+with each group of runs that share a prepared state as one Ray task.
 
 Quick start::
 
@@ -18,15 +19,26 @@ import itertools
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from ._learnedftl import FTLS, OPTIONS, PRESETS, LearnedFtlError, compare, run
+from . import _learnedftl
+from ._learnedftl import (
+    FTLS,
+    OPTIONS,
+    PRESETS,
+    REPRODUCE_OPTIONS,
+    LearnedFtlError,
+    compare,
+    run,
+)
 
 __all__ = [
     "FTLS",
     "OPTIONS",
     "PRESETS",
+    "REPRODUCE_OPTIONS",
     "LearnedFtlError",
     "compare",
     "flatten",
+    "reproduce",
     "run",
     "sweep",
     "to_dataframe",
@@ -107,18 +119,23 @@ def _run_point(point: dict, base: dict) -> dict:
     return row
 
 
-def _ray_rows(points, base, address, ray_init):
+def _ray(what: str, address, ray_init):
+    """Ray, initialised (``ray.init(address=address, **ray_init)`` unless it already is)."""
     try:
         import ray
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(
-            'sweep(backend="ray"), the default, needs Ray (pip install ray); '
-            'backend="local" runs the points one after another in this process without it',
+            f'{what}(backend="ray") needs Ray (pip install ray); backend="local" runs in '
+            "this process without it",
             name="ray",
         ) from e
-
     if not ray.is_initialized():
         ray.init(address=address, **(ray_init or {}))
+    return ray
+
+
+def _ray_rows(points, base, address, ray_init):
+    ray = _ray("sweep", address, ray_init)
     task = ray.remote(num_cpus=1)(_run_point)
     refs = [task.remote(p, base) for p in points]
     rows = []
@@ -174,3 +191,64 @@ def sweep(
         else:
             df.to_csv(out, index=False)
     return df
+
+
+def _reproduce_group(group: dict, options: dict) -> list:
+    """A Ray task: simulates one group of ``reproduce_plan`` and returns its cache entries."""
+    return _learnedftl.reproduce_group(group["group"], group["keys"], **options)
+
+
+def reproduce(
+    experiments: Sequence[str] = (),
+    *,
+    backend: str = "local",
+    jobs: Optional[int] = None,
+    address: Optional[str] = None,
+    ray_init: Optional[Mapping[str, Any]] = None,
+    **options: Any,
+) -> dict:
+    """Runs the papers' experiments (``experiments``, default all) as ``learnedftl reproduce``
+    does and writes the same files to ``out`` (default ``results/PRESET``): one JSON per
+    experiment, report.md with its plots, report.html, and the result cache in ``out/cache``.
+
+    ``options`` are the CLI's flags with ``_`` for ``-`` (``REPRODUCE_OPTIONS``): ``preset``,
+    ``capacity``, ``setup``, ``out``, ``seed``, ``traces``, ``recordings``, ``paper_design``,
+    ``fresh``. Returns a summary: ``out``, ``runs``, ``cached``, ``simulated``, ``shared``,
+    ``failures`` (runs that failed unexpectedly), ``checks_failed``, ``checks_known``,
+    ``seconds``, and with Ray ``ray_tasks``.
+
+    ``backend="local"`` simulates here, ``jobs`` runs at a time (default: the cores).
+    ``backend="ray"`` hands each group of runs that start from one prepared state to Ray as one
+    task of one CPU, asking for the memory the group needs (its prepared state and one copy),
+    so Ray places it where that fits; ``ray.init(address=address, **ray_init)`` is called unless
+    Ray is already initialised (``address=None`` starts a local cluster). The results land in
+    ``out/cache`` and the report is then rendered here from the cache, exactly as a local re-run
+    renders it: the same files, every JSON equal but its wall-clock fields. Every machine must
+    have the same build of this package and the traces and recordings at the same paths (a
+    task of another build fails, naming its group).
+    """
+    options = dict(options, experiments=list(experiments))
+    # Tasks run in other directories: paths must not depend on this one.
+    for key in ("out", "traces", "recordings"):
+        if options.get(key) is not None:
+            options[key] = os.path.abspath(options[key])
+    options.setdefault("traces", os.path.abspath("../shared/traces"))
+    options.setdefault("recordings", os.path.abspath("recordings"))
+    if backend == "ray":
+        ray = _ray("reproduce", address, ray_init)
+        groups = _learnedftl.reproduce_plan(**options)
+        # One task per group, asking for the memory its prepared state and a copy take.
+        refs = [
+            ray.remote(num_cpus=1, memory=max(g["memory_bytes"], 1))(_reproduce_group).remote(
+                g, options
+            )
+            for g in groups
+        ]
+        for entries in ray.get(refs):
+            _learnedftl.reproduce_store(entries, **options)
+        summary = _learnedftl.reproduce(jobs=jobs, **options)
+        summary["ray_tasks"] = len(groups)
+        return summary
+    if backend != "local":
+        raise ValueError(f"backend: '{backend}' is neither 'ray' nor 'local'")
+    return _learnedftl.reproduce(jobs=jobs, **options)

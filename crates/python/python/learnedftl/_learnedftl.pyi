@@ -11,6 +11,8 @@ PRESETS: tuple[str, ...]
 """The device presets: paper, quick, tiny."""
 OPTIONS: tuple[str, ...]
 """The keyword options of ``run`` and ``compare`` (the CLI's flags, ``_`` for ``-``)."""
+REPRODUCE_OPTIONS: tuple[str, ...]
+"""The keyword options of ``reproduce`` and its steps (``learnedftl reproduce``'s flags)."""
 
 class LearnedFtlError(ValueError):
     """A bad option or parameter, or a failed run; the message names what is at fault."""
@@ -79,3 +81,39 @@ def compare(
     """Runs the same workload on each of ``ftls`` (default: every implemented FTL), ``jobs``
     at a time on threads (default: the machine's cores), and returns the reports of
     ``learnedftl compare --json``, in the order of ``ftls``. Options as ``run``."""
+
+class ReproduceOptions(TypedDict, total=False):
+    """The keyword options of ``reproduce`` and its steps: ``learnedftl reproduce``'s flags,
+    with ``experiments`` the names to run (default all). A missing option, or ``None``, takes
+    the CLI's default (``preset="quick"``, ``setup="default"``, ``seed=1``, ``out`` =
+    ``results/PRESET``, ``traces="../shared/traces"``, ``recordings="recordings"``)."""
+
+    experiments: Sequence[str]
+    preset: str
+    capacity: Optional[Size]
+    setup: str
+    out: Union[str, PathLike[str], None]
+    seed: int
+    traces: Union[str, PathLike[str], None]
+    recordings: Union[str, PathLike[str], None]
+    paper_design: bool
+    fresh: bool
+
+def reproduce(jobs: Optional[int] = None, **options: Unpack[ReproduceOptions]) -> dict[str, Any]:
+    """Runs the suite as ``learnedftl reproduce`` (``jobs`` at a time) and writes its files to
+    ``out``; returns a summary (``out``, ``runs``, ``cached``, ``simulated``, ``shared``,
+    ``failures``, ``checks_failed``, ``checks_known``, ``seconds``)."""
+
+def reproduce_plan(**options: Unpack[ReproduceOptions]) -> list[dict[str, Any]]:
+    """The groups of runs the suite's cache lacks: ``{group, keys, units, memory_bytes}``."""
+
+def reproduce_group(
+    group: str, keys: Sequence[str], **options: Unpack[ReproduceOptions]
+) -> list[tuple[str, str]]:
+    """Simulates one group of ``reproduce_plan`` (same build) and returns ``(key, entry)`` for
+    each run that succeeded."""
+
+def reproduce_store(
+    entries: Sequence[tuple[str, str]], **options: Unpack[ReproduceOptions]
+) -> int:
+    """Stores ``reproduce_group``'s entries in the suite's cache; returns how many."""
