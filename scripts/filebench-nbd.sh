@@ -81,10 +81,18 @@ personality() {
     export FB_DIR=$dir FB_FILES=$files FB_LOOPS=$n
     mapfile -t pre < <(sections "$jobs/$p.fio" prealloc)
     mapfile -t run < <(sections "$jobs/$p.fio" run)
-    timeout 600 fio "${pre[@]}" "$jobs/$p.fio" --output="$out/$ftl.$p.prealloc.txt"
+    # fio keeps each job's files in a shared-memory pool (16 MiB by default, "smalloc: OOM"
+    # beyond), a few hundred bytes per file per job that opens the set: on `quick` 60 readers
+    # each open webserver's ~88,000 files. Half a KiB per file for each of up to 66 jobs;
+    # pages never touched cost no memory.
+    local alloc=$((files * layout[$p] * 33))
+    [ "$alloc" -ge 16384 ] || alloc=16384
+    timeout 600 fio --alloc-size="$alloc" "${pre[@]}" "$jobs/$p.fio" \
+        --output="$out/$ftl.$p.prealloc.txt"
     sync
     a0=$(date +%s%N)
-    timeout 600 fio "${run[@]}" "$jobs/$p.fio" --output-format=json --output="$out/$ftl.$p.json"
+    timeout 600 fio --alloc-size="$alloc" "${run[@]}" "$jobs/$p.fio" --output-format=json \
+        --output="$out/$ftl.$p.json"
     b=$(date +%s%N)
     # fio's reads and writes, and about when its I/O began: its exit less its longest job's
     # runtime (which misses a few tens of ms of it).

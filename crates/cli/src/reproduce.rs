@@ -47,7 +47,8 @@ pub struct ReproduceOpts {
     #[arg(long, default_value = "../shared/traces", value_name = "DIR")]
     traces: PathBuf,
     /// Where the shipped learnedftl recordings are (the repository's recordings/: the rocksdb
-    /// and filebench experiments replay rocksdb-tiny/ and filebench-tiny/tpftl.rec.zst).
+    /// and filebench experiments replay APP-PRESET/tpftl.rec.zst, of the largest preset the
+    /// device holds: quick's on quick and paper, tiny's on tiny).
     #[arg(long, default_value = "recordings", value_name = "DIR")]
     recordings: PathBuf,
     /// Also run LearnedFTL's paper-literal design (design=paper) where an experiment is about

@@ -2,6 +2,7 @@
 //! over to the simulated device, and phase marks get the simulated durations.
 
 use learnedftl::engine::NoProgress;
+use learnedftl::ftl::FTLS;
 use learnedftl::run::{RunOptions, RunReport};
 use std::path::PathBuf;
 
@@ -105,16 +106,16 @@ fn closed_loop_replay_needs_a_recording() {
     );
 }
 
-/// The shipped recording in `recordings/<dir>` replays closed-loop on every FTL with the oracle
-/// on, its phases named `phases`; the FTL it was recorded on gives back the live phases'
-/// durations exactly (its reply times are that FTL's simulated completions).
-fn shipped_recording_replays_on_every_ftl(dir: &str, phases: &[&str]) {
+/// The shipped recording in `recordings/<dir>` replays closed-loop on `preset` on each of
+/// `ftls` with the oracle on, its phases named `phases`; the FTL it was recorded on gives back
+/// the live phases' durations exactly (its reply times are that FTL's simulated completions).
+fn shipped_recording_replays(dir: &str, preset: &str, ftls: &[&str], phases: &[&str]) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../recordings")
         .join(dir);
-    for &ftl in learnedftl::ftl::FTLS {
+    for &ftl in ftls {
         let r = RunOptions {
-            preset: "tiny".into(),
+            preset: preset.into(),
             trace: Some(dir.join("tpftl.rec.zst")),
             replay: "closed".into(),
             phases: Some(dir.join("tpftl.phases")),
@@ -143,17 +144,26 @@ fn shipped_recording_replays_on_every_ftl(dir: &str, phases: &[&str]) {
     }
 }
 
+const ROCKSDB_PHASES: [&str; 3] = ["write", "readrandom", "readseq"];
+const FILEBENCH_PHASES: [&str; 3] = ["fileserver", "webserver", "varmail"];
+
 #[test]
 fn the_shipped_rocksdb_recording_replays_on_every_ftl() {
-    shipped_recording_replays_on_every_ftl("rocksdb-tiny", &["write", "readrandom", "readseq"]);
+    shipped_recording_replays("rocksdb-tiny", "tiny", FTLS, &ROCKSDB_PHASES);
 }
 
 #[test]
 fn the_shipped_filebench_recording_replays_on_every_ftl() {
-    shipped_recording_replays_on_every_ftl(
-        "filebench-tiny",
-        &["fileserver", "webserver", "varmail"],
-    );
+    shipped_recording_replays("filebench-tiny", "tiny", FTLS, &FILEBENCH_PHASES);
+}
+
+/// The `quick` recordings are ~30 times larger: replayed on the FTL they were made on (its
+/// durations come back exactly) and on LearnedFTL, the paper's, to keep the suite's time.
+#[test]
+fn the_shipped_quick_recordings_replay() {
+    let ftls = ["tpftl", "learnedftl"];
+    shipped_recording_replays("rocksdb-quick", "quick", &ftls, &ROCKSDB_PHASES);
+    shipped_recording_replays("filebench-quick", "quick", &ftls, &FILEBENCH_PHASES);
 }
 
 /// Each phase reports the hit ratios of its own page reads: a phase of writes has none, and a

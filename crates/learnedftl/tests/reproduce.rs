@@ -4,6 +4,7 @@
 
 use learnedftl::engine::NoProgress;
 use learnedftl::reproduce::{self, Cache, Config, Plan, Setup};
+use learnedftl::run::Workload;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -266,4 +267,32 @@ fn the_filebench_experiment_replays_the_shipped_recording() {
         !hits.contains('–'),
         "a personality without page reads: {hits}"
     );
+}
+
+/// A recorded application replays the recording made at the largest preset the device holds:
+/// `quick`'s on `quick` and `paper`, `tiny`'s on `tiny`.
+#[test]
+fn each_preset_replays_the_largest_recording_it_holds() {
+    let defs = reproduce::select(&["rocksdb".into(), "filebench".into()]).unwrap();
+    for (preset, made_on) in [("tiny", "tiny"), ("quick", "quick"), ("paper", "quick")] {
+        let c = Config {
+            preset: preset.into(),
+            ..config(1)
+        };
+        let plan = Plan::new(&c, &defs, &Cache::new(None, "test-build")).unwrap();
+        assert_eq!(plan.units().len(), 14, "{preset}: 7 FTLs × 2 recordings");
+        for u in plan.units() {
+            let Workload::Trace(t) = &u.experiment().workload else {
+                panic!("{preset}: {} replays no recording", plan.name(u))
+            };
+            let dir = t
+                .path
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy();
+            assert!(dir.ends_with(&format!("-{made_on}")), "{preset}: {dir}");
+        }
+    }
 }

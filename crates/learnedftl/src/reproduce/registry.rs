@@ -8,7 +8,9 @@ use super::sections;
 use super::spec::{RunSpec, WorkloadSpec};
 use super::sweeps::{ablation_label, ABLATIONS, CMT_RATIOS, HP_RATIOS, HP_WORKLOADS};
 use super::{Config, ReproduceError};
+use crate::config::DeviceConfig;
 use crate::ftl::FTLS;
+use crate::params::Params;
 
 /// How many runs `def` adds under `config` with `--paper-design` (LearnedFTL's paper design).
 pub fn paper_design_runs(def: &Def, config: &Config) -> Result<usize, ReproduceError> {
@@ -173,30 +175,46 @@ fn traces(c: &Ctx) -> Vec<RunSpec> {
     runs
 }
 
-/// A shipped recording replayed (`<dir>/tpftl.rec.zst` and its phases in the recordings
-/// directory, `label` naming the run): made once on TPFTL, replayed on every paper FTL from a
-/// fresh device, as the live run started; no run when the directory lacks it.
-fn recording(c: &Ctx, dir: &str, label: &str) -> Vec<RunSpec> {
-    let dir = c.config.recordings_dir.join(dir);
-    let (path, phases) = (dir.join("tpftl.rec.zst"), dir.join("tpftl.phases"));
-    if !(path.is_file() && phases.is_file()) {
-        return vec![];
-    }
-    let w = WorkloadSpec::Recording { path, phases };
-    vec![RunSpec::new(label, &c.paper_ftls(), w)]
+/// The presets an application's recording ships at (`recordings/<app>-<preset>/`), largest
+/// first.
+const RECORDED_AT: [&str; 2] = ["quick", "tiny"];
+
+/// A shipped recording of `app` replayed (`recordings/<app>-<preset>/tpftl.rec.zst` and its
+/// phases, `label` naming the run, the preset added): the one made at the largest preset whose
+/// logical space this device holds (a recording's addresses must lie on it: `quick`'s on
+/// `quick` and `paper`, `tiny`'s on `tiny`), made once on TPFTL, replayed on every paper FTL
+/// from a fresh device, as the live run started; no run when none is shipped.
+fn recording(c: &Ctx, app: &str, label: &str) -> Vec<RunSpec> {
+    let logical = |preset: &str, capacity| {
+        DeviceConfig::from_params_sized(preset, capacity, &mut Params::new())
+            .map_or(0, |d| d.geometry.logical_bytes())
+    };
+    let device = logical(&c.config.preset, c.config.capacity.as_ref());
+    RECORDED_AT
+        .iter()
+        .filter(|&&at| logical(at, None) <= device)
+        .map(|at| (at, c.config.recordings_dir.join(format!("{app}-{at}"))))
+        .map(|(at, dir)| (at, dir.join("tpftl.rec.zst"), dir.join("tpftl.phases")))
+        .find(|(_, path, phases)| path.is_file() && phases.is_file())
+        .map(|(at, path, phases)| {
+            let w = WorkloadSpec::Recording { path, phases };
+            RunSpec::new(format!("{label}, {at}"), &c.paper_ftls(), w)
+        })
+        .into_iter()
+        .collect()
 }
 
-/// The RocksDB recording (`rocksdb-tiny`: db_bench's fillseq + overwrite, readrandom,
+/// The RocksDB recording (`rocksdb-<preset>`: db_bench's fillseq + overwrite, readrandom,
 /// readseq).
 fn rocksdb(c: &Ctx) -> Vec<RunSpec> {
-    recording(c, "rocksdb-tiny", "db_bench on ext4, recorded on TPFTL")
+    recording(c, "rocksdb", "db_bench on ext4, recorded on TPFTL")
 }
 
-/// The Filebench recording (`filebench-tiny`: fio's fileserver, webserver and varmail).
+/// The Filebench recording (`filebench-<preset>`: fio's fileserver, webserver and varmail).
 fn filebench(c: &Ctx) -> Vec<RunSpec> {
     recording(
         c,
-        "filebench-tiny",
+        "filebench",
         "fio's Filebench personalities on ext4, recorded on TPFTL",
     )
 }
