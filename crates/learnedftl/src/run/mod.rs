@@ -512,6 +512,33 @@ fn fill_unwritten(
     sim.run_stream("fill-unwritten", ios, None, progress)
 }
 
+/// Requests a parsing thread hands over at once.
+const READ_AHEAD_BATCH: usize = 4096;
+
+/// Runs `f` on the items of `items`, drawn on a thread of their own (a trace's parsing is
+/// most of its replay's time otherwise) and handed over in batches of [`READ_AHEAD_BATCH`],
+/// at most four batches ahead. The order is kept; if `f` stops early, the thread stops at its
+/// next batch.
+fn read_ahead<T: Send, R>(
+    items: impl Iterator<Item = T> + Send,
+    f: impl FnOnce(&mut dyn Iterator<Item = T>) -> R,
+) -> R {
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(4);
+        s.spawn(move || {
+            let mut items = items;
+            loop {
+                let batch: Vec<T> = items.by_ref().take(READ_AHEAD_BATCH).collect();
+                let last = batch.len() < READ_AHEAD_BATCH;
+                if batch.is_empty() || tx.send(batch).is_err() || last {
+                    break;
+                }
+            }
+        });
+        f(&mut rx.into_iter().flatten())
+    })
+}
+
 fn input(e: trace::TraceError) -> EngineError {
     EngineError::Input(e.to_string())
 }
@@ -541,7 +568,10 @@ fn replay_trace(
         phases.push(m);
         Some(summary)
     } else {
-        phases.push(sim.run_stream("trace", replay.by_ref(), t.replay.max_requests, progress)?);
+        let ios = replay.by_ref();
+        phases.push(read_ahead(ios, |ios| {
+            sim.run_stream("trace", ios, t.replay.max_requests, progress)
+        })?);
         None
     };
     let r = replay.inner();
@@ -593,6 +623,21 @@ fn replay_trace(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_ahead_keeps_the_order_and_stops_soon_after_its_consumer() {
+        let all: Vec<u64> = read_ahead(0..20_000u64, |it| it.collect());
+        assert_eq!(all, (0..20_000).collect::<Vec<_>>());
+        // A consumer that stops early: the thread draws at most the batches that fit in the
+        // channel, the one it is filling and the one being read beyond what was taken.
+        let drawn = std::sync::atomic::AtomicUsize::new(0);
+        let items = (0..u64::MAX).inspect(|_| {
+            drawn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        let first: Vec<u64> = read_ahead(items, |it| it.take(10).collect());
+        assert_eq!(first, (0..10).collect::<Vec<_>>());
+        assert!(drawn.into_inner() <= 6 * READ_AHEAD_BATCH);
+    }
 
     #[test]
     fn precondition_syntax() {
