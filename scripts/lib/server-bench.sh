@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by the NBD benchmark scripts (nbd-bench.sh, nbd-lateness.sh, rocksdb-nbd.sh,
+# Sourced by the benchmark scripts (nbd-bench.sh, nbd-lateness.sh, rocksdb-nbd.sh, mqsim-bench.sh,
 # filebench-nbd.sh) from the repository's root: checks that the clients named in $@ are
 # installed (saying which script needs them), builds the release binary ($bin), makes a scratch
 # directory ($work), and on exit stops the server whose PID is in $pid (SIGTERM, waited for)
