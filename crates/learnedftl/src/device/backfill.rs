@@ -14,7 +14,6 @@
 //! is erased after every operation on it.
 
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// An idle interval `[start, end)` of a LUN before its busy-until time, ns.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -139,44 +138,19 @@ pub struct BackfillCounters {
 /// When each page and block was last operated on: what an operation must follow ([`Access`]).
 #[derive(Clone, Debug)]
 struct Order {
-    /// Per page: completion of its latest program, in ns after its block's `opened` time (32
-    /// bits instead of 64: the pages of a block are programmed in order, so none completes
-    /// before the block's first page; [`LATE`]: in `late`). Per page rather than per block: a
-    /// block being filled would otherwise hold every read of it behind its newest program.
-    programmed: Vec<u32>,
-    /// Per block: completion of the program of its first page since it was erased.
-    opened: Vec<u64>,
-    /// Completions of the pages programmed [`LATE`] or more ns after their block opened (a
-    /// block left open for seconds), exactly; only pages whose current program is late.
-    late: HashMap<u32, u64>,
-    /// Pages per block.
-    ppb: u32,
+    /// Per page: completion of its latest program. Per page rather than per block: a block
+    /// being filled would otherwise hold every read of it behind its newest program.
+    programmed: Vec<u64>,
     /// Per block, side by side (one cache line for both on a random block):
     /// `[completion of its latest program or erase, completion of its latest operation]`.
     blocks: Vec<[u64; 2]>,
 }
 
-/// A page program completing this long (ns, 4.3 s) or more after its block's first page is kept
-/// in [`Order::late`].
-const LATE: u32 = u32::MAX;
-
 impl Order {
     fn new(blocks: usize, pages: usize) -> Order {
         Order {
             programmed: vec![0; pages],
-            opened: vec![0; blocks],
-            late: HashMap::new(),
-            ppb: (pages / blocks.max(1)) as u32,
             blocks: vec![[0; 2]; blocks],
-        }
-    }
-
-    /// The completion of page `page`'s latest program (of block `blk`).
-    #[inline]
-    fn programmed(&self, blk: usize, page: u32) -> u64 {
-        match self.programmed[page as usize] {
-            LATE => self.late[&page],
-            rel => self.opened[blk] + u64::from(rel),
         }
     }
 
@@ -189,7 +163,7 @@ impl Order {
             // load (a cache miss into an array as large as the device's pages) is what keeps a
             // random read's booking cheap.
             Access::Read(_) if self.blocks[blk][0] <= t => t,
-            Access::Read(page) => self.programmed(blk, page),
+            Access::Read(page) => self.programmed[page as usize],
             Access::Program(_) => self.blocks[blk][0],
             Access::Erase => self.blocks[blk][1],
         })
@@ -203,36 +177,15 @@ impl Order {
         match access {
             Access::Read(_) => {}
             Access::Program(page) => {
+                self.programmed[page as usize] = end;
                 *written = end;
-                if page % self.ppb == 0 {
-                    self.opened[blk] = end;
-                }
-                // Programs of a block complete in page order, so not before its opening; a time
-                // that does not fit is kept exactly all the same.
-                let rel = end
-                    .checked_sub(self.opened[blk])
-                    .and_then(|r| u32::try_from(r).ok());
-                self.programmed[page as usize] = match rel {
-                    Some(rel) if rel < LATE => {
-                        if !self.late.is_empty() {
-                            self.late.remove(&page);
-                        }
-                        rel
-                    }
-                    _ => {
-                        self.late.insert(page, end);
-                        LATE
-                    }
-                };
             }
             Access::Erase => *written = end,
         }
     }
 
     fn state_bytes(&self) -> usize {
-        self.programmed.capacity() * 4
-            + (self.opened.capacity() + 2 * self.blocks.capacity()) * 8
-            + self.late.capacity() * 16
+        (self.programmed.capacity() + 2 * self.blocks.capacity()) * 8
     }
 }
 
@@ -531,29 +484,6 @@ mod tests {
         assert_eq!(b.book(0, &mut busy, 3, 0, R, rd(3, 0)), R);
     }
 
-    /// A page's program time is kept relative to its block's first page in 32 bits; one that
-    /// completes seconds later is kept exactly beside it, and forgotten once reprogrammed in
-    /// time.
-    #[test]
-    fn a_page_programmed_seconds_after_its_block_opened_keeps_its_time() {
-        let mut b = Backfill::new(1, 1, PPB as usize, 8, R);
-        let mut busy = 0;
-        let p0 = b.book(0, &mut busy, 0, 0, P, pr(0, 0));
-        let late = 5_000_000_000;
-        let p1 = b.book(0, &mut busy, 0, late, P, pr(0, 1));
-        assert_eq!(p1, late + P);
-        assert_eq!(b.order.late.len(), 1);
-        // Issued long before, a read of page 1 waits for its program; one of page 0 fills the
-        // idle time after page 0's.
-        assert_eq!(b.book(0, &mut busy, 0, p0, R, rd(0, 1)), p1 + R);
-        assert_eq!(b.book(0, &mut busy, 0, p0, R, rd(0, 0)), p0 + R);
-        let erased = b.book(0, &mut busy, 0, p1, E, Access::Erase);
-        b.book(0, &mut busy, 0, erased, P, pr(0, 0));
-        let again = b.book(0, &mut busy, 0, erased, P, pr(0, 1));
-        assert!(b.order.late.is_empty());
-        assert_eq!(b.order.programmed(0, 1), again);
-    }
-
     /// A digest of the schedule of a fixed pseudo-random mix of reads, programs and erases on
     /// four LUNs with a tight gap bound and an advancing floor. Its value was recorded before
     /// the bookings were optimised: speed work must not change a single decision.
@@ -651,34 +581,23 @@ mod tests {
     proptest! {
         /// With room for every gap, each operation starts at the earliest legal time: the
         /// first instant at or after its issue (and what it must follow) where its whole
-        /// duration is idle. With a tight bound it stays legal; with none it is FEMU. The
-        /// operations keep the device's rules (a block's pages programmed in order after its
-        /// erase, only programmed pages read), which the ordering state relies on.
+        /// duration is idle. With a tight bound it stays legal; with none it is FEMU.
         #[test]
         fn bookings_are_legal_earliest_fits_and_femu_without_gaps(ops in ops()) {
             for max in [1000, 2, 0] {
                 let mut b = Backfill::new(2, 6, 6 * PPB as usize, max, R);
                 let mut busy = [0u64; 2];
                 let mut sched = Schedule::new(2, 6);
-                let mut next_page = [0u32; 6];
                 let mut floor = 0;
                 for &(lun, blk, pg, ahead, step, k) in &ops {
                     floor += step;
                     b.advance_floor(floor);
                     let blk = lun * 3 + blk;
-                    let first = blk as u32 * PPB;
+                    let page = blk as u32 * PPB + pg;
                     let (dur, access) = match k {
-                        0..=5 if next_page[blk] > 0 => {
-                            (R, Access::Read(first + pg % next_page[blk]))
-                        }
-                        0..=8 if next_page[blk] < PPB => {
-                            next_page[blk] += 1;
-                            (P, Access::Program(first + next_page[blk] - 1))
-                        }
-                        _ => {
-                            next_page[blk] = 0;
-                            (E, Access::Erase)
-                        }
+                        0..=5 => (R, Access::Read(page)),
+                        6..=8 => (P, Access::Program(page)),
+                        _ => (E, Access::Erase),
                     };
                     let t = floor + ahead;
                     let femu = t.max(busy[lun]);
