@@ -601,7 +601,8 @@ impl DeviceConfig {
     fn metadata_bytes(&self, verify: bool) -> u64 {
         let g = &self.geometry;
         let total = g.pages() as u128 * 16
-            + g.blocks() as u128 * 32
+            + g.pages().div_ceil(8) as u128
+            + g.blocks() as u128 * 48
             + g.logical_pages as u128 * (8 + 4 * verify as u64) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
@@ -797,7 +798,8 @@ mod tests {
     fn state_estimate_follows_the_geometry() {
         let mut c = DeviceConfig::preset("quick").unwrap();
         let g = c.geometry.clone();
-        let base = g.pages() * 16 + g.blocks() as u64 * 32 + g.logical_pages * 8;
+        let base =
+            g.pages() * 16 + g.pages().div_ceil(8) + g.blocks() as u64 * 48 + g.logical_pages * 8;
         assert_eq!(c.state_bytes(false), base);
         assert_eq!(c.state_bytes(true), base + g.logical_pages * 4);
         c.payloads = true;

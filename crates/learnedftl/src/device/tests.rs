@@ -314,3 +314,20 @@ fn counters_and_energy_by_cause() {
     d.reset_counters();
     assert_eq!(d.counters().page_ops(), 0);
 }
+
+/// The device's own state (the flash state and the gap-filling timelines) stays within what the
+/// memory estimate counts for it per physical page and per block (docs/device.md "Memory").
+#[test]
+fn the_device_state_fits_its_memory_estimate() {
+    let cfg = DeviceConfig::preset("quick").unwrap();
+    let g = &cfg.geometry;
+    let d = Device::new(&cfg);
+    let estimate = cfg.state_bytes(false) - g.logical_pages * 8;
+    let per_page = d.state_bytes() as f64 / g.pages() as f64;
+    assert!(
+        d.state_bytes() as u64 <= estimate,
+        "{} B ({per_page:.2} B per page) over the estimate's {estimate} B",
+        d.state_bytes()
+    );
+    assert!(per_page < 17.0, "{per_page:.2} B per page");
+}
