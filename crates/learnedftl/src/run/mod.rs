@@ -694,10 +694,10 @@ mod tests {
             bytes: 1 << 30,
             origin: "test".into(),
         };
-        // 1000 x 2 x 64 x 64 pages: 131 MB of page state, 61 MB of tables.
+        // 1000 x 2 x 64 x 64 pages: 131 MB of page state and valid bits, 61 MB of tables.
         let err = e.check_memory(8, &small).unwrap_err().to_string();
         assert!(
-            err.contains("about 1500 MiB, more than the 1024 MiB available (test), for 8 run(s)"),
+            err.contains("about 1523 MiB, more than the 1024 MiB available (test), for 8 run(s)"),
             "{err}"
         );
         assert!(e.check_memory(1, &small).is_ok());
