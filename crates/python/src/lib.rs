@@ -86,14 +86,22 @@ fn take<'py, T: FromPyObject<'py>>(key: &str, value: &Bound<'py, PyAny>) -> PyRe
         .map_err(|e| LearnedFtlError::new_err(format!("{key}: {e}")))
 }
 
+/// The keyword arguments given a value: `(name, value)`, those set to `None` left out (they
+/// keep the option's default).
+fn given<'py>(kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    let mut out = vec![];
+    for (key, value) in kwargs.into_iter().flatten() {
+        if !value.is_none() {
+            out.push((key.extract()?, value));
+        }
+    }
+    Ok(out)
+}
+
 /// Fills [`RunOptions`] from keyword arguments; `None` leaves an option at its default.
 fn run_options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<RunOptions> {
     let mut o = RunOptions::default();
-    for (key, value) in kwargs.into_iter().flatten() {
-        let key: String = key.extract()?;
-        if value.is_none() {
-            continue;
-        }
+    for (key, value) in given(kwargs)? {
         let v = &value;
         match key.as_str() {
             "preset" => o.preset = text(v)?,

@@ -4,7 +4,7 @@
 //! `reproduce_store` puts entries into the cache. A suite's report is then rendered from the
 //! cache, as `learnedftl reproduce` renders a re-run: the same files.
 
-use crate::{decode, error, take, text, LearnedFtlError};
+use crate::{decode, error, given, take, text, LearnedFtlError};
 use learnedftl::config::Capacity;
 use learnedftl::engine::NoProgress;
 use learnedftl::host::AvailableMemory;
@@ -48,11 +48,7 @@ impl Suite {
             PathBuf::from("recordings"),
         );
         let (mut paper_design, mut fresh) = (false, false);
-        for (key, value) in options.into_iter().flatten() {
-            let key: String = key.extract()?;
-            if value.is_none() {
-                continue;
-            }
+        for (key, value) in given(options)? {
             let v = &value;
             match key.as_str() {
                 "experiments" => experiments = take::<Vec<String>>(&key, v)?,
