@@ -586,8 +586,8 @@ impl DeviceConfig {
 
     /// The bytes of simulator state a run on this device may hold, estimated from the geometry
     /// alone so that an impossible configuration is refused before anything is allocated
-    /// (docs/device.md "Memory"): per physical page 16 B (its OOB tag and write stamp, its
-    /// latest program time), per block 32 B (write pointer, valid and erase counts, timing),
+    /// (docs/device.md "Memory"): per physical page 8 B and a bit (its OOB tag and write stamp,
+    /// its valid bit), per block 48 B (write pointer, valid and erase counts, timing),
     /// per logical page 8 B (a page-level table: the FTL's own or the flash-resident
     /// translation pages, and per-page FTL state), plus 4 B per logical page for the `verify`
     /// oracle, and `page_size` B per physical page when payloads are kept (each programmed
@@ -600,7 +600,7 @@ impl DeviceConfig {
     /// [`DeviceConfig::state_bytes`] but the page data.
     fn metadata_bytes(&self, verify: bool) -> u64 {
         let g = &self.geometry;
-        let total = g.pages() as u128 * 16
+        let total = g.pages() as u128 * 8
             + g.pages().div_ceil(8) as u128
             + g.blocks() as u128 * 48
             + g.logical_pages as u128 * (8 + 4 * verify as u64) as u128;
@@ -799,7 +799,7 @@ mod tests {
         let mut c = DeviceConfig::preset("quick").unwrap();
         let g = c.geometry.clone();
         let base =
-            g.pages() * 16 + g.pages().div_ceil(8) + g.blocks() as u64 * 48 + g.logical_pages * 8;
+            g.pages() * 8 + g.pages().div_ceil(8) + g.blocks() as u64 * 48 + g.logical_pages * 8;
         assert_eq!(c.state_bytes(false), base);
         assert_eq!(c.state_bytes(true), base + g.logical_pages * 4);
         c.payloads = true;

@@ -136,22 +136,56 @@ pub struct BackfillCounters {
 }
 
 /// When each page and block was last operated on: what an operation must follow ([`Access`]).
+///
+/// A read follows its page's program only while that program may end after the read's issue.
+/// No operation is issued before the floor ([`Backfill::advance_floor`]), so a block whose
+/// latest program or erase ended by the floor needs no per-page times: they are kept only for
+/// the blocks programmed since (a chunk of `pages_per_block` times each, reused), and so grow
+/// with the operations in flight rather than with the device (8 B per physical page would be
+/// half the state of a large device, docs/device.md "Memory").
 #[derive(Clone, Debug)]
 struct Order {
-    /// Per page: completion of its latest program. Per page rather than per block: a block
-    /// being filled would otherwise hold every read of it behind its newest program.
-    programmed: Vec<u64>,
     /// Per block, side by side (one cache line for both on a random block):
     /// `[completion of its latest program or erase, completion of its latest operation]`.
     blocks: Vec<[u64; 2]>,
+    /// Per block: its chunk of `programmed`, or [`Order::NONE`].
+    chunk: Vec<u32>,
+    /// Per page of each chunk: completion of its latest program. Per page rather than per
+    /// block: a block being filled would otherwise hold every read of it behind its newest
+    /// program.
+    programmed: Vec<u64>,
+    /// The blocks holding a chunk, in no order.
+    held: Vec<u32>,
+    /// Chunks no block holds.
+    free: Vec<u32>,
+    /// How many blocks may hold a chunk before the next one taken looks for chunks to free
+    /// (half as many again as after the last sweep: each chunk taken costs O(1) amortised).
+    sweep_at: usize,
+    pages_per_block: u32,
 }
 
 impl Order {
-    fn new(blocks: usize, pages: usize) -> Order {
+    const NONE: u32 = u32::MAX;
+    /// Chunks held before the first sweep.
+    const FIRST_SWEEP: usize = 16;
+
+    fn new(blocks: usize, pages_per_block: u32) -> Order {
         Order {
-            programmed: vec![0; pages],
             blocks: vec![[0; 2]; blocks],
+            chunk: vec![Self::NONE; blocks],
+            programmed: Vec::new(),
+            held: Vec::new(),
+            free: Vec::new(),
+            sweep_at: Self::FIRST_SWEEP,
+            pages_per_block,
         }
+    }
+
+    /// Index into `programmed` of `page` (a global page number) of block `blk` holding `chunk`.
+    #[inline]
+    fn slot(&self, chunk: u32, blk: usize, page: u32) -> usize {
+        let first = blk as u32 * self.pages_per_block;
+        chunk as usize * self.pages_per_block as usize + (page - first) as usize
     }
 
     /// The earliest an operation on block `blk` issued at `t` may start (at least `t`).
@@ -160,32 +194,73 @@ impl Order {
         t.max(match access {
             // A page's program ends no later than its block's latest program or erase, so when
             // that is already past the page's own time cannot matter: skipping the per-page
-            // load (a cache miss into an array as large as the device's pages) is what keeps a
-            // random read's booking cheap.
+            // load is what keeps a random read's booking cheap.
             Access::Read(_) if self.blocks[blk][0] <= t => t,
-            Access::Read(page) => self.programmed[page as usize],
+            Access::Read(page) => match self.chunk[blk] {
+                // Freed once the block's latest program ended by the floor, which `t` is not
+                // below: the page's program ended by `t`.
+                Self::NONE => t,
+                chunk => self.programmed[self.slot(chunk, blk, page)],
+            },
             Access::Program(_) => self.blocks[blk][0],
             Access::Erase => self.blocks[blk][1],
         })
     }
 
-    /// Records an operation on block `blk` completing at `end`.
+    /// Records an operation on block `blk` completing at `end`; no operation will be issued
+    /// before `floor`.
     #[inline]
-    fn done(&mut self, blk: usize, access: Access, end: u64) {
+    fn done(&mut self, blk: usize, access: Access, end: u64, floor: u64) {
         let [written, touched] = &mut self.blocks[blk];
         *touched = (*touched).max(end);
         match access {
             Access::Read(_) => {}
             Access::Program(page) => {
-                self.programmed[page as usize] = end;
                 *written = end;
+                let chunk = match self.chunk[blk] {
+                    Self::NONE => self.take(blk, floor),
+                    chunk => chunk,
+                };
+                let i = self.slot(chunk, blk, page);
+                self.programmed[i] = end;
             }
             Access::Erase => *written = end,
         }
     }
 
+    /// Gives block `blk` a chunk: a free one, else one freed from a block whose latest program
+    /// or erase ended by `floor`, else a new one.
+    #[cold]
+    fn take(&mut self, blk: usize, floor: u64) -> u32 {
+        if self.free.is_empty() && self.held.len() >= self.sweep_at {
+            let (blocks, chunks, free) = (&self.blocks, &mut self.chunk, &mut self.free);
+            self.held.retain(|&b| {
+                let done = blocks[b as usize][0] <= floor;
+                if done {
+                    free.push(std::mem::replace(&mut chunks[b as usize], Self::NONE));
+                }
+                !done
+            });
+            self.sweep_at = (self.held.len() * 3 / 2).max(Self::FIRST_SWEEP);
+        }
+        let chunk = self.free.pop().unwrap_or_else(|| {
+            let (len, ppb) = (self.programmed.len(), self.pages_per_block as usize);
+            if len == self.programmed.capacity() {
+                // A quarter more at a time: little unused room, and still O(1) amortised.
+                self.programmed.reserve_exact((len / 4).max(ppb));
+            }
+            self.programmed.resize(len + ppb, 0);
+            (len / ppb) as u32
+        });
+        self.chunk[blk] = chunk;
+        self.held.push(blk as u32);
+        chunk
+    }
+
     fn state_bytes(&self) -> usize {
-        (self.programmed.capacity() + 2 * self.blocks.capacity()) * 8
+        self.programmed.capacity() * 8
+            + self.blocks.capacity() * 16
+            + (self.chunk.capacity() + self.held.capacity() + self.free.capacity()) * 4
     }
 }
 
@@ -206,12 +281,13 @@ pub(super) struct Backfill {
 }
 
 impl Backfill {
-    /// Empty timelines for `luns` LUNs, `blocks` blocks and `pages` pages, remembering at most
-    /// `max_gaps` gaps per LUN; `min_op_ns` is the shortest operation latency.
+    /// Empty timelines for `luns` LUNs and `blocks` blocks of `pages_per_block` pages,
+    /// remembering at most `max_gaps` gaps per LUN; `min_op_ns` is the shortest operation
+    /// latency.
     pub(super) fn new(
         luns: usize,
         blocks: usize,
-        pages: usize,
+        pages_per_block: u32,
         max_gaps: usize,
         min_op_ns: u64,
     ) -> Backfill {
@@ -220,7 +296,7 @@ impl Backfill {
             max_gaps,
             min_op_ns: min_op_ns.max(1),
             floor: 0,
-            order: Order::new(blocks, pages),
+            order: Order::new(blocks, pages_per_block),
             counters: BackfillCounters::default(),
         }
     }
@@ -268,8 +344,9 @@ impl Backfill {
         dur: u64,
         access: Access,
     ) -> u64 {
+        debug_assert!(t >= self.floor, "issued at {t} before the floor {}", self.floor);
         let end = self.place(lun, busy, self.order.after(blk, access, t), dur) + dur;
-        self.order.done(blk, access, end);
+        self.order.done(blk, access, end, self.floor);
         end
     }
 
@@ -360,7 +437,7 @@ mod tests {
 
     /// One LUN of four blocks, up to `max` gaps, shortest operation a read.
     fn lun(max: usize) -> (Backfill, u64) {
-        (Backfill::new(1, 4, 4 * PPB as usize, max, R), 0)
+        (Backfill::new(1, 4, PPB, max, R), 0)
     }
     /// Reading page `pg` of block `blk`.
     fn rd(blk: u32, pg: u32) -> Access {
@@ -438,9 +515,9 @@ mod tests {
         assert_eq!(b.gaps(0), vec![(140, 300), (340, 500)]);
         assert_eq!(b.counters().gaps_dropped, 1);
         // Nothing is issued before 270 any more: [270, 300) cannot hold a read, so the gap
-        // is dead and the next read issued at 0 gets [340, 380).
+        // is dead and the next read, issued at the floor, gets [340, 380).
         b.advance_floor(270);
-        assert_eq!(b.book(0, &mut busy, 1, 0, R, rd(1, 0)), 380);
+        assert_eq!(b.book(0, &mut busy, 1, 270, R, rd(1, 0)), 380);
         assert_eq!(b.gaps(0), vec![(380, 500)]);
         // Splitting a gap in two counts against the bound as well.
         b.book(0, &mut busy, 0, 900, R, rd(0, 0)); // [540, 900)
@@ -491,7 +568,7 @@ mod tests {
     fn a_fixed_random_mix_books_the_recorded_schedule() {
         const LUNS: usize = 4;
         const BLOCKS: usize = 8; // per LUN
-        let mut b = Backfill::new(LUNS, LUNS * BLOCKS, LUNS * BLOCKS * PPB as usize, 6, R);
+        let mut b = Backfill::new(LUNS, LUNS * BLOCKS, PPB, 6, R);
         let mut busy = [0u64; LUNS];
         let mut next_page = [0u32; LUNS * BLOCKS];
         let (mut x, mut floor, mut digest) = (0x2545_F491_4F6C_DD1Du64, 0u64, 0u64);
@@ -541,7 +618,7 @@ mod tests {
         fn new(luns: usize, blocks: usize) -> Schedule {
             Schedule {
                 booked: vec![Vec::new(); luns],
-                order: Order::new(blocks, blocks * PPB as usize),
+                order: Order::new(blocks, PPB),
             }
         }
         /// The earliest start at or after `t0` where `dur` overlaps nothing on `lun`.
@@ -564,7 +641,8 @@ mod tests {
                 "overlap on LUN {lun} at [{start}, {end})"
             );
             self.booked[lun].push((start, end));
-            self.order.done(blk, access, end);
+            // Floor 0 frees nothing: the reference keeps every page's time.
+            self.order.done(blk, access, end, 0);
         }
     }
 
@@ -585,7 +663,7 @@ mod tests {
         #[test]
         fn bookings_are_legal_earliest_fits_and_femu_without_gaps(ops in ops()) {
             for max in [1000, 2, 0] {
-                let mut b = Backfill::new(2, 6, 6 * PPB as usize, max, R);
+                let mut b = Backfill::new(2, 6, PPB, max, R);
                 let mut busy = [0u64; 2];
                 let mut sched = Schedule::new(2, 6);
                 let mut floor = 0;

@@ -259,7 +259,7 @@ impl Device {
                 Box::new(Backfill::new(
                     geo.luns() as usize,
                     blocks,
-                    pages,
+                    geo.pages_per_block,
                     t.backfill_gaps as usize,
                     shortest,
                 ))

@@ -329,5 +329,5 @@ fn the_device_state_fits_its_memory_estimate() {
         "{} B ({per_page:.2} B per page) over the estimate's {estimate} B",
         d.state_bytes()
     );
-    assert!(per_page < 17.0, "{per_page:.2} B per page");
+    assert!(per_page < 9.0, "{per_page:.2} B per page");
 }
