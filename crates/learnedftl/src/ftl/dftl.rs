@@ -75,7 +75,7 @@ impl EntryLru {
         EntryLru {
             epp: entries_per_tp,
             capacity,
-            index: SlotIndex::new(logical_pages as usize, n),
+            index: SlotIndex::new(n),
             slots: vec![Slot::default(); n],
             links: Links::new(n),
             lru: List::default(),

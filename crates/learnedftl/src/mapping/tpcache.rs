@@ -208,7 +208,7 @@ impl TpCache {
             epp: entries_per_tp,
             logical: logical_pages,
             capacity,
-            index: SlotIndex::new(logical_pages as usize, max_entries),
+            index: SlotIndex::new(max_entries),
             slots: vec![Slot::default(); max_entries],
             entry_links: Links::new(max_entries),
             nodes: vec![Node::default(); tps],
@@ -624,7 +624,7 @@ impl TpCache {
             + self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.entry_links.heap_bytes()
             + self.node_links.heap_bytes()
-            + (self.logical as usize + 2 * self.index.capacity() as usize) * 4
+            + self.index.heap_bytes()
     }
 }
 
