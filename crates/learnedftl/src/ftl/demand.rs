@@ -51,11 +51,12 @@ pub trait Cmt: Send + Clone + 'static {
     fn prefetch(&self, lpn: Lpn) {
         let _ = lpn;
     }
-    /// `lpn` (cached) was written or trimmed; its new mapping is already in `table`.
-    fn mark_dirty(&mut self, lpn: Lpn, table: &TransTable);
-    /// GC moved `lpn`'s data (new mapping in `table`): update the cache if it holds the mapping
-    /// and return `true`; `false` makes the caller batch a TP update.
-    fn gc_update(&mut self, lpn: Lpn, table: &TransTable) -> bool;
+    /// `lpn` (cached) was written or trimmed; its new mapping is already in `table`, `old` is
+    /// the one it replaced.
+    fn mark_dirty(&mut self, lpn: Lpn, old: Option<Ppa>, table: &TransTable);
+    /// GC moved `lpn`'s data from `old` (new mapping in `table`): update the cache if it holds
+    /// the mapping and return `true`; `false` makes the caller batch a TP update.
+    fn gc_update(&mut self, lpn: Lpn, old: Ppa, table: &TransTable) -> bool;
     /// Idle write-back (SPEC §3.5, settled device): marks every dirty entry of one TP clean,
     /// keeping it cached, and returns that TP's write-back (one program cleans all of them:
     /// the TP is written with every current mapping); `None` when nothing is dirty.
@@ -141,12 +142,12 @@ impl<C: Cmt> GcHooks for Core<C> {
         dev: &mut Device,
         _: &mut Allocator,
         oob: Oob,
-        _: Ppa,
+        old: Ppa,
         new: Ppa,
         _: SimTime,
     ) -> Result<(), FtlError> {
         if let Some(lpn) = self.table.gc_moved(dev, oob, new)? {
-            if self.cache.gc_update(lpn, &self.table) {
+            if self.cache.gc_update(lpn, old, &self.table) {
                 self.stats.gc_cached_updates += 1;
             } else {
                 self.table.batch_update(self.table.gtd.tpn_of(lpn));
@@ -423,10 +424,11 @@ impl<C: Cmt> Demand<C> {
             } else {
                 None
             };
-            if let Some(old) = self.core.table.set(lpn, new) {
+            let old = self.core.table.set(lpn, new);
+            if let Some(old) = old {
                 dev.invalidate(old)?;
             }
-            self.core.cache.mark_dirty(lpn, &self.core.table);
+            self.core.cache.mark_dirty(lpn, old, &self.core.table);
         }
         Ok(done)
     }

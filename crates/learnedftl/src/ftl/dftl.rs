@@ -13,11 +13,12 @@
 //! `mapping_dram_bytes`, and the GC thresholds.
 
 use super::demand::{Cmt, Demand, Evict};
-use crate::addr::{Lpn, SimTime, Tpn};
+use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::DeviceConfig;
 use crate::error::ConfigError;
 use crate::mapping::dirty_queue::{DirtyQueue, End};
-use crate::mapping::lru::{Links, List, SlotIndex, NIL};
+use crate::mapping::keyed::SlotIndex;
+use crate::mapping::lru::{Links, List, NIL};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::{Lookup, TransTable, WriteBack};
 use crate::params::Params;
@@ -180,7 +181,7 @@ impl Cmt for EntryLru {
         }
     }
 
-    fn mark_dirty(&mut self, lpn: Lpn, _: &TransTable) {
+    fn mark_dirty(&mut self, lpn: Lpn, _: Option<Ppa>, _: &TransTable) {
         let s = self.index.slot(lpn.0);
         if s != NIL {
             self.set_dirty(s);
@@ -192,7 +193,7 @@ impl Cmt for EntryLru {
         self.index.prefetch(lpn.0);
     }
 
-    fn gc_update(&mut self, lpn: Lpn, _: &TransTable) -> bool {
+    fn gc_update(&mut self, lpn: Lpn, _: Ppa, _: &TransTable) -> bool {
         let s = self.index.slot(lpn.0);
         if s == NIL {
             return false;
@@ -279,8 +280,8 @@ mod tests {
             assert_eq!(c.evict_for(&r, &table), Evict::Fits);
             c.load(Lpn(l), r, SimTime(l as u64), &table);
         }
-        c.mark_dirty(Lpn(1), &table);
-        c.mark_dirty(Lpn(2), &table);
+        c.mark_dirty(Lpn(1), None, &table);
+        c.mark_dirty(Lpn(2), None, &table);
         assert_eq!(c.lookup(Lpn(1)), Lookup::Hit { ready: SimTime(1) });
         let order: Vec<_> = c.iter().collect();
         assert_eq!(
@@ -296,8 +297,8 @@ mod tests {
                 read_first: true
             })
         );
-        assert!(c.gc_update(Lpn(513), &table));
-        assert!(!c.gc_update(Lpn(2), &table));
+        assert!(c.gc_update(Lpn(513), Ppa(0), &table));
+        assert!(!c.gc_update(Lpn(2), Ppa(0), &table));
         assert_eq!(c.evict_for(&(7..8), &table), Evict::Fits);
         c.check(&table).unwrap();
         assert_eq!(c.dirty, 2);

@@ -11,7 +11,7 @@
 //! `node_bytes` (0: DRAM charged per TP node on top of 8 B per entry); the GC thresholds.
 
 use super::demand::{Cmt, Demand, Evict};
-use crate::addr::{Lpn, SimTime};
+use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
 use crate::error::ConfigError;
 use crate::mapping::tpcache::ENTRY_BYTES;
@@ -98,11 +98,11 @@ impl Cmt for TpCache {
         })
     }
 
-    fn mark_dirty(&mut self, lpn: Lpn, _: &TransTable) {
+    fn mark_dirty(&mut self, lpn: Lpn, _: Option<Ppa>, _: &TransTable) {
         TpCache::mark_dirty(self, lpn);
     }
 
-    fn gc_update(&mut self, lpn: Lpn, _: &TransTable) -> bool {
+    fn gc_update(&mut self, lpn: Lpn, _: Ppa, _: &TransTable) -> bool {
         TpCache::gc_update(self, lpn)
     }
 

@@ -1,8 +1,8 @@
 //! Machinery shared by the FTLs: line allocation through striped write pointers, the free-line
 //! list, greedy victim choice and line garbage collection (SPEC §3.5); translation pages with
 //! their directory and the translation table of demand-based FTLs (SPEC §5.0); the mapping DRAM
-//! budget and the credit that bounds optional flash work; dense bit sets; intrusive LRU lists and
-//! TPFTL's two-level mapping cache, reused by LearnedFTL; bit-packed tables and hash families
+//! budget and the credit that bounds optional flash work; dense bit sets; hash tables of the few
+//! LPNs held at once; intrusive LRU lists and TPFTL's two-level mapping cache, reused by LearnedFTL; bit-packed tables and hash families
 //! for hash-based mappings (HP-FTL); checks and prefetch hints for page-level maps; and the
 //! counters every FTL keeps, which this machinery counts into.
 
@@ -14,6 +14,7 @@ pub mod dirty_queue;
 pub mod gc;
 pub mod gtd;
 pub mod hash;
+pub mod keyed;
 pub mod lru;
 pub mod packed;
 pub mod page_map;

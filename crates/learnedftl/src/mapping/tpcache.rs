@@ -67,7 +67,8 @@
 //! * A load never exceeds what the cache can hold: the range is capped at
 //!   `(capacity − node_bytes) / 8` entries.
 
-use super::lru::{Links, List, SlotIndex, NIL};
+use super::keyed::SlotIndex;
+use super::lru::{Links, List, NIL};
 use crate::addr::{Lpn, SimTime, Tpn};
 use serde::Serialize;
 use std::ops::Range;
