@@ -344,7 +344,11 @@ impl Backfill {
         dur: u64,
         access: Access,
     ) -> u64 {
-        debug_assert!(t >= self.floor, "issued at {t} before the floor {}", self.floor);
+        debug_assert!(
+            t >= self.floor,
+            "issued at {t} before the floor {}",
+            self.floor
+        );
         let end = self.place(lun, busy, self.order.after(blk, access, t), dur) + dur;
         self.order.done(blk, access, end, self.floor);
         end

@@ -238,7 +238,8 @@ pub struct Device {
     cut_in: Option<Cause>,
     /// The last committed mapping checkpoint: per block, how many of its pages it covers (its
     /// write pointer when the checkpoint was taken; 0 once the block is erased), so that
-    /// recovery scans only what was programmed since (docs/power.md "Checkpoints").
+    /// recovery scans only what was programmed since (docs/power.md "Checkpoints"). Empty
+    /// until the first checkpoint: runs without checkpoints keep no 4 B per block for it.
     ckpt_written: Vec<u32>,
     /// Pages of the last committed checkpoint (0: none yet).
     ckpt_pages: u64,
@@ -283,7 +284,7 @@ impl Device {
             records: BTreeMap::new(),
             power: Power::On,
             cut_in: None,
-            ckpt_written: vec![0; blocks],
+            ckpt_written: Vec::new(),
             ckpt_pages: 0,
             math: AddrMath::new(&geo),
             geo,
@@ -606,7 +607,7 @@ impl Device {
                 p.on_erase(Ppa(block * ppb), ppb);
             }
             self.blk_next[b] = ppb;
-            self.ckpt_written[b] = 0;
+            self.forget_checkpointed(b);
             self.blk_erases[b] += 1;
             self.counters.erases[cause as usize] += 1;
             return Err(DeviceError::PowerLost);
@@ -617,7 +618,7 @@ impl Device {
             p.on_erase(first, self.geo.pages_per_block);
         }
         self.blk_next[b] = 0;
-        self.ckpt_written[b] = 0;
+        self.forget_checkpointed(b);
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;
         Ok(self.occupy(first, t, self.cfg.timing.erase_ns, Access::Erase))

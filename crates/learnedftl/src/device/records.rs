@@ -63,7 +63,8 @@ impl Device {
             self.counters.programs[Cause::Checkpoint as usize] += 1;
             done = done.max(self.occupy_unordered(i, t, self.cfg.timing.program_ns));
         }
-        self.ckpt_written.copy_from_slice(&self.blk_next);
+        self.ckpt_written.clear();
+        self.ckpt_written.extend_from_slice(&self.blk_next);
         self.ckpt_pages = pages;
         Ok(done)
     }
@@ -86,7 +87,14 @@ impl Device {
     /// the checkpoint (and the translation pages it points at), so recovery need not read them.
     #[inline]
     pub fn checkpoint_covers(&self, block: u32) -> u32 {
-        self.ckpt_written[block as usize]
+        self.ckpt_written.get(block as usize).copied().unwrap_or(0)
+    }
+
+    /// Block `b` was erased: the committed checkpoint covers none of its pages.
+    pub(super) fn forget_checkpointed(&mut self, b: usize) {
+        if let Some(w) = self.ckpt_written.get_mut(b) {
+            *w = 0;
+        }
     }
 
     /// Pages of the committed checkpoint (0: none).
