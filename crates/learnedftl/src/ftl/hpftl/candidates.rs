@@ -78,7 +78,7 @@ mod tests {
     fn live_lists_exactly_the_entries_hashing_to_a_block_through_churn() {
         let (blocks, lpns) = (16u32, 400u32);
         let hashes = HashFamily::new(HashKind::Mix, 6, blocks, 7).unwrap();
-        let mut sec = Secondary::new(64, 8, lpns);
+        let mut sec = Secondary::new(64, 8);
         let mut idx = CandidateIndex::new(blocks);
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(99);
         let mut max_records = 0;

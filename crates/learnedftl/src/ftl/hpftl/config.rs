@@ -408,7 +408,7 @@ impl HpFtl {
             budget: primary.bytes() + slots as u64 * 8,
         };
         Ok(HpFtl {
-            sec: Secondary::new(slots, 1 << m, lp as u32),
+            sec: Secondary::new(slots, 1 << m),
             codec,
             hashes,
             primary,

@@ -5,10 +5,13 @@
 //! the table.
 //!
 //! Simulator bookkeeping beside the table, charged nothing (the DRAM charge is 8 B per slot): a
-//! stack of free slots (a controller would scan for the empty marker) and an LPN-indexed array of
-//! slots (4 B per logical page of simulator memory). The paper's controller scans the segment the
-//! PPID names; the array finds the same slot without the scan (no FTL's DRAM lookup time is
-//! modelled) and [`Secondary::find`] still answers only through the right segment.
+//! stack of free slots (a controller would scan for the empty marker) and a hash table of the
+//! slots in use by LPN ([`KeyedSlots`]: it grows with the entries, where an array per LPN would
+//! cost 4 B per logical page). The paper's controller scans the segment the PPID names; the
+//! index finds the same slot without the scan (no FTL's DRAM lookup time is modelled) and
+//! [`Secondary::find`] still answers only through the right segment.
+
+use crate::mapping::keyed::{KeyedSlots, NIL};
 
 /// Marks an empty slot.
 const EMPTY: u32 = u32::MAX;
@@ -19,22 +22,21 @@ pub struct Secondary {
     /// `(lpn, ppa)` per slot, side by side so that a lookup touches one cache line.
     slots: Vec<(u32, u32)>,
     free: Vec<u32>,
-    /// Per LPN, its slot (`EMPTY` if none).
-    slot_of: Vec<u32>,
+    /// The slot of each LPN in the table.
+    index: KeyedSlots,
     segments: u64,
     peak: u32,
 }
 
 impl Secondary {
-    /// An empty table of `n` slots in `segments` (a power of two: `2^m`) segments, for LPNs
-    /// below `lpns`.
-    pub fn new(n: u32, segments: u32, lpns: u32) -> Secondary {
+    /// An empty table of `n` slots in `segments` (a power of two: `2^m`) segments.
+    pub fn new(n: u32, segments: u32) -> Secondary {
         debug_assert!(segments.is_power_of_two());
         Secondary {
             slots: vec![(EMPTY, 0); n as usize],
             // Popped from the end: slot 0 first.
             free: (0..n).rev().collect(),
-            slot_of: vec![EMPTY; lpns as usize],
+            index: KeyedSlots::new(64),
             segments: segments as u64,
             peak: 0,
         }
@@ -85,10 +87,11 @@ impl Secondary {
     /// Records `lpn → ppa` in a free slot; returns its segment (`None` when full). `lpn` must
     /// not be in the table already.
     pub fn insert(&mut self, lpn: u32, ppa: u32) -> Option<u32> {
-        debug_assert_eq!(self.slot_of[lpn as usize], EMPTY);
+        debug_assert_eq!(self.slot(lpn), None);
         let pos = self.free.pop()?;
-        self.slot_of[lpn as usize] = pos;
         self.slots[pos as usize] = (lpn, ppa);
+        let slots = &self.slots;
+        self.index.insert(lpn, pos, |s| slots[s as usize].0);
         self.peak = self.peak.max(self.used());
         Some(self.segment(pos))
     }
@@ -97,16 +100,13 @@ impl Secondary {
     /// that segment.
     #[inline]
     pub fn find(&self, lpn: u32, seg: u32) -> Option<u32> {
-        let pos = *self.slot_of.get(lpn as usize)?;
-        (pos != EMPTY && self.segment(pos) == seg).then_some(pos)
+        self.slot(lpn).filter(|&pos| self.segment(pos) == seg)
     }
 
     /// Hints that `lpn`'s slot index will be looked up soon.
     #[inline]
     pub fn prefetch_slot(&self, lpn: u32) {
-        if let Some(pos) = self.slot_of.get(lpn as usize) {
-            crate::host::prefetch(pos);
-        }
+        self.index.prefetch(lpn);
     }
 
     /// Hints that the slot holding `lpn` will be read soon (cheap only once
@@ -121,10 +121,9 @@ impl Secondary {
     /// Slot of `lpn`, whatever its segment (`None` if it is not in the table).
     #[inline]
     pub fn slot(&self, lpn: u32) -> Option<u32> {
-        self.slot_of
-            .get(lpn as usize)
-            .copied()
-            .filter(|&p| p != EMPTY)
+        let slots = &self.slots;
+        let pos = self.index.find(lpn, |s| slots[s as usize].0);
+        (pos != NIL).then_some(pos)
     }
 
     /// The mapping in slot `pos`: `(lpn, ppa)`, `None` if the slot is free.
@@ -145,7 +144,8 @@ impl Secondary {
     pub fn remove(&mut self, pos: u32) {
         let lpn = self.slots[pos as usize].0;
         debug_assert!(lpn != EMPTY);
-        self.slot_of[lpn as usize] = EMPTY;
+        let slots = &self.slots;
+        self.index.remove(lpn, |s| slots[s as usize].0);
         self.slots[pos as usize].0 = EMPTY;
         self.free.push(pos);
     }
@@ -173,13 +173,14 @@ impl Secondary {
         }
         if let Some((pos, lpn, _)) = self
             .entries()
-            .find(|&(pos, lpn, _)| self.slot_of[lpn as usize] != pos)
+            .find(|&(pos, lpn, _)| self.slot(lpn) != Some(pos))
         {
             return Err(format!(
                 "secondary: LPN {lpn} in slot {pos} is not indexed there"
             ));
         }
-        let indexed = self.slot_of.iter().filter(|&&p| p != EMPTY).count() as u32;
+        self.index.check()?;
+        let indexed = self.index.len() as u32;
         if indexed != used {
             return Err(format!(
                 "secondary: {indexed} LPNs indexed, {used} slots used"
@@ -195,7 +196,7 @@ mod tests {
 
     #[test]
     fn insert_lookup_update_remove() {
-        let mut s = Secondary::new(100, 8, 10_000);
+        let mut s = Secondary::new(100, 8);
         let mut segs = Vec::new();
         for lpn in 0..100u32 {
             let seg = s.insert(lpn * 7, lpn).unwrap();
@@ -242,7 +243,7 @@ mod tests {
     #[test]
     fn segments_stay_balanced_as_the_table_grows() {
         for (n, segs) in [(100u32, 8u32), (7, 16), (64, 64), (1000, 1)] {
-            let mut s = Secondary::new(n, segs, 1);
+            let mut s = Secondary::new(n, segs);
             for grown in [false, true] {
                 let mut per = vec![0u32; segs as usize];
                 for pos in 0..s.capacity() {

@@ -25,6 +25,7 @@ use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
+use crate::mapping::keyed::{KeyedSlots, NIL};
 use crate::mapping::{
     check_page_map, gc, persist_trim, prefetch_page_map, radix, recovery, Allocator, Budget,
     FtlStats, GcHooks, GcOrder, GcPolicy, Gtd, Stream,
@@ -35,7 +36,6 @@ use serde::Serialize;
 use std::collections::VecDeque;
 
 const UNMAPPED: u32 = u32::MAX;
-const NOT_BUFFERED: u32 = u32::MAX;
 /// Lookup-depth histogram buckets: 1..=15 levels, then 16 or more.
 const LEVEL_BUCKETS: usize = 16;
 /// Bytes of one reverse-mapping entry in the OOB (an LPN).
@@ -334,7 +334,8 @@ impl GcHooks for Mapping {
 #[derive(Clone)]
 struct WriteBuffer {
     entries: Vec<(u32, u32)>,
-    slot_of: Vec<u32>,
+    /// Each buffered LPN's index in `entries`.
+    index: KeyedSlots,
     /// When each slot not holding an entry becomes free (its flushed page is programmed),
     /// earliest first; an entry takes the earliest. Times freed since the last entry wait in
     /// `freed` and are merged in, sorted, when the next entry comes: a flush frees many slots
@@ -349,10 +350,10 @@ struct WriteBuffer {
 }
 
 impl WriteBuffer {
-    fn new(capacity: u32, logical_pages: u64) -> WriteBuffer {
+    fn new(capacity: u32) -> WriteBuffer {
         WriteBuffer {
             entries: Vec::with_capacity(capacity as usize),
-            slot_of: vec![NOT_BUFFERED; logical_pages as usize],
+            index: KeyedSlots::new(capacity as usize),
             free_at: vec![0; capacity as usize].into(),
             freed: Vec::new(),
             capacity,
@@ -360,37 +361,56 @@ impl WriteBuffer {
         }
     }
 
+    /// `lpn`'s index in `entries`, or [`NIL`].
+    #[inline]
+    fn slot(&self, lpn: u32) -> u32 {
+        let entries = &self.entries;
+        self.index.find(lpn, |s| entries[s as usize].0)
+    }
+
     #[inline]
     fn stamp(&self, lpn: u32) -> Option<u32> {
-        let s = self.slot_of[lpn as usize];
-        (s != NOT_BUFFERED).then(|| self.entries[s as usize].1)
+        let s = self.slot(lpn);
+        (s != NIL).then(|| self.entries[s as usize].1)
     }
 
     /// Buffers a page written at `t`; returns when it is in the buffer (it waits for a slot).
     fn admit(&mut self, lpn: u32, stamp: u32, t: SimTime) -> SimTime {
-        let s = self.slot_of[lpn as usize];
-        if s != NOT_BUFFERED {
+        let s = self.slot(lpn);
+        if s != NIL {
             self.entries[s as usize].1 = stamp;
             return t;
         }
         self.merge_freed();
         let free = self.free_at.pop_front().unwrap_or(0);
-        self.slot_of[lpn as usize] = self.entries.len() as u32;
         self.entries.push((lpn, stamp));
+        let entries = &self.entries;
+        self.index
+            .insert(lpn, entries.len() as u32 - 1, |s| entries[s as usize].0);
         t.max(SimTime(free))
     }
 
     /// Drops a buffered page (trimmed); its slot is free at `t`.
     fn remove(&mut self, lpn: u32, t: SimTime) {
-        let s = std::mem::replace(&mut self.slot_of[lpn as usize], NOT_BUFFERED);
-        if s == NOT_BUFFERED {
+        let s = self.slot(lpn);
+        if s == NIL {
             return;
         }
-        self.entries.swap_remove(s as usize);
-        if let Some(&(moved, _)) = self.entries.get(s as usize) {
-            self.slot_of[moved as usize] = s;
+        let entries = &self.entries;
+        let key_of = |s: u32| entries[s as usize].0;
+        self.index.remove(lpn, key_of);
+        let last = entries.len() as u32 - 1;
+        if s != last {
+            self.index.relocate(entries[last as usize].0, s, key_of);
         }
+        self.entries.swap_remove(s as usize);
         self.freed(t);
+    }
+
+    /// Empties the buffer into `batch` (empty), as a flush takes it.
+    fn take_all(&mut self, batch: &mut Vec<(u32, u32)>) {
+        self.index.clear();
+        std::mem::swap(batch, &mut self.entries);
     }
 
     /// A slot becomes free at `t`.
@@ -513,7 +533,7 @@ impl Leaftl {
                 c: Counters::default(),
             },
             alloc: Allocator::new(geo, 2, gc_policy.clone()),
-            buf: WriteBuffer::new(write_buffer_pages, geo.logical_pages),
+            buf: WriteBuffer::new(write_buffer_pages),
             stats: FtlStats::default(),
             params: LeaftlParams {
                 gamma,
@@ -651,13 +671,12 @@ impl Leaftl {
         }
         // The batch stays in `self.batch` while it is programmed: a power cut in the middle
         // leaves what was not programmed yet for `unflushed` and `flush_on_power_loss`.
-        std::mem::swap(&mut self.batch, &mut self.buf.entries);
+        self.buf.take_all(&mut self.batch);
         radix::sort_by_u32_key(&mut self.batch, &mut self.batch_scratch, |e| e.0);
         let mut placed = std::mem::take(&mut self.placed);
         placed.clear();
         for i in 0..self.batch.len() {
             let (lpn, stamp) = self.batch[i];
-            self.buf.slot_of[lpn as usize] = NOT_BUFFERED;
             let ppa = gc::alloc_page(
                 dev,
                 &mut self.alloc,
@@ -817,9 +836,7 @@ impl Ftl for Leaftl {
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
         if when == Upcoming::Later {
             // A read first asks the write buffer, then the LPN's group.
-            if let Some(slot) = self.buf.slot_of.get(lpn.idx()) {
-                crate::host::prefetch(slot);
-            }
+            self.buf.index.prefetch(lpn.0);
             if let Some(g) = self.map.groups.get(Mapping::group(lpn.0) as usize) {
                 crate::host::prefetch(g);
             }
@@ -1030,11 +1047,11 @@ impl Ftl for Leaftl {
             return Err("write buffer: free slots out of order".into());
         }
         for (i, &(lpn, _)) in b.entries.iter().enumerate() {
-            if b.slot_of[lpn as usize] != i as u32 {
+            if b.slot(lpn) != i as u32 {
                 return Err(format!("write buffer: LPN {lpn} not indexed at slot {i}"));
             }
         }
-        let indexed = b.slot_of.iter().filter(|&&s| s != NOT_BUFFERED).count();
+        let indexed = b.index.len();
         if indexed != b.entries.len() {
             return Err(format!(
                 "write buffer: {indexed} LPNs indexed, {} buffered",

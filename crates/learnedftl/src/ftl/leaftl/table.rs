@@ -200,8 +200,21 @@ impl GroupTable {
 
     /// Inserts level `lv` holding `segs`.
     fn insert_level(&mut self, lv: usize, segs: Vec<Segment>) {
+        self.room_for_a_level();
         self.covers.insert(lv, self.level_cover(&segs));
         self.levels.insert(lv, segs);
+    }
+
+    /// Room for one more level, growing by half rather than doubling from four: most of a
+    /// device's groups keep one or two levels, and a group table per 256 LPNs is state that
+    /// grows with the device (docs/device.md "Memory").
+    fn room_for_a_level(&mut self) {
+        if self.levels.len() == self.levels.capacity() {
+            self.levels.reserve_exact(self.levels.len() / 2 + 1);
+        }
+        if self.covers.len() == self.covers.capacity() {
+            self.covers.reserve_exact(self.covers.len() / 2 + 1);
+        }
     }
 
     /// Inserts a freshly learned segment encoding `members` on top (Algorithm 1, `seg_update`
@@ -309,6 +322,7 @@ impl GroupTable {
     /// stay with their trimmed range.
     fn seg_update(&mut self, lv: usize, new: Segment) {
         while self.levels.len() <= lv {
+            self.room_for_a_level();
             self.levels.push(Vec::new());
             self.covers.push(Offsets::default());
         }
@@ -374,6 +388,7 @@ impl GroupTable {
                 .rposition(|l| l.iter().any(|g| g.overlaps(&seg)))
                 .map_or(0, |i| i + 1);
             if lv == self.levels.len() {
+                self.room_for_a_level();
                 self.levels.push(Vec::new());
             }
             place(&mut self.levels[lv], seg);
