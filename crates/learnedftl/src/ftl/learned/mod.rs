@@ -386,7 +386,7 @@ impl LearnedFtl {
             cache,
             models,
             groups,
-            copies: Copies::new(dev.geometry.logical_pages as u32),
+            copies: Copies::default(),
             stats: FtlStats::default(),
             extra: Counters::default(),
             fixed_dram: fixed,
@@ -577,6 +577,7 @@ impl LearnedFtl {
     /// owns no line to put records in) trims are not persisted, and recovery is refused.
     fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         self.table.gtd.note_stamp(req.stamp);
+        self.copies.start(dev);
         let mut done = req.arrival;
         if self.cfg.tp_write_charged {
             let ppa = self.trans_page(dev, req.arrival)?;

@@ -122,8 +122,15 @@ pub struct Models {
     rank: bool,
     pieces: Vec<Pieces>,
     bits: Vec<u64>,
-    /// Rank pieces' layouts, `words` per TP.
-    layout: Vec<u64>,
+    /// Rank pieces' layouts, `words` per chunk: only the TPs that got a rank piece since their
+    /// last training hold one (`layout_of`), so the TPs without keep no bit per LPN for it.
+    layouts: Vec<u64>,
+    /// Per TP, its chunk of `layouts`, or [`Models::NO_LAYOUT`].
+    layout_of: Vec<u32>,
+    /// Chunks no TP holds.
+    free_layouts: Vec<u32>,
+    /// The layout of a TP without a chunk: all clear.
+    no_layout: Box<[u64]>,
     words: usize,
     entries: u32,
 }
@@ -137,7 +144,10 @@ impl Models {
             rank,
             pieces: vec![[Piece::UNUSED; PIECES]; tps as usize],
             bits: vec![0; tps as usize * words],
-            layout: vec![0; tps as usize * words],
+            layouts: Vec::new(),
+            layout_of: vec![Self::NO_LAYOUT; tps as usize],
+            free_layouts: Vec::new(),
+            no_layout: vec![0; words].into_boxed_slice(),
             words,
             entries,
         }
@@ -168,10 +178,32 @@ impl Models {
         predict_in(&self.pieces[tpn.idx()], self.layout(tpn), x)
     }
 
+    const NO_LAYOUT: u32 = u32::MAX;
+
     #[inline]
     fn layout(&self, tpn: Tpn) -> &[u64] {
-        let base = tpn.idx() * self.words;
-        &self.layout[base..base + self.words]
+        match self.layout_of[tpn.idx()] {
+            Self::NO_LAYOUT => &self.no_layout,
+            c => &self.layouts[c as usize * self.words..(c as usize + 1) * self.words],
+        }
+    }
+
+    /// TP `tpn`'s layout, writable: its chunk, taken (all clear) if it has none.
+    fn layout_mut(&mut self, tpn: Tpn) -> &mut [u64] {
+        let w = self.words;
+        let c = match self.layout_of[tpn.idx()] {
+            Self::NO_LAYOUT => {
+                let c = self.free_layouts.pop().unwrap_or_else(|| {
+                    self.layouts.resize(self.layouts.len() + w, 0);
+                    (self.layouts.len() / w - 1) as u32
+                });
+                self.layouts[c as usize * w..(c as usize + 1) * w].fill(0);
+                self.layout_of[tpn.idx()] = c;
+                c
+            }
+            c => c,
+        } as usize;
+        &mut self.layouts[c * w..(c + 1) * w]
     }
 
     /// The pieces of TP `tpn`.
@@ -300,7 +332,11 @@ impl Models {
         self.pieces[tpn.idx()] = p;
         let base = tpn.idx() * self.words;
         self.bits[base..base + self.words].fill(0);
-        self.layout[base..base + self.words].fill(0);
+        // Trained pieces are linear: the layout goes back (all clear, as without a chunk).
+        let c = std::mem::replace(&mut self.layout_of[tpn.idx()], Self::NO_LAYOUT);
+        if c != Self::NO_LAYOUT {
+            self.free_layouts.push(c);
+        }
         points.filter(|&(x, v)| self.verify(tpn, x, v)).count() as u32
     }
 
@@ -382,13 +418,16 @@ impl Models {
         // bits go) and, where a linear piece was moved past it, under that piece (rounding);
         // a moved rank piece predicts what it did.
         let base = tpn.idx() * self.words;
+        let layout = self.layout_mut(tpn);
         for x in lo..end {
-            let (w, m) = ((x >> 6) as usize, 1u64 << (x & 63));
-            self.layout[base + w] &= !m;
-            self.bits[base + w] &= !m;
+            layout[(x >> 6) as usize] &= !(1u64 << (x & 63));
         }
         for &(x, _) in points {
-            self.layout[base + (x >> 6) as usize] |= 1u64 << (x & 63);
+            layout[(x >> 6) as usize] |= 1u64 << (x & 63);
+        }
+        for x in lo..end {
+            let (w, m) = ((x >> 6) as usize, 1u64 << (x & 63));
+            self.bits[base + w] &= !m;
         }
         let old = std::mem::replace(&mut self.pieces[tpn.idx()], new);
         let moved = new.iter().position(|q| q.used() && q.off as u32 == end);
