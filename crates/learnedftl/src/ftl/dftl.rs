@@ -54,6 +54,13 @@ struct EntryStats {
     flushed: u64,
 }
 
+/// Simulator bytes per entry of DFTL's cache, the costliest of the mapping caches: its slot,
+/// LRU links, place in the slot index (key, free stack, at most four 8 B buckets) and in the
+/// dirty queue (its last use and up to two queued entries). The memory estimate charges it for
+/// the largest cache a budget allows (docs/device.md "Memory").
+pub const STATE_BYTES_PER_ENTRY: u64 =
+    std::mem::size_of::<Slot>() as u64 + 8 + (4 + 4 + 32) + (8 + 32);
+
 /// DFTL's cache: one LRU list of mapping entries, 8 B each.
 #[derive(Clone)]
 pub struct EntryLru {

@@ -40,6 +40,20 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// The most bytes of cache a budget in `params` can give an FTL, without taking the keys:
+    /// `mapping_dram_bytes`, else `cmt_ratio` (3 %, the largest default, unless given) of the
+    /// logical mappings at 8 B each; 0 if they do not parse (building the FTL says why).
+    pub fn largest_cache(geo: &Geometry, params: &Params) -> u64 {
+        match (params.get(&MAPPING_DRAM_BYTES), params.get(&CMT_RATIO)) {
+            (Some((text, _)), _) => parse_size(text).unwrap_or(0),
+            (None, ratio) => {
+                let r = ratio.map_or(Some(0.03), |(t, _)| t.parse::<f64>().ok());
+                r.filter(|r| (0.0..=1.0).contains(r))
+                    .map_or(0, |r| (r * geo.logical_pages as f64 * 8.0) as u64)
+            }
+        }
+    }
+
     /// Takes `cmt_ratio` or `mapping_dram_bytes` from `params` (default: `default_ratio` of the
     /// logical mappings). `fixed` is the FTL's fixed DRAM; `min_cache` the smallest cache the
     /// scheme can work with (e.g. one entry, one TP). Errors name the key.

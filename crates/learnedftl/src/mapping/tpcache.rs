@@ -345,7 +345,7 @@ impl TpCache {
     /// Bytes loading `range` (all in one TP) would add.
     fn load_cost(&mut self, range: &Range<u32>) -> u64 {
         if (&self.missing.0, self.missing.2) != (range, self.index.changes()) {
-            let n = range.clone().filter(|&l| self.index.slot(l) == NIL).count() as u32;
+            let n = self.index.count_missing(range.clone());
             self.missing = (range.clone(), n, self.index.changes());
         }
         let new = self.missing.1 as u64;
@@ -386,6 +386,19 @@ impl TpCache {
             }
         }
         let lpn = Lpn(self.index.key(victim));
+        // Evictions go on from the entries before this one: the bucket of the one
+        // `SlotIndex::AHEAD` on is hinted into cache (consecutive LPNs hash far apart, so each
+        // bucket is a miss of its own; the links and keys on the way were just written).
+        let mut ahead = victim;
+        for _ in 0..SlotIndex::AHEAD {
+            ahead = self.entry_links.prev(ahead);
+            if ahead == NIL {
+                break;
+            }
+        }
+        if ahead != NIL {
+            self.index.prefetch(self.index.key(ahead));
+        }
         let mut written_back = 0;
         if self.slots[victim as usize].dirty {
             // Batch write-back: one TP program cleans every dirty entry of the node.
@@ -485,7 +498,11 @@ impl TpCache {
         debug_assert!(range.contains(&lpn.0));
         let t = self.tpn(lpn.0);
         let mut loaded = 0u32;
+        let end = range.end;
         for l in range {
+            if l + SlotIndex::AHEAD < end {
+                self.index.prefetch(l + SlotIndex::AHEAD);
+            }
             if self.index.slot(l) != NIL {
                 continue;
             }

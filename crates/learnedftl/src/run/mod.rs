@@ -18,6 +18,8 @@ use crate::engine::{
 use crate::error::{quote, ConfigError};
 use crate::ftl;
 use crate::host::{AvailableMemory, MemoryEstimate};
+use crate::mapping::tpcache::ENTRY_BYTES;
+use crate::mapping::Budget;
 use crate::params::{self, parse_size, Params};
 use crate::stats::Metrics;
 use crate::trace::{self, Format, ParseOptions, ReplayOptions};
@@ -227,7 +229,21 @@ impl Experiment {
     /// state ([`DeviceConfig::state_bytes`]) and that of the phase whose jobs hold the most
     /// ([`JobsState`]; phases run one after another, and trace replay streams).
     pub fn memory_estimate(&self) -> MemoryEstimate {
-        let device = self.device.memory_estimate(self.verify != Verify::Off);
+        let mut device = self.device.memory_estimate(self.verify != Verify::Off);
+        // The FTL is not known here (`compare` runs several): the largest cache the budget
+        // allows, at the costliest cache's simulator bytes per entry.
+        let entries = Budget::largest_cache(&self.device.geometry, &self.params) / ENTRY_BYTES;
+        if entries > 0 {
+            device = device.with(
+                format!(
+                    "the largest mapping cache its budget allows ({entries} entries x {} B, \
+                     DFTL's simulator state per entry)",
+                    ftl::dftl::STATE_BYTES_PER_ENTRY
+                ),
+                entries.saturating_mul(ftl::dftl::STATE_BYTES_PER_ENTRY),
+                "lower cmt_ratio or mapping_dram_bytes",
+            );
+        }
         let pre = self
             .precondition
             .as_ref()
@@ -694,10 +710,17 @@ mod tests {
             bytes: 1 << 30,
             origin: "test".into(),
         };
-        // 1000 x 2 x 64 x 64 pages: 131 MB of page state and valid bits, 61 MB of tables.
-        let err = e.check_memory(8, &small).unwrap_err().to_string();
+        // 1000 x 2 x 64 x 64 pages: 67 MB of page state and valid bits, 6 MB per block, 38 MB
+        // of tables, and a 3 % cache of 230,400 entries at 104 B: 135 MB a run.
+        let err = e.check_memory(12, &small).unwrap_err().to_string();
         assert!(
-            err.contains("about 1523 MiB, more than the 1024 MiB available (test), for 8 run(s)"),
+            err.contains("about 1545 MiB, more than the 1024 MiB available (test), for 12 run(s)"),
+            "{err}"
+        );
+        assert!(
+            err.contains(
+                "22.9 MiB for the largest mapping cache its budget allows (230400 entries x 104 B"
+            ),
             "{err}"
         );
         assert!(e.check_memory(1, &small).is_ok());

@@ -90,8 +90,7 @@ impl Secondary {
         debug_assert_eq!(self.slot(lpn), None);
         let pos = self.free.pop()?;
         self.slots[pos as usize] = (lpn, ppa);
-        let slots = &self.slots;
-        self.index.insert(lpn, pos, |s| slots[s as usize].0);
+        self.index.insert(lpn, pos);
         self.peak = self.peak.max(self.used());
         Some(self.segment(pos))
     }
@@ -121,8 +120,7 @@ impl Secondary {
     /// Slot of `lpn`, whatever its segment (`None` if it is not in the table).
     #[inline]
     pub fn slot(&self, lpn: u32) -> Option<u32> {
-        let slots = &self.slots;
-        let pos = self.index.find(lpn, |s| slots[s as usize].0);
+        let pos = self.index.find(lpn);
         (pos != NIL).then_some(pos)
     }
 
@@ -144,8 +142,7 @@ impl Secondary {
     pub fn remove(&mut self, pos: u32) {
         let lpn = self.slots[pos as usize].0;
         debug_assert!(lpn != EMPTY);
-        let slots = &self.slots;
-        self.index.remove(lpn, |s| slots[s as usize].0);
+        self.index.remove(lpn);
         self.slots[pos as usize].0 = EMPTY;
         self.free.push(pos);
     }

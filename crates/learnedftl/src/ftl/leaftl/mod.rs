@@ -364,8 +364,7 @@ impl WriteBuffer {
     /// `lpn`'s index in `entries`, or [`NIL`].
     #[inline]
     fn slot(&self, lpn: u32) -> u32 {
-        let entries = &self.entries;
-        self.index.find(lpn, |s| entries[s as usize].0)
+        self.index.find(lpn)
     }
 
     #[inline]
@@ -384,9 +383,7 @@ impl WriteBuffer {
         self.merge_freed();
         let free = self.free_at.pop_front().unwrap_or(0);
         self.entries.push((lpn, stamp));
-        let entries = &self.entries;
-        self.index
-            .insert(lpn, entries.len() as u32 - 1, |s| entries[s as usize].0);
+        self.index.insert(lpn, self.entries.len() as u32 - 1);
         t.max(SimTime(free))
     }
 
@@ -396,12 +393,10 @@ impl WriteBuffer {
         if s == NIL {
             return;
         }
-        let entries = &self.entries;
-        let key_of = |s: u32| entries[s as usize].0;
-        self.index.remove(lpn, key_of);
-        let last = entries.len() as u32 - 1;
+        self.index.remove(lpn);
+        let last = self.entries.len() as u32 - 1;
         if s != last {
-            self.index.relocate(entries[last as usize].0, s, key_of);
+            self.index.relocate(self.entries[last as usize].0, s);
         }
         self.entries.swap_remove(s as usize);
         self.freed(t);
