@@ -23,6 +23,11 @@ pub const MAX_PLANES_PER_LUN: u32 = 64;
 /// Largest `pages_per_block` accepted (3D NAND blocks hold a few thousand).
 pub const MAX_PAGES_PER_BLOCK: u32 = 1 << 16;
 
+/// What the memory estimate ([`DeviceConfig::state_bytes`]) allows an FTL per logical page:
+/// its page-level table (4 B) and whatever else it keeps per page or per TP. Every registered
+/// FTL keeps at most 4.2 (`tests/state_per_page.rs`, docs/device.md "Memory").
+pub const FTL_BYTES_PER_LPN: u64 = 5;
+
 /// NAND geometry and logical capacity.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Geometry {
@@ -588,8 +593,9 @@ impl DeviceConfig {
     /// alone so that an impossible configuration is refused before anything is allocated
     /// (docs/device.md "Memory"): per physical page 8 B and a bit (its OOB tag and write stamp,
     /// its valid bit), per block 48 B (write pointer, valid and erase counts, timing),
-    /// per logical page 8 B (a page-level table: the FTL's own or the flash-resident
-    /// translation pages, and per-page FTL state), plus 4 B per logical page for the `verify`
+    /// per logical page [`FTL_BYTES_PER_LPN`] (a page-level table: the FTL's own or the
+    /// flash-resident translation pages, and per-page FTL state), plus 4 B per logical page for
+    /// the `verify`
     /// oracle, and `page_size` B per physical page when payloads are kept (each programmed
     /// page's data stays until its block is erased). Saturates rather than overflows.
     pub fn state_bytes(&self, verify: bool) -> u64 {
@@ -603,7 +609,7 @@ impl DeviceConfig {
         let total = g.pages() as u128 * 8
             + g.pages().div_ceil(8) as u128
             + g.blocks() as u128 * 48
-            + g.logical_pages as u128 * (8 + 4 * verify as u64) as u128;
+            + g.logical_pages as u128 * (FTL_BYTES_PER_LPN + 4 * verify as u64) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 
@@ -799,7 +805,7 @@ mod tests {
         let mut c = DeviceConfig::preset("quick").unwrap();
         let g = c.geometry.clone();
         let base =
-            g.pages() * 8 + g.pages().div_ceil(8) + g.blocks() as u64 * 48 + g.logical_pages * 8;
+            g.pages() * 8 + g.pages().div_ceil(8) + g.blocks() as u64 * 48 + g.logical_pages * 5;
         assert_eq!(c.state_bytes(false), base);
         assert_eq!(c.state_bytes(true), base + g.logical_pages * 4);
         c.payloads = true;

@@ -322,7 +322,7 @@ fn the_device_state_fits_its_memory_estimate() {
     let cfg = DeviceConfig::preset("quick").unwrap();
     let g = &cfg.geometry;
     let d = Device::new(&cfg);
-    let estimate = cfg.state_bytes(false) - g.logical_pages * 8;
+    let estimate = cfg.state_bytes(false) - g.logical_pages * crate::config::FTL_BYTES_PER_LPN;
     let per_page = d.state_bytes() as f64 / g.pages() as f64;
     assert!(
         d.state_bytes() as u64 <= estimate,
