@@ -45,7 +45,7 @@ pub const FIRST_GROUP_STREAM: u16 = 2;
 /// another.
 pub const TRANS_LINES: usize = 2;
 /// DRAM per group: write pointer (line + page, 8 B), borrowing partner and guest (2 × 2 B),
-/// encroachment counter (4 B), trained flag and spare (4 B).
+/// encroachment counter (4 B), trained flags (1 B), read heat (2 B) and spare (1 B).
 const GROUP_BYTES: u64 = 20;
 
 /// Per-group allocation state.
@@ -70,6 +70,13 @@ pub struct Groups {
     pub mapped: Vec<u32>,
     /// Collections of `g` since the last stats reset.
     pub collections: Vec<u32>,
+    /// Host page reads of `g` the CMT did not serve (model hits and double reads: the reads a
+    /// trained model serves), halved every [`Groups::note_read`] period so that old reads fade.
+    pub heat: Vec<u16>,
+    /// Whether an idle merge trained `g` and no collection has moved its pages since.
+    pub idle_trained: Vec<bool>,
+    /// Reads noted since the heats were last halved.
+    reads_since_decay: u32,
 }
 
 impl Groups {
@@ -91,7 +98,22 @@ impl Groups {
             trained_at: vec![None; n],
             mapped: vec![0; n],
             collections: vec![0; n],
+            heat: vec![0; n],
+            idle_trained: vec![false; n],
+            reads_since_decay: 0,
         }
+    }
+
+    /// A host page read of group `g` that the CMT did not serve. Every heat is halved once the
+    /// host has read the logical space's worth of pages since the last halving, or when one
+    /// would overflow: heats rank groups by recent reads, and halving keeps the ranking.
+    pub fn note_read(&mut self, g: u32) {
+        self.reads_since_decay += 1;
+        if self.heat[g as usize] == u16::MAX || self.reads_since_decay >= self.logical {
+            self.heat.iter_mut().for_each(|h| *h /= 2);
+            self.reads_since_decay = 0;
+        }
+        self.heat[g as usize] += 1;
     }
 
     /// Number of groups.
@@ -167,6 +189,7 @@ impl Groups {
         self.guest_in[i] = 0;
         self.encroach[i] = 0;
         self.trained_at[i] = Some(t);
+        self.idle_trained[i] = false;
         self.collections[i] += 1;
     }
 }
@@ -469,9 +492,11 @@ impl LearnedFtl {
             // consecutive offsets.
             let fit = self.cfg.design == Design::Paper
                 || 2 * moved.windows(2).filter(|w| w[1] == w[0] + 1).count() >= moved.len();
+            let g = self.groups.of(Lpn(self.table.gtd.lpns(tpn).start)) as usize;
+            // Its pages moved: model hits there are no longer the idle merge's.
+            self.groups.idle_trained[g] = false;
             if moved.len() >= self.cfg.train_min_pages as usize && self.retrain(tpn, moved, fit) {
-                let g = self.groups.of(Lpn(self.table.gtd.lpns(tpn).start));
-                self.groups.trained_at[g as usize] = Some(t);
+                self.groups.trained_at[g] = Some(t);
             }
         }
         self.extra.train_ns += clock.elapsed().as_nanos() as u64;

@@ -20,9 +20,16 @@
 //!     is read, sorted by LPN and written into a fresh line of the group, its TPs are programmed,
 //!     its old lines erased and its TPs trained (the paper's group collection). Without credit
 //!     the line is collected alone, like a log line.
+//! * **Idle merges** (when training pays): while the device is idle and nothing else is owed,
+//!   merges spend a second credit (`idle_merge_budget` pages per host page written) on the group
+//!   whose merge removes the most expected double reads per page moved — its recent reads past
+//!   the CMT (plus one, so that unread groups rank by their misses) times the share of its
+//!   pages the model misses, per page the merge moves — among groups whose model misses at
+//!   least an eighth of their pages. Writes leave groups scattered; the next idle period sorts
+//!   the ones reads will use first, once, after the writes that would have undone it.
 
 use super::LearnedFtl;
-use crate::addr::{Ppa, SimTime};
+use crate::addr::{Ppa, SimTime, Tpn};
 use crate::device::Device;
 use crate::error::FtlError;
 use crate::mapping::{LineState, Stream};
@@ -36,6 +43,19 @@ enum Victim {
     Line(u32),
     /// A group: merge it.
     Group(u32),
+}
+
+/// A candidate idle merge ([`LearnedFtl::idle_merge_candidate`]).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(super) struct IdleMerge {
+    /// The group.
+    pub group: u32,
+    /// Its mapped LPNs whose bit is clear: what the merge makes predictable.
+    pub misses: u32,
+    /// Fresh lines the merge writes into.
+    pub lines: u32,
+    /// Of which more than the group's own lines, which the merge frees.
+    pub extra_lines: u32,
 }
 
 impl LearnedFtl {
@@ -53,6 +73,10 @@ impl LearnedFtl {
         // rather than bunch up after a quiet spell.
         let cap = 2.0 * self.groups.lpns(g).len() as f64;
         self.merge_credit.earn(cap);
+        // Idle merges come after the writes by design: their credit may build up to one
+        // rewrite of the logical space.
+        self.idle_credit
+            .earn(self.idle_credit.rate() * self.geo.logical_pages as f64);
         for _ in 0..self.groups.count() + 2 * self.geo.lines() + 8 {
             if self.alloc.room(s) > 0 {
                 return self.alloc.next_page(s);
@@ -138,13 +162,140 @@ impl LearnedFtl {
             }
             Victim::Line(line) => self.collect_one_line(dev, line, t)?,
             Victim::Group(g) => {
-                self.merge_credit
-                    .spend(self.groups.mapped[g as usize] as u64);
+                let pages = self.groups.mapped[g as usize] as u64;
+                self.merge_credit.spend(pages);
                 self.extra.merges += 1;
+                self.extra.merge_pages += pages;
                 self.collect(dev, &[g], t, false)?
             }
         };
         Ok(Some(done))
+    }
+
+    /// `design=log`: one idle merge issued at `now` (see the module docs), if the idle credit
+    /// covers the best candidate. A merge that frees fewer lines than it takes needs room
+    /// above the reserve: while there is none, a greedy reclaim is issued instead, charged to
+    /// the same credit. Returns when the unit completes (`None`: nothing is worth merging, or
+    /// nothing can be).
+    pub(super) fn idle_merge(
+        &mut self,
+        dev: &mut Device,
+        now: SimTime,
+    ) -> Result<Option<SimTime>, FtlError> {
+        if self.idle_credit.rate() == 0.0 {
+            return Ok(None);
+        }
+        // Until the host writes or a page is invalidated, a search that found nothing would
+        // find nothing again (the settle phase asks after every unit of its other work).
+        let state = (dev.invalidations(), self.host_pages);
+        if self.idle_merge_none_at == Some(state) {
+            return Ok(None);
+        }
+        let pick = self.idle_merge_candidate(dev).filter(|c| {
+            self.idle_credit
+                .covers(self.groups.mapped[c.group as usize] as u64)
+        });
+        let Some(c) = pick else {
+            self.idle_merge_none_at = Some(state);
+            return Ok(None);
+        };
+        let gi = c.group as usize;
+        let free = self.alloc.free_lines();
+        // A merge giving back every line it takes may borrow them from the reserve meanwhile
+        // (one stays for the translation stream), as GC's own merges do.
+        let room = if c.extra_lines == 0 {
+            free > c.lines
+        } else {
+            free > self.cfg.gc_reserve_lines + c.lines
+        };
+        if !room {
+            let moved = self.stats.gc_pages_moved;
+            let done = self.reclaim(dev, now, 0)?;
+            let pages = self.stats.gc_pages_moved - moved;
+            self.idle_credit.spend(pages);
+            self.extra.idle_room_pages += pages;
+            if done.is_none() {
+                self.idle_merge_none_at = Some(state);
+            }
+            return Ok(done);
+        }
+        let pages = self.groups.mapped[gi] as u64;
+        self.idle_credit.spend(pages);
+        let x = &mut self.extra;
+        x.idle_merges += 1;
+        x.idle_merges_read += (self.groups.heat[gi] > 0) as u64;
+        x.merge_pages += pages;
+        x.idle_merge_pages += pages;
+        x.idle_merge_gained += c.misses as u64;
+        let done = self.collect(dev, &[c.group], now, false)?;
+        self.groups.idle_trained[gi] = true;
+        Ok(Some(done))
+    }
+
+    /// The group an idle merge would take: the most expected double reads removed per page
+    /// moved. A merge removes, per later read of the group, the share of its mapped LPNs the
+    /// model misses; later reads are expected in proportion to the group's heat + 1 (unread
+    /// groups rank by their misses alone); the pages moved are its mapped LPNs, plus, for each
+    /// line it takes beyond the lines it frees, what reclaiming one costs now (the emptiest
+    /// data line's valid pages per page it frees, LFS's cost-benefit price). Only groups with
+    /// at least `train_min_pages` mapped LPNs whose model misses at least an eighth of them
+    /// (ties: the lowest group).
+    pub(super) fn idle_merge_candidate(&self, dev: &Device) -> Option<IdleMerge> {
+        let ppl = self.geo.pages_per_line();
+        let entries = self.models.entries();
+        let line_price = self
+            .emptiest_data_line(dev)
+            .map(|v| ppl as f64 * v as f64 / (ppl - v) as f64);
+        let mut best: Option<(f64, IdleMerge)> = None;
+        for g in 0..self.groups.count() {
+            let mapped = self.groups.mapped[g as usize];
+            if mapped < self.cfg.train_min_pages.max(1) {
+                continue;
+            }
+            let bits: u32 = self
+                .groups
+                .tps(g)
+                .map(|tpn| self.models.bits_in(Tpn(tpn), 0, entries))
+                .sum();
+            let misses = mapped - bits;
+            if 8 * misses < mapped {
+                continue;
+            }
+            let lines = mapped.div_ceil(ppl);
+            let extra_lines = lines.saturating_sub(self.alloc.lines_owned(self.groups.stream(g)));
+            let room = match (extra_lines, line_price) {
+                (0, _) => 0.0,
+                (n, Some(price)) => n as f64 * price,
+                (_, None) => continue,
+            };
+            let m = mapped as f64;
+            let benefit = (self.groups.heat[g as usize] as f64 + 1.0) * misses as f64 / m;
+            let score = benefit / (m + room);
+            if best.as_ref().is_none_or(|(b, _)| score > *b) {
+                let c = IdleMerge {
+                    group: g,
+                    misses,
+                    lines,
+                    extra_lines,
+                };
+                best = Some((score, c));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
+    /// Valid pages of the closed data line (log or group) with the fewest, among those with
+    /// an invalid page: what a reclaim would move.
+    fn emptiest_data_line(&self, dev: &Device) -> Option<u32> {
+        let ppl = self.geo.pages_per_line();
+        (0..self.geo.lines())
+            .filter(|&line| match self.alloc.state(line) {
+                LineState::Closed(s) => s == Stream::DATA || self.groups.of_stream(s).is_some(),
+                _ => false,
+            })
+            .map(|line| dev.line_valid(line))
+            .filter(|&v| v < ppl)
+            .min()
     }
 
     /// The reclaim among those freeing at least `min_gain` pages now: an empty line is erased;

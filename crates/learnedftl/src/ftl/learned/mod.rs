@@ -68,6 +68,7 @@ crate::params::keys! {
     GROUP_TPS = "group_tps" ["TPs"] "TPs per group; a group's LPNs must fit one line (one line's worth unless given)";
     DESIGN = "design" ["log|paper"] "log: group lines and a shared write log (ours); paper: the paper's allocation and whole-group GC";
     MERGE_BUDGET = "merge_budget" ["pages per host page"] "design=log: pages a group merge may move per host page written (0: never, inf: whenever GC picks a group line)";
+    IDLE_MERGE_BUDGET = "idle_merge_budget" ["pages per host page"] "pages merges in idle time may move per host page written, spent on the groups whose merge removes the most double reads per page moved (0: no idle merges, the issue-11 default)" only with "design=log";
     CROSS_GROUP = "cross_group" ["on/off"] "opportunistic cross-group allocation: a group out of lines may borrow another group's" only with "design=paper";
     GROUP_LINE_QUOTA = "group_line_quota" ["lines"] "lines a group may own before it borrows or GC runs" only with "design=paper";
     ENCROACH_THRESHOLD = "encroach_threshold" ["pages"] "pages a borrower may place in its lender's lines before both are collected (a quarter of a line unless given)" only with "design=paper";
@@ -151,8 +152,24 @@ struct Counters {
     trans_gcs: u64,
     /// Single-line collections (`group_gc=line`; log lines under `design=log`).
     line_gcs: u64,
-    /// Group merges (`design=log`; also counted in `group_gcs`).
+    /// Group merges by GC within `merge_budget` (`design=log`; also counted in `group_gcs`).
     merges: u64,
+    /// Group merges in idle time (`idle_merge_budget`; also counted in `group_gcs`).
+    idle_merges: u64,
+    /// Of which merged a group the host had read since its last collection (the others were
+    /// chosen by their misses alone).
+    idle_merges_read: u64,
+    /// Pages moved by merges, GC's and idle ones: the flash work spent on training.
+    merge_pages: u64,
+    /// Of which by idle merges.
+    idle_merge_pages: u64,
+    /// Pages moved by reclaims that made room for idle merges (charged to their credit).
+    idle_room_pages: u64,
+    /// LPNs idle merges made predictable (their bits were clear before the merge).
+    idle_merge_gained: u64,
+    /// Model hits in groups whose models an idle merge trained and that no collection has
+    /// moved since: the reads that paid for idle merges.
+    idle_paid_reads: u64,
     /// Lines erased without moving anything (`design=log`: every page invalid).
     empty_erases: u64,
     /// Rank pieces installed by line collections.
@@ -203,6 +220,14 @@ pub struct LearnedFtl {
     merge_credit: Credit,
     /// `design=log`: (invalidations, free lines) when background GC last found nothing.
     bg_idle_at: Option<(u64, u32)>,
+    /// `design=log`: pages idle merges may move per host page written
+    /// (`idle_merge_budget`), and what is unspent.
+    idle_credit: Credit,
+    /// Host pages written or trimmed so far (with the invalidations, whether anything that
+    /// decides an idle merge may have changed).
+    host_pages: u64,
+    /// `design=log`: (invalidations, host pages) when the idle-merge search last found nothing.
+    idle_merge_none_at: Option<(u64, u64)>,
 }
 
 /// A two-way switch `key=default|other`: whether `other` was chosen.
@@ -221,6 +246,11 @@ fn take_choice(
         )),
     }
 }
+
+/// Pages idle merges may move per host page written, by default: one, so that idle training
+/// adds at most 1 to the WAF of the writes that paid for it (`docs/ftls/learnedftl.md`, "When
+/// training pays").
+const DEFAULT_IDLE_MERGE_BUDGET: f64 = 1.0;
 
 /// DFTL's cache share under `paper` (SPEC §5.0), the total `equal-dram` matches.
 const DFTL_CMT_RATIO: f64 = 0.03;
@@ -271,6 +301,21 @@ impl LearnedFtl {
             }
         }
         let merge_credit = Credit::from_params(params, &MERGE_BUDGET, 0.0)?;
+        if design == Design::Paper && params.contains(&IDLE_MERGE_BUDGET) {
+            return Err(ConfigError::invalid(
+                "idle_merge_budget",
+                "the paper design does no idle work: only with design=log",
+            ));
+        }
+        let idle_credit = Credit::from_params(
+            params,
+            &IDLE_MERGE_BUDGET,
+            if design == Design::Log {
+                DEFAULT_IDLE_MERGE_BUDGET
+            } else {
+                0.0
+            },
+        )?;
         let cross_group = params.take_bool_or(&CROSS_GROUP, true)?;
         // The reserve is the shared policy's (SPEC §3.5: one reserve for every FTL). A paired
         // collection writes into two fresh lines, so the paper design needs 2 with cross-group
@@ -401,6 +446,9 @@ impl LearnedFtl {
             fit: Vec::new(),
             merge_credit,
             bg_idle_at: None,
+            idle_credit,
+            host_pages: 0,
+            idle_merge_none_at: None,
         })
     }
 
@@ -446,13 +494,16 @@ impl LearnedFtl {
         self.table.gtd.rewrite(dev, tpn, new, Cause::TransWrite, t)
     }
 
-    /// Background GC while the device is idle (SPEC §3.5): under `design=log` one reclaim
-    /// by the shared background rule, issued at `now`, and its completion; `None` when the rule
-    /// asks for none. The paper design has no background GC (groups are collected when no line
-    /// can be had).
+    /// Background work while the device is idle (SPEC §3.5): under `design=log` one reclaim
+    /// by the shared background rule, else one idle merge ([`LearnedFtl::idle_merge`]), issued
+    /// at `now`, and its completion; `None` when neither is due. The paper design has no
+    /// background GC (groups are collected when no line can be had).
     fn idle_gc(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
         match self.cfg.design {
-            Design::Log => self.background_one(dev, now),
+            Design::Log => match self.background_one(dev, now)? {
+                Some(done) => Ok(Some(done)),
+                None => self.idle_merge(dev, now),
+            },
             Design::Paper => Ok(None),
         }
     }
@@ -489,19 +540,26 @@ impl LearnedFtl {
                     self.stats.cmt_hits += 1;
                     (t.max(ready), 1)
                 }
-                Lookup::Miss => match self.models.lookup(tpn, x) {
-                    Some(v) => {
-                        let want = self.table.get(lpn).map(|p| self.math.ppa_to_vppn(p));
-                        if want != Some(v) {
-                            return Err(FtlError::Invariant(format!(
-                                "bit set for {lpn:?} but the model predicts {v:?}, truth {want:?}"
-                            )));
+                Lookup::Miss => {
+                    let g = self.groups.of(lpn);
+                    self.groups.note_read(g);
+                    match self.models.lookup(tpn, x) {
+                        Some(v) => {
+                            let want = self.table.get(lpn).map(|p| self.math.ppa_to_vppn(p));
+                            if want != Some(v) {
+                                return Err(FtlError::Invariant(format!(
+                                    "bit set for {lpn:?} but the model predicts {v:?}, truth \
+                                     {want:?}"
+                                )));
+                            }
+                            self.stats.model_hits += 1;
+                            self.extra.idle_paid_reads +=
+                                self.groups.idle_trained[g as usize] as u64;
+                            (t, 1)
                         }
-                        self.stats.model_hits += 1;
-                        (t, 1)
+                        None => (self.cache_miss(dev, lpn, req.last_lpn(), t)?, 2),
                     }
-                    None => (self.cache_miss(dev, lpn, req.last_lpn(), t)?, 2),
-                },
+                }
             };
             done = done.max(at);
             match self.table.get(lpn) {
@@ -528,6 +586,7 @@ impl LearnedFtl {
         // The current run of pages of one TP with consecutive offsets and VPPNs:
         // (tpn, first offset, length, first VPPN).
         let mut run: Option<(Tpn, u32, u32, Vppn)> = None;
+        self.host_pages += req.pages as u64;
         for lpn in req.lpns() {
             let g = self.groups.of(lpn);
             let epoch = self.gc_epoch;
@@ -578,6 +637,7 @@ impl LearnedFtl {
     fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         self.table.gtd.note_stamp(req.stamp);
         self.copies.start(dev);
+        self.host_pages += req.pages as u64;
         let mut done = req.arrival;
         if self.cfg.tp_write_charged {
             let ppa = self.trans_page(dev, req.arrival)?;
@@ -714,6 +774,7 @@ impl Ftl for LearnedFtl {
             "sequential_init": c.sequential_init,
             "rank_pieces": c.rank_pieces,
             "merge_budget": self.merge_credit.rate_json(),
+            "idle_merge_budget": self.idle_credit.rate_json(),
             "training": c.training.key(),
             "train_min_pages": c.train_min_pages,
             "tp_write_cost": if c.tp_write_charged { "charged" } else { "free" },

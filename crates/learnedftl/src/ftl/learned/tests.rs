@@ -248,6 +248,7 @@ fn switches_are_parsed_and_bad_values_refused() {
         "gc_reserve_lines=0",
         "design=lsm",
         "merge_budget=-1",
+        "idle_merge_budget=nan",
         "lender=warm",
         "group_gc=sideways",
         "refresh_period=soon",
@@ -267,6 +268,13 @@ fn switches_are_parsed_and_bad_values_refused() {
     .unwrap();
     let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
     assert!(e.contains("refresh_period"), "{e}");
+    // The paper design does no idle work.
+    let mut p = Params::from_assignments(["design=paper", "idle_merge_budget=1"], "--set").unwrap();
+    let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
+    assert!(
+        e.contains("idle_merge_budget") && e.contains("design=log"),
+        "{e}"
+    );
     // dram=paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP and
     // 4 B for a rank piece's base.
     let ftl = LearnedFtl::new(&cfg, &mut Params::new()).unwrap();
@@ -472,4 +480,88 @@ fn sustained_random_writes_on_a_full_device_keep_waf_near_the_baselines() {
         placement <= 1.5 * ideal,
         "LearnedFTL data WAF {placement:.2} against the ideal FTL's {ideal:.2}"
     );
+}
+
+/// Writes every LPN of groups 1 and 2 of `small` one page at a time in a scattered order (no
+/// two consecutive offsets in a row: no run, no bit), reads `reads` LPNs of group 2, then
+/// idles until nothing is owed; returns the FTL.
+fn scatter_read_idle(reads: u32) -> LearnedFtl {
+    // Credit for one merge: 1,024 pages written at half a page each.
+    let (mut dev, mut ftl) = small(&["idle_merge_budget=0.5"]);
+    let mut t = 0;
+    for g in [1, 2] {
+        for i in 0..512 {
+            step(
+                &mut dev,
+                &mut ftl,
+                req(Op::Write, 512 * g + i * 37 % 512, 1, t),
+            );
+            t += 100_000;
+        }
+    }
+    assert_eq!(
+        ftl.models.bits_in(Tpn(1), 0, 512) + ftl.models.bits_in(Tpn(2), 0, 512),
+        0
+    );
+    for i in 0..reads {
+        step(
+            &mut dev,
+            &mut ftl,
+            req(Op::Read, 1024 + i * 101 % 512, 1, t),
+        );
+        t += 100_000;
+    }
+    while let Some(done) = ftl.idle(&mut dev, SimTime(t)).unwrap() {
+        t = t.max(done.0);
+        ftl.check_invariants(&dev).unwrap();
+    }
+    ftl
+}
+
+#[test]
+fn idle_merges_train_a_read_hot_group_before_a_read_cold_one() {
+    // Unread, the two groups miss alike and the lower one is merged.
+    let ftl = scatter_read_idle(0);
+    assert_eq!(ftl.extra.idle_merges, 1);
+    assert_eq!(ftl.extra.idle_merges_read, 0);
+    assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 512);
+    assert_eq!(ftl.models.bits_in(Tpn(2), 0, 512), 0);
+    // Reads of group 2 (double reads: its model misses) make it the one worth training.
+    let ftl = scatter_read_idle(64);
+    assert!(ftl.groups.heat[2] > 0 && ftl.groups.heat[1] == 0);
+    assert_eq!(ftl.extra.idle_merges, 1);
+    assert_eq!(ftl.extra.idle_merges_read, 1);
+    assert_eq!(ftl.extra.idle_merge_pages, 512);
+    assert_eq!(ftl.extra.idle_merge_gained, 512);
+    assert_eq!(ftl.models.bits_in(Tpn(2), 0, 512), 512);
+    assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 0);
+    assert!(ftl.groups.idle_trained[2]);
+}
+
+#[test]
+fn idle_merges_off_restore_the_old_default_and_the_credit_bounds_them() {
+    // idle_merge_budget=0: idling only collects by the background rule and writes back.
+    let (mut dev, mut ftl) = small(&["idle_merge_budget=0"]);
+    for i in 0..512 {
+        step(
+            &mut dev,
+            &mut ftl,
+            req(Op::Write, 512 + i * 37 % 512, 1, i as u64 * 100_000),
+        );
+    }
+    while ftl.idle(&mut dev, SimTime(60_000_000)).unwrap().is_some() {}
+    assert_eq!(ftl.extra.idle_merges, 0);
+    assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 0);
+    // With credit for 256 pages, a 512-page merge is not covered.
+    let (mut dev, mut ftl) = small(&["idle_merge_budget=0.5"]);
+    for i in 0..512 {
+        step(
+            &mut dev,
+            &mut ftl,
+            req(Op::Write, 512 + i * 37 % 512, 1, i as u64 * 100_000),
+        );
+    }
+    assert!(!ftl.idle_credit.covers(513));
+    while ftl.idle(&mut dev, SimTime(60_000_000)).unwrap().is_some() {}
+    assert_eq!(ftl.extra.idle_merges, 0);
 }
