@@ -4,7 +4,7 @@
 # randwrite:512k:2; skewed (hot/cold) 4 KiB random writes after a sequential fill.
 #   scripts/learnedftl-workloads.sh OUT_DIR NAME FTL [key=value...]   (one variant, ~3 minutes)
 #   BIN=path/to/learnedftl picks another build (default target/release/learnedftl).
-# Writes OUT_DIR/NAME-<workload>.json per workload; scripts/workloads.py OUT_DIR tabulates them.
+# Writes OUT_DIR/NAME-<workload>.json per workload; scripts/learnedftl-workloads.py OUT_DIR tabulates them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$1 name=$2 ftl=$3

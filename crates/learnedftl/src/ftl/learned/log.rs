@@ -202,18 +202,15 @@ impl LearnedFtl {
         let gi = c.group as usize;
         let free = self.alloc.free_lines();
         // A merge giving back every line it takes may borrow them from the reserve meanwhile
-        // (one stays for the translation stream), as GC's own merges do.
+        // (one stays for the translation stream), as GC's own merges do; any other leaves the
+        // reserve intact.
         let room = if c.extra_lines == 0 {
             free > c.lines
         } else {
             free > self.cfg.gc_reserve_lines + c.lines
         };
         if !room {
-            let moved = self.stats.gc_pages_moved;
-            let done = self.reclaim(dev, now, 0)?;
-            let pages = self.stats.gc_pages_moved - moved;
-            self.idle_credit.spend(pages);
-            self.extra.idle_room_pages += pages;
+            let done = self.idle_charged(|ftl| ftl.reclaim(dev, now, 0))?;
             if done.is_none() {
                 self.idle_merge_none_at = Some(state);
             }
@@ -230,6 +227,22 @@ impl LearnedFtl {
         let done = self.collect(dev, &[c.group], now, false)?;
         self.groups.idle_trained[gi] = true;
         Ok(Some(done))
+    }
+
+    /// Runs `collect`, a collection while the device idles, and charges the pages it moves to
+    /// the idle credit: the room idle merges take is reclaimed either by their own reclaims or
+    /// by background GC once free lines fall to its threshold, and both count against the
+    /// budget, so that it bounds all the data idling moves.
+    pub(super) fn idle_charged(
+        &mut self,
+        collect: impl FnOnce(&mut Self) -> Result<Option<SimTime>, FtlError>,
+    ) -> Result<Option<SimTime>, FtlError> {
+        let moved = self.stats.gc_pages_moved;
+        let done = collect(self)?;
+        let pages = self.stats.gc_pages_moved - moved;
+        self.idle_credit.spend(pages);
+        self.extra.idle_room_pages += pages;
+        Ok(done)
     }
 
     /// The group an idle merge would take: the most expected double reads removed per page

@@ -163,7 +163,8 @@ struct Counters {
     merge_pages: u64,
     /// Of which by idle merges.
     idle_merge_pages: u64,
-    /// Pages moved by reclaims that made room for idle merges (charged to their credit).
+    /// Pages moved by collections while idle (background GC, and reclaims that made room for
+    /// idle merges), charged to the idle credit.
     idle_room_pages: u64,
     /// LPNs idle merges made predictable (their bits were clear before the merge).
     idle_merge_gained: u64,
@@ -247,10 +248,11 @@ fn take_choice(
     }
 }
 
-/// Pages idle merges may move per host page written, by default: one, so that idle training
-/// adds at most 1 to the WAF of the writes that paid for it (`docs/ftls/learnedftl.md`, "When
+/// Pages idling may move per host page written, by default: eight, a merge's cost per LPN it
+/// retrains at the one-eighth miss threshold, which is enough to sort every group after the
+/// logical space was rewritten once in random pages (`docs/ftls/learnedftl.md`, "When
 /// training pays").
-const DEFAULT_IDLE_MERGE_BUDGET: f64 = 1.0;
+const DEFAULT_IDLE_MERGE_BUDGET: f64 = 8.0;
 
 /// DFTL's cache share under `paper` (SPEC §5.0), the total `equal-dram` matches.
 const DFTL_CMT_RATIO: f64 = 0.03;
@@ -500,7 +502,7 @@ impl LearnedFtl {
     /// background GC (groups are collected when no line can be had).
     fn idle_gc(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
         match self.cfg.design {
-            Design::Log => match self.background_one(dev, now)? {
+            Design::Log => match self.idle_charged(|ftl| ftl.background_one(dev, now))? {
                 Some(done) => Ok(Some(done)),
                 None => self.idle_merge(dev, now),
             },
