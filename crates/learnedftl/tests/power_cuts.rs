@@ -11,7 +11,7 @@ use learnedftl::engine::{NoProgress, Payload, PowerCutPlan, SimOptions, Simulato
 use learnedftl::ftl::RECOVERABLE;
 use learnedftl::seed::mix;
 use learnedftl::stats::{Metrics, PowerCutSummary};
-use learnedftl::workload::{HostIo, JobSpec, RwKind};
+use learnedftl::workload::{HostIo, JobSpec, RwKind, Settle};
 use learnedftl::{DeviceConfig, Op, Params};
 
 /// Cuts per FTL in one test run.
@@ -73,7 +73,12 @@ fn random_requests(sim: &mut Simulator, n: u64, seed: u64) -> Metrics {
 /// `cuts` random cuts on `ftl` (parameters `kv`): every LPN checked after each, GC and trim
 /// records on the way; returns the phase's metrics.
 fn cut_often(ftl: &str, kv: &[&str], seed: u64, cuts: u64) -> Metrics {
-    let mut sim = prepared(ftl, kv, seed);
+    cut_prepared(prepared(ftl, kv, seed), seed, cuts)
+}
+
+/// [`cut_often`] on a simulator already prepared.
+fn cut_prepared(mut sim: Simulator, seed: u64, cuts: u64) -> Metrics {
+    let ftl = sim.ftl().name();
     sim.plan_power_cuts(PowerCutPlan { every: EVERY, seed })
         .unwrap();
     let m = random_requests(&mut sim, cuts * EVERY, seed);
@@ -143,6 +148,21 @@ fn random_cuts_leaftl() {
 #[test]
 fn random_cuts_learnedftl() {
     random_cuts("learnedftl", &[], 14);
+}
+
+#[test]
+fn random_cuts_learnedftl_after_idle_merges() {
+    // The device idles first: idle merges sort the fragmented groups into lines of their own
+    // (room reclaimed from the log; tiny's own spare lines are all GC's reserve, hence a lower
+    // logical ratio), which recovery must then rebuild as group lines.
+    let mut sim = prepared("learnedftl", &["logical_ratio=0.85"], 16);
+    let settle = sim
+        .settle("settle", Settle::Auto, &mut NoProgress)
+        .unwrap()
+        .unwrap();
+    let merges = &settle.ftl_counters["idle_merges"];
+    assert!(merges.as_u64().unwrap() > 0, "{merges}");
+    cut_prepared(sim, 16, CUTS);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use learnedftl::engine::{NoProgress, SimOptions, Simulator};
 use learnedftl::ftl::FTLS;
 use learnedftl::stats::Metrics;
-use learnedftl::workload::{HostIo, JobSpec, RwKind};
+use learnedftl::workload::{HostIo, JobSpec, RwKind, Settle};
 use learnedftl::{DeviceConfig, Op, Params};
 use proptest::prelude::*;
 
@@ -146,11 +146,32 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ),
 ];
 
-fn variants(ftl: &str) -> Vec<Vec<&'static str>> {
-    let mut v = vec![vec![]];
-    for (name, kv) in VARIANTS {
-        if *name == ftl {
-            v.push(kv.to_vec());
+/// Variants that idle (a `settle` phase) between the preconditioning and the random phase, for
+/// FTLs whose idle work changes more than write-backs.
+const IDLING: &[(&str, &[&str])] = &[
+    // Idle merges sort the fragmented groups (the default budget; a lower logical ratio than
+    // tiny's leaves them room), and a budget that runs out part way, with merges by GC on top;
+    // on tiny itself no group without a line can be merged.
+    ("learnedftl", &["logical_ratio=0.85"]),
+    (
+        "learnedftl",
+        &[
+            "logical_ratio=0.85",
+            "idle_merge_budget=0.5",
+            "merge_budget=2",
+        ],
+    ),
+    ("learnedftl", &[]),
+];
+
+/// The variants of `ftl`: its defaults, then [`VARIANTS`] (without idling), then [`IDLING`].
+fn variants(ftl: &str) -> Vec<(Vec<&'static str>, bool)> {
+    let mut v = vec![(vec![], false)];
+    for (list, idle) in [(VARIANTS, false), (IDLING, true)] {
+        for (name, kv) in list {
+            if *name == ftl {
+                v.push((kv.to_vec(), idle));
+            }
         }
     }
     v
@@ -204,8 +225,9 @@ fn fill_and_fragment(
         .map_err(|e| e.to_string())
 }
 
-/// Fills the device, fragments it, then runs `steps` with every check on.
-fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> {
+/// Fills the device, fragments it, lets it idle if `idle`, then runs `steps` with every check
+/// on.
+fn run(ftl: &str, kv: &[&str], idle: bool, steps: &[Step], seed: u64) -> Result<(), String> {
     let mut params = Params::from_assignments(kv.iter().copied(), "test").unwrap();
     let cfg = DeviceConfig::from_params("tiny", &mut params).map_err(|e| e.to_string())?;
     let opts = SimOptions {
@@ -214,6 +236,10 @@ fn run(ftl: &str, kv: &[&str], steps: &[Step], seed: u64) -> Result<(), String> 
     };
     let mut sim = Simulator::new(&cfg, ftl, params, opts).map_err(|e| e.to_string())?;
     fill_and_fragment(&mut sim, &cfg, seed)?;
+    if idle {
+        sim.settle("settle", Settle::Auto, &mut NoProgress)
+            .map_err(|e| format!("{ftl} {kv:?}: {e}"))?;
+    }
     sim.ftl().check_invariants(sim.device())?;
     sim.set_check_invariants(true);
     sim.begin_phase("random");
@@ -267,8 +293,8 @@ macro_rules! property_tests {
                 #[test]
                 fn $ftl(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
                     let name = registry_name(stringify!($ftl));
-                    for kv in variants(&name) {
-                        run(&name, &kv, &steps, seed).map_err(TestCaseError::fail)?;
+                    for (kv, idle) in variants(&name) {
+                        run(&name, &kv, idle, &steps, seed).map_err(TestCaseError::fail)?;
                     }
                 }
             )*

@@ -226,7 +226,7 @@ impl GcHooks for TransHooks<'_> {
 }
 
 /// Pages written in `line` (its blocks' write pointers).
-fn line_written(dev: &Device, line: u32) -> u32 {
+pub(super) fn line_written(dev: &Device, line: u32) -> u32 {
     let geo = dev.geo();
     (0..geo.blocks_per_line())
         .map(|i| dev.block_written(geo.block_in_line(line, i)))

@@ -28,6 +28,7 @@
 //!   least an eighth of their pages. Writes leave groups scattered; the next idle period sorts
 //!   the ones reads will use first, once, after the writes that would have undone it.
 
+use super::groups::line_written;
 use super::LearnedFtl;
 use crate::addr::{Ppa, SimTime, Tpn};
 use crate::device::Device;
@@ -256,9 +257,10 @@ impl LearnedFtl {
     pub(super) fn idle_merge_candidate(&self, dev: &Device) -> Option<IdleMerge> {
         let ppl = self.geo.pages_per_line();
         let entries = self.models.entries();
-        let line_price = self
-            .emptiest_data_line(dev)
-            .map(|v| ppl as f64 * v as f64 / (ppl - v) as f64);
+        let (emptiest, invalid) = self.reclaimable(dev);
+        let line_price = emptiest.map(|v| ppl as f64 * v as f64 / (ppl - v) as f64);
+        // Lines reclaiming could free at best (every invalid page compacted away).
+        let could_free = self.alloc.free_lines() + (invalid / ppl as u64) as u32;
         let mut best: Option<(f64, IdleMerge)> = None;
         for g in 0..self.groups.count() {
             let mapped = self.groups.mapped[g as usize];
@@ -278,8 +280,11 @@ impl LearnedFtl {
             let extra_lines = lines.saturating_sub(self.alloc.lines_owned(self.groups.stream(g)));
             let room = match (extra_lines, line_price) {
                 (0, _) => 0.0,
-                (n, Some(price)) => n as f64 * price,
-                (_, None) => continue,
+                (n, Some(price)) if could_free > self.cfg.gc_reserve_lines + lines => {
+                    n as f64 * price
+                }
+                // No reclaim can make room for it above the reserve.
+                _ => continue,
             };
             let m = mapped as f64;
             let benefit = (self.groups.heat[g as usize] as f64 + 1.0) * misses as f64 / m;
@@ -297,18 +302,26 @@ impl LearnedFtl {
         best.map(|(_, c)| c)
     }
 
-    /// Valid pages of the closed data line (log or group) with the fewest, among those with
-    /// an invalid page: what a reclaim would move.
-    fn emptiest_data_line(&self, dev: &Device) -> Option<u32> {
-        let ppl = self.geo.pages_per_line();
-        (0..self.geo.lines())
-            .filter(|&line| match self.alloc.state(line) {
-                LineState::Closed(s) => s == Stream::DATA || self.groups.of_stream(s).is_some(),
-                _ => false,
-            })
-            .map(|line| dev.line_valid(line))
-            .filter(|&v| v < ppl)
-            .min()
+    /// Over the closed data lines (log or group): the valid pages of the one with the fewest
+    /// among those with an invalid page (what a reclaim would move), and their invalid pages
+    /// (what reclaims could free).
+    fn reclaimable(&self, dev: &Device) -> (Option<u32>, u64) {
+        let mut emptiest = None;
+        let mut invalid = 0;
+        for line in 0..self.geo.lines() {
+            let LineState::Closed(s) = self.alloc.state(line) else {
+                continue;
+            };
+            if s != Stream::DATA && self.groups.of_stream(s).is_none() {
+                continue;
+            }
+            let (written, valid) = (line_written(dev, line), dev.line_valid(line));
+            if valid < written {
+                invalid += (written - valid) as u64;
+                emptiest = Some(emptiest.map_or(valid, |e: u32| e.min(valid)));
+            }
+        }
+        (emptiest, invalid)
     }
 
     /// The reclaim among those freeing at least `min_gain` pages now: an empty line is erased;

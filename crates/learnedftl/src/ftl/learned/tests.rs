@@ -364,12 +364,13 @@ fn a_collection_cleans_the_cached_entries_of_the_tps_it_rewrote() {
     }
 }
 
-/// Fills `tiny` with 512 KiB writes, then 16 KiB random writes over half the logical space.
+/// Fills `tiny` (device keys in `kv` apply) with 512 KiB writes, then 16 KiB random writes
+/// over half the logical space.
 fn fill_and_fragment(kv: &[&str]) -> crate::engine::Simulator {
     use crate::engine::{NoProgress, SimOptions, Simulator};
     use crate::workload::{JobSpec, RwKind};
-    let cfg = DeviceConfig::preset("tiny").unwrap();
-    let p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
+    let mut p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
+    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
     let mut sim = Simulator::new(&cfg, "learnedftl", p, SimOptions::default()).unwrap();
     let mut fill = JobSpec::new("fill", RwKind::Write);
     fill.bs = 512 << 10;
@@ -428,6 +429,45 @@ fn the_property_setup_merges_groups_and_collects_log_lines() {
     assert!(x["line_gcs"].as_u64().unwrap() > 0, "{x}");
     assert!(x["log_lines"].as_u64().unwrap() > 0, "{x}");
     assert!(random_reads(&mut sim) > 0);
+}
+
+#[test]
+fn the_property_setup_idles_into_merges_whose_reads_pay_off() {
+    use crate::engine::NoProgress;
+    use crate::workload::Settle;
+    // The property tests' idling variant with room (a lower logical ratio than `tiny`'s, whose
+    // 2 spare data lines are GC's reserve: there no group without a line can be merged):
+    // the fragmented groups are merged while idle.
+    let mut sim = fill_and_fragment(&["logical_ratio=0.85"]);
+    let before = random_reads(&mut sim);
+    let m = sim
+        .settle("settle", Settle::Auto, &mut NoProgress)
+        .unwrap()
+        .unwrap();
+    let x = &m.ftl_counters;
+    assert!(x["idle_merges"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["idle_merges_read"].as_u64().unwrap() > 0, "{x}");
+    sim.ftl().check_invariants(sim.device()).unwrap();
+    // Later reads hit the models the merges trained.
+    assert!(random_reads(&mut sim) > before);
+    let x = sim.ftl().extra_counters();
+    assert!(x["idle_paid_reads"].as_u64().unwrap() > 0, "{x}");
+}
+
+#[test]
+fn idle_merges_that_no_reclaim_can_make_room_for_move_nothing() {
+    use crate::engine::NoProgress;
+    use crate::workload::Settle;
+    // On `tiny` every spare data line is GC's reserve: a merge needing a line of its own can
+    // never have one, so idling collects nothing for it.
+    let mut sim = fill_and_fragment(&[]);
+    let m = sim
+        .settle("settle", Settle::Auto, &mut NoProgress)
+        .unwrap()
+        .unwrap();
+    let x = &m.ftl_counters;
+    assert_eq!(x["idle_merges"], 0, "{x}");
+    assert_eq!(x["idle_room_pages"], 0, "{x}");
 }
 
 #[test]
