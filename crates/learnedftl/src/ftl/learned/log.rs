@@ -287,7 +287,12 @@ impl LearnedFtl {
                 _ => continue,
             };
             let m = mapped as f64;
-            let benefit = (self.groups.heat[g as usize] as f64 + 1.0) * misses as f64 / m;
+            let heat = if self.cfg.idle_merge_reads {
+                self.groups.heat[g as usize] as f64
+            } else {
+                0.0
+            };
+            let benefit = (heat + 1.0) * misses as f64 / m;
             let score = benefit / (m + room);
             if best.as_ref().is_none_or(|(b, _)| score > *b) {
                 let c = IdleMerge {

@@ -69,6 +69,7 @@ crate::params::keys! {
     DESIGN = "design" ["log|paper"] "log: group lines and a shared write log (ours); paper: the paper's allocation and whole-group GC";
     MERGE_BUDGET = "merge_budget" ["pages per host page"] "design=log: pages a group merge may move per host page written (0: never, inf: whenever GC picks a group line)";
     IDLE_MERGE_BUDGET = "idle_merge_budget" ["pages per host page"] "pages merges in idle time may move per host page written, spent on the groups whose merge removes the most double reads per page moved (0: no idle merges, the issue-11 default)" only with "design=log";
+    IDLE_MERGE_READS = "idle_merge_reads" ["on/off"] "rank idle merges by the reads they would serve and the misses they would remove (on), or by misses alone (off, an ablation)" only with "design=log";
     CROSS_GROUP = "cross_group" ["on/off"] "opportunistic cross-group allocation: a group out of lines may borrow another group's" only with "design=paper";
     GROUP_LINE_QUOTA = "group_line_quota" ["lines"] "lines a group may own before it borrows or GC runs" only with "design=paper";
     ENCROACH_THRESHOLD = "encroach_threshold" ["pages"] "pages a borrower may place in its lender's lines before both are collected (a quarter of a line unless given)" only with "design=paper";
@@ -91,6 +92,9 @@ static PAPER_ONLY_KEYS: [&Key; 5] = [
     &ENCROACH_THRESHOLD,
     &GROUP_LINE_QUOTA,
 ];
+
+/// Keys that configure the log design's idle merges only.
+static LOG_ONLY_KEYS: [&Key; 2] = [&IDLE_MERGE_BUDGET, &IDLE_MERGE_READS];
 
 /// LearnedFTL's parameters (all `--set` keys; see `docs/ftls/learnedftl.md`).
 #[derive(Clone, Debug)]
@@ -120,6 +124,9 @@ pub struct Config {
     pub rank_pieces: bool,
     /// Sequential initialisation (`sequential_init`, default on).
     pub sequential_init: bool,
+    /// Idle merges rank groups by their reads too (`idle_merge_reads`, default on), not by
+    /// their misses alone.
+    pub idle_merge_reads: bool,
     /// How models are trained (`training`, default greedy PLR).
     pub training: Training,
     /// Fewest valid LPNs a TP needs to be trained (`train_min_pages`, default 2).
@@ -303,11 +310,13 @@ impl LearnedFtl {
             }
         }
         let merge_credit = Credit::from_params(params, &MERGE_BUDGET, 0.0)?;
-        if design == Design::Paper && params.contains(&IDLE_MERGE_BUDGET) {
-            return Err(ConfigError::invalid(
-                "idle_merge_budget",
-                "the paper design does no idle work: only with design=log",
-            ));
+        if design == Design::Paper {
+            if let Some(k) = LOG_ONLY_KEYS.iter().find(|k| params.contains(k)) {
+                return Err(ConfigError::invalid(
+                    k.name(),
+                    "the paper design does no idle work: only with design=log",
+                ));
+            }
         }
         let idle_credit = Credit::from_params(
             params,
@@ -338,6 +347,7 @@ impl LearnedFtl {
         let encroach_threshold = params.take_or(&ENCROACH_THRESHOLD, ppl / 4)?.max(1);
         let lend_trained = take_choice(params, &LENDER, "untrained", "any")?;
         let line_gc = take_choice(params, &GROUP_GC, "group", "line")?;
+        let idle_merge_reads = params.take_bool_or(&IDLE_MERGE_READS, true)?;
         let sequential_init = params.take_bool_or(&SEQUENTIAL_INIT, true)?;
         let rank_pieces = params.take_bool_or(&RANK_PIECES, design == Design::Log)?;
         let training = params.take_or(&TRAINING, Training::GreedyPlr)?;
@@ -417,6 +427,7 @@ impl LearnedFtl {
                 lend_trained,
                 line_gc,
                 sequential_init,
+                idle_merge_reads,
                 rank_pieces,
                 training,
                 train_min_pages,
@@ -777,6 +788,7 @@ impl Ftl for LearnedFtl {
             "rank_pieces": c.rank_pieces,
             "merge_budget": self.merge_credit.rate_json(),
             "idle_merge_budget": self.idle_credit.rate_json(),
+            "idle_merge_reads": c.idle_merge_reads,
             "training": c.training.key(),
             "train_min_pages": c.train_min_pages,
             "tp_write_cost": if c.tp_write_charged { "charged" } else { "free" },

@@ -249,6 +249,7 @@ fn switches_are_parsed_and_bad_values_refused() {
         "design=lsm",
         "merge_budget=-1",
         "idle_merge_budget=nan",
+        "idle_merge_reads=maybe",
         "lender=warm",
         "group_gc=sideways",
         "refresh_period=soon",
@@ -269,12 +270,13 @@ fn switches_are_parsed_and_bad_values_refused() {
     let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
     assert!(e.contains("refresh_period"), "{e}");
     // The paper design does no idle work.
-    let mut p = Params::from_assignments(["design=paper", "idle_merge_budget=1"], "--set").unwrap();
-    let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
-    assert!(
-        e.contains("idle_merge_budget") && e.contains("design=log"),
-        "{e}"
-    );
+    for key in LOG_ONLY_KEYS.map(|k| k.name()) {
+        let mut p = Params::new();
+        p.insert_assignment("design=paper", "--set").unwrap();
+        p.insert_assignment(&format!("{key}=1"), "--set").unwrap();
+        let e = LearnedFtl::new(&cfg, &mut p).err().unwrap().to_string();
+        assert!(e.contains(key) && e.contains("design=log"), "{key}: {e}");
+    }
     // dram=paper: CMT 1.5 % of the mappings plus the models; the models are 128 B per TP and
     // 4 B for a rank piece's base.
     let ftl = LearnedFtl::new(&cfg, &mut Params::new()).unwrap();
@@ -524,10 +526,16 @@ fn sustained_random_writes_on_a_full_device_keep_waf_near_the_baselines() {
 
 /// Writes every LPN of groups 1 and 2 of `small` one page at a time in a scattered order (no
 /// two consecutive offsets in a row: no run, no bit), reads `reads` LPNs of group 2, then
-/// idles until nothing is owed; returns the FTL.
-fn scatter_read_idle(reads: u32) -> LearnedFtl {
+/// idles until nothing is owed; returns the FTL (parameters `kv` on top of a budget for one
+/// merge).
+fn scatter_read_idle(reads: u32, kv: &[&str]) -> LearnedFtl {
     // Credit for one merge: 1,024 pages written at half a page each.
-    let (mut dev, mut ftl) = small(&["idle_merge_budget=0.5"]);
+    let kv: Vec<&str> = ["idle_merge_budget=0.5"]
+        .iter()
+        .chain(kv)
+        .copied()
+        .collect();
+    let (mut dev, mut ftl) = small(&kv);
     let mut t = 0;
     for g in [1, 2] {
         for i in 0..512 {
@@ -561,13 +569,13 @@ fn scatter_read_idle(reads: u32) -> LearnedFtl {
 #[test]
 fn idle_merges_train_a_read_hot_group_before_a_read_cold_one() {
     // Unread, the two groups miss alike and the lower one is merged.
-    let ftl = scatter_read_idle(0);
+    let ftl = scatter_read_idle(0, &[]);
     assert_eq!(ftl.extra.idle_merges, 1);
     assert_eq!(ftl.extra.idle_merges_read, 0);
     assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 512);
     assert_eq!(ftl.models.bits_in(Tpn(2), 0, 512), 0);
-    // Reads of group 2 (double reads: its model misses) make it the one worth training.
-    let ftl = scatter_read_idle(64);
+    // Reads of group 2 (double reads: its model misses) make it the one worth training...
+    let ftl = scatter_read_idle(64, &[]);
     assert!(ftl.groups.heat[2] > 0 && ftl.groups.heat[1] == 0);
     assert_eq!(ftl.extra.idle_merges, 1);
     assert_eq!(ftl.extra.idle_merges_read, 1);
@@ -576,6 +584,10 @@ fn idle_merges_train_a_read_hot_group_before_a_read_cold_one() {
     assert_eq!(ftl.models.bits_in(Tpn(2), 0, 512), 512);
     assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 0);
     assert!(ftl.groups.idle_trained[2]);
+    // ... unless idle merges rank by misses alone.
+    let ftl = scatter_read_idle(64, &["idle_merge_reads=off"]);
+    assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 512);
+    assert_eq!(ftl.models.bits_in(Tpn(2), 0, 512), 0);
 }
 
 #[test]
