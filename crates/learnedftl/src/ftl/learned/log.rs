@@ -48,15 +48,15 @@ enum Victim {
 
 /// A candidate idle merge ([`LearnedFtl::idle_merge_candidate`]).
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub(super) struct IdleMerge {
+struct IdleMerge {
     /// The group.
-    pub group: u32,
+    group: u32,
     /// Its mapped LPNs whose bit is clear: what the merge makes predictable.
-    pub misses: u32,
+    misses: u32,
     /// Fresh lines the merge writes into.
-    pub lines: u32,
+    lines: u32,
     /// Of which more than the group's own lines, which the merge frees.
-    pub extra_lines: u32,
+    extra_lines: u32,
 }
 
 impl LearnedFtl {
@@ -254,7 +254,7 @@ impl LearnedFtl {
     /// data line's valid pages per page it frees, LFS's cost-benefit price). Only groups with
     /// at least `train_min_pages` mapped LPNs whose model misses at least an eighth of them
     /// (ties: the lowest group).
-    pub(super) fn idle_merge_candidate(&self, dev: &Device) -> Option<IdleMerge> {
+    fn idle_merge_candidate(&self, dev: &Device) -> Option<IdleMerge> {
         let ppl = self.geo.pages_per_line();
         let entries = self.models.entries();
         let (emptiest, invalid) = self.reclaimable(dev);

@@ -68,7 +68,7 @@ crate::params::keys! {
     GROUP_TPS = "group_tps" ["TPs"] "TPs per group; a group's LPNs must fit one line (one line's worth unless given)";
     DESIGN = "design" ["log|paper"] "log: group lines and a shared write log (ours); paper: the paper's allocation and whole-group GC";
     MERGE_BUDGET = "merge_budget" ["pages per host page"] "design=log: pages a group merge may move per host page written (0: never, inf: whenever GC picks a group line)";
-    IDLE_MERGE_BUDGET = "idle_merge_budget" ["pages per host page"] "pages merges in idle time may move per host page written, spent on the groups whose merge removes the most double reads per page moved (0: no idle merges, the issue-11 default)" only with "design=log";
+    IDLE_MERGE_BUDGET = "idle_merge_budget" ["pages per host page"] "pages idling may move per host page written (merges while idle, on the groups whose merge removes the most double reads per page moved, and every collection while idle; 0: no idle merges, issue 11's default; inf: no bound)" only with "design=log";
     IDLE_MERGE_READS = "idle_merge_reads" ["on/off"] "rank idle merges by the reads they would serve and the misses they would remove (on), or by misses alone (off, an ablation)" only with "design=log";
     CROSS_GROUP = "cross_group" ["on/off"] "opportunistic cross-group allocation: a group out of lines may borrow another group's" only with "design=paper";
     GROUP_LINE_QUOTA = "group_line_quota" ["lines"] "lines a group may own before it borrows or GC runs" only with "design=paper";
@@ -163,8 +163,8 @@ struct Counters {
     merges: u64,
     /// Group merges in idle time (`idle_merge_budget`; also counted in `group_gcs`).
     idle_merges: u64,
-    /// Of which merged a group the host had read since its last collection (the others were
-    /// chosen by their misses alone).
+    /// Of which merged a group with heat (host reads since the heats last faded to 0); the
+    /// others were chosen by their misses alone.
     idle_merges_read: u64,
     /// Pages moved by merges, GC's and idle ones: the flash work spent on training.
     merge_pages: u64,
@@ -228,8 +228,8 @@ pub struct LearnedFtl {
     merge_credit: Credit,
     /// `design=log`: (invalidations, free lines) when background GC last found nothing.
     bg_idle_at: Option<(u64, u32)>,
-    /// `design=log`: pages idle merges may move per host page written
-    /// (`idle_merge_budget`), and what is unspent.
+    /// `design=log`: pages idling may move per host page written (`idle_merge_budget`), and
+    /// what is unspent.
     idle_credit: Credit,
     /// Host pages written or trimmed so far (with the invalidations, whether anything that
     /// decides an idle merge may have changed).
