@@ -74,7 +74,12 @@ svg.append(f'<line x1="{L}" y1="{sy(0.5)}" x2="{W - R}" y2="{sy(0.5)}" stroke="#
 svg.append(f'<text x="{sx(1.1) + 4}" y="{T + 12}" fill="#c00">targets: write WAF ≤ 1.1×, hits ≥ 50 %</text>')
 svg.append(f'<text x="{W - R - 4}" y="{H - B - 24}" text-anchor="end" fill="{COLOURS[2]}">merge budgets (issue 11)</text>')
 svg.append(f'<text x="{W - R - 4}" y="{H - B - 10}" text-anchor="end" fill="{COLOURS[3]}">idle budgets (issue 29): write + idle WAF; hollow: write WAF only</text>')
+# Points that coincide (e.g. idle budgets past a whole sort) share one label.
+labels = {}
 for r, x in zip(rows, xs):
+    label = r["name"].replace("log-budget-", "budget ").replace("idle-", "idle ")
+    labels.setdefault((round(x, 4), round(r["hit"], 4)), []).append(label)
+for r, x in sorted(zip(rows, xs), key=lambda rx: order(rx[0])):
     colour = COLOURS[family(r)]
     y = sy(r["hit"])
     if family(r) == 3:
@@ -82,7 +87,8 @@ for r, x in zip(rows, xs):
         svg.append(f'<line x1="{wx:.1f}" y1="{y:.1f}" x2="{sx(x):.1f}" y2="{y:.1f}" stroke="{colour}" stroke-dasharray="2"/>')
         svg.append(f'<circle cx="{wx:.1f}" cy="{y:.1f}" r="4" fill="white" stroke="{colour}"/>')
     svg.append(f'<circle cx="{sx(x):.1f}" cy="{y:.1f}" r="4" fill="{colour}"/>')
-    label = r["name"].replace("log-budget-", "budget ").replace("idle-", "idle ")
-    svg.append(f'<text x="{sx(x) + 6:.1f}" y="{y - 6:.1f}">{label}</text>')
+    shared = labels.pop((round(x, 4), round(r["hit"], 4)), None)
+    if shared:
+        svg.append(f'<text x="{sx(x) + 6:.1f}" y="{y - 6:.1f}">{" = ".join(shared)}</text>')
 svg.append("</svg>")
 (out / "frontier.svg").write_text("\n".join(svg) + "\n")
