@@ -137,6 +137,7 @@ impl LearnedFtl {
         }
         let min_gain = pol.bg_min_invalid;
         let done = self.reclaim(dev, now, min_gain)?;
+        self.stats.gc_background += done.is_some() as u64;
         self.bg_idle_at = done.is_none().then_some(state);
         Ok(done)
     }
@@ -210,13 +211,16 @@ impl LearnedFtl {
         } else {
             free > self.cfg.gc_reserve_lines + c.lines
         };
+        // Idle merges and their reclaims are background collections (metrics.md).
         if !room {
             let done = self.idle_charged(|ftl| ftl.reclaim(dev, now, 0))?;
+            self.stats.gc_background += done.is_some() as u64;
             if done.is_none() {
                 self.idle_merge_none_at = Some(state);
             }
             return Ok(done);
         }
+        self.stats.gc_background += 1;
         let pages = self.groups.mapped[gi] as u64;
         self.idle_credit.spend(pages);
         let x = &mut self.extra;
