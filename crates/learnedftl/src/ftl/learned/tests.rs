@@ -592,27 +592,25 @@ fn idle_merges_train_a_read_hot_group_before_a_read_cold_one() {
 
 #[test]
 fn idle_merges_off_restore_the_old_default_and_the_credit_bounds_them() {
+    // TP 1's 512 LPNs written in a scattered order.
+    let scattered = |set: &[&str]| {
+        let (mut dev, mut ftl) = small(set);
+        for i in 0..512 {
+            step(
+                &mut dev,
+                &mut ftl,
+                req(Op::Write, 512 + i * 37 % 512, 1, i as u64 * 100_000),
+            );
+        }
+        (dev, ftl)
+    };
     // idle_merge_budget=0: idling only collects by the background rule and writes back.
-    let (mut dev, mut ftl) = small(&["idle_merge_budget=0"]);
-    for i in 0..512 {
-        step(
-            &mut dev,
-            &mut ftl,
-            req(Op::Write, 512 + i * 37 % 512, 1, i as u64 * 100_000),
-        );
-    }
+    let (mut dev, mut ftl) = scattered(&["idle_merge_budget=0"]);
     while ftl.idle(&mut dev, SimTime(60_000_000)).unwrap().is_some() {}
     assert_eq!(ftl.extra.idle_merges, 0);
     assert_eq!(ftl.models.bits_in(Tpn(1), 0, 512), 0);
     // With credit for 256 pages, a 512-page merge is not covered.
-    let (mut dev, mut ftl) = small(&["idle_merge_budget=0.5"]);
-    for i in 0..512 {
-        step(
-            &mut dev,
-            &mut ftl,
-            req(Op::Write, 512 + i * 37 % 512, 1, i as u64 * 100_000),
-        );
-    }
+    let (mut dev, mut ftl) = scattered(&["idle_merge_budget=0.5"]);
     assert!(!ftl.idle_credit.covers(513));
     while ftl.idle(&mut dev, SimTime(60_000_000)).unwrap().is_some() {}
     assert_eq!(ftl.extra.idle_merges, 0);
