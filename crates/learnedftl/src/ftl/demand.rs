@@ -27,6 +27,7 @@ use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::Geometry;
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError};
+use crate::mapping::keyed::SlotIndex;
 use crate::mapping::{
     gc, persist_trim, recovery, write_tp, Allocator, Budget, FtlStats, GcHooks, GcPolicy, HasTable,
     Lookup, Stream, TransTable, WriteBack,
@@ -47,7 +48,8 @@ pub trait Cmt: Send + Clone + 'static {
     fn evict_for(&mut self, range: &Range<u32>, table: &TransTable) -> Evict;
     /// Loads `range` after a TP read completing at `ready`; `lpn` is the one asked for.
     fn load(&mut self, lpn: Lpn, range: Range<u32>, ready: SimTime, table: &TransTable);
-    /// Hints the state [`Cmt::gc_update`] of `lpn` will read into cache. Default: nothing.
+    /// Hints the state a lookup or [`Cmt::gc_update`] of `lpn` will read into cache. Default:
+    /// nothing.
     fn prefetch(&self, lpn: Lpn) {
         let _ = lpn;
     }
@@ -314,6 +316,11 @@ impl<C: Cmt> Demand<C> {
         req_last: Lpn,
         t: SimTime,
     ) -> Result<Translated, FtlError> {
+        // The request's later pages: their cache state is a miss of its own each (a hashed
+        // index scatters consecutive LPNs).
+        if lpn.0 + SlotIndex::AHEAD <= req_last.0 {
+            self.core.cache.prefetch(Lpn(lpn.0 + SlotIndex::AHEAD));
+        }
         if let Lookup::Hit { ready } = self.core.cache.lookup(lpn) {
             return Ok(Translated {
                 ready: ready.max(t),

@@ -136,6 +136,7 @@ impl Cmt for EntryLru {
             return Evict::Fits;
         }
         let s = self.lru.tail();
+        self.index.prefetch_before(&self.links, s);
         let lpn = self.index.key(s);
         let dirty = self.slots[s as usize].dirty;
         self.lru.remove(&mut self.links, s);

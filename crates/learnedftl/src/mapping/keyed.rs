@@ -7,6 +7,7 @@
 //! a few percent of them — and miss the CPU caches on every lookup; these grow with what they
 //! hold.
 
+use super::lru::Links;
 pub use super::lru::NIL;
 
 /// Slots by the hash of their key.
@@ -198,6 +199,20 @@ impl SlotIndex {
     #[inline]
     pub fn prefetch(&self, key: u32) {
         self.slots.prefetch(key);
+    }
+    /// Hints into cache the bucket of the slot [`SlotIndex::AHEAD`] links before `slot` in an
+    /// LRU list: evictions go on from the cold end, and the LPNs they will take hash far apart
+    /// (each bucket a miss of its own; the links and keys on the way were just written).
+    #[inline]
+    pub fn prefetch_before(&self, links: &Links, slot: u32) {
+        let mut s = slot;
+        for _ in 0..Self::AHEAD {
+            s = links.prev(s);
+            if s == NIL {
+                return;
+            }
+        }
+        self.prefetch(self.key(s));
     }
     /// How many keys of `range` have no slot. Consecutive keys land in scattered buckets, so
     /// the buckets [`SlotIndex::AHEAD`] keys on are hinted into cache while these are read.

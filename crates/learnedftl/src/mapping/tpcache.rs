@@ -386,19 +386,7 @@ impl TpCache {
             }
         }
         let lpn = Lpn(self.index.key(victim));
-        // Evictions go on from the entries before this one: the bucket of the one
-        // `SlotIndex::AHEAD` on is hinted into cache (consecutive LPNs hash far apart, so each
-        // bucket is a miss of its own; the links and keys on the way were just written).
-        let mut ahead = victim;
-        for _ in 0..SlotIndex::AHEAD {
-            ahead = self.entry_links.prev(ahead);
-            if ahead == NIL {
-                break;
-            }
-        }
-        if ahead != NIL {
-            self.index.prefetch(self.index.key(ahead));
-        }
+        self.index.prefetch_before(&self.entry_links, victim);
         let mut written_back = 0;
         if self.slots[victim as usize].dirty {
             // Batch write-back: one TP program cleans every dirty entry of the node.
