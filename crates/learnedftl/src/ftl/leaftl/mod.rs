@@ -27,7 +27,7 @@ use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::keyed::{KeyedSlots, NIL};
 use crate::mapping::{
-    check_page_map, gc, persist_trim, prefetch_page_map, radix, recovery, Allocator, Budget,
+    check_page_map, gc, persist_trim, prefetch_page_map, radix, recovery, Allocator, Bits, Budget,
     FtlStats, GcHooks, GcOrder, GcPolicy, Gtd, Stream,
 };
 use crate::params::Params;
@@ -88,6 +88,8 @@ struct Mapping {
     gamma: u32,
     l2p: Vec<u32>,
     groups: Vec<GroupTable>,
+    /// Per group, whether its table is unchanged since its last periodic compaction.
+    compacted: Bits,
     bytes: Vec<u32>,
     total_bytes: u64,
     cache: GroupCache,
@@ -125,8 +127,10 @@ impl Mapping {
         Ok(())
     }
 
-    /// Re-reads a group's size after a change; compacts it if it outgrew a translation page.
+    /// Re-reads a group's size after a change (every change to a group's table comes here);
+    /// compacts it if it outgrew a translation page.
     fn refresh(&mut self, g: u32) {
+        self.compacted.set(g as usize, false);
         let mut b = self.groups[g as usize].bytes();
         if b > self.geo.page_size as u64 {
             self.groups[g as usize].compact();
@@ -517,6 +521,7 @@ impl Leaftl {
                 gamma,
                 l2p: vec![UNMAPPED; geo.logical_pages as usize],
                 groups: vec![GroupTable::default(); groups as usize],
+                compacted: Bits::new(groups as usize, false),
                 bytes: vec![0; groups as usize],
                 total_bytes: 0,
                 cache: GroupCache::new(groups),
@@ -707,11 +712,24 @@ impl Leaftl {
 
     /// Periodic compaction of every group in DRAM (groups on flash are left as they are: their
     /// compaction would cost TP reads the paper does not account for).
+    ///
+    /// A group whose table has not changed since its last compaction is skipped: compaction
+    /// is idempotent (debug builds check it), so it would change nothing. Compacting every
+    /// cached group each time made the work per interval grow with the cache, and so with the
+    /// device: 10x the time for 4x the capacity at 1–4 TiB.
     fn compact_cached(&mut self) {
         self.map.c.compactions += 1;
         let cached: Vec<u32> = self.map.cache.iter().collect();
         for g in cached {
             let t = &mut self.map.groups[g as usize];
+            if self.map.compacted.get(g as usize) {
+                debug_assert!({
+                    let mut again = t.clone();
+                    again.compact();
+                    (again.levels(), again.crb_bytes()) == (t.levels(), t.crb_bytes())
+                });
+                continue;
+            }
             let before = (t.levels().to_vec(), t.crb_bytes());
             t.compact();
             // Interior CRB offsets can go without any segment changing its range.
@@ -719,6 +737,7 @@ impl Leaftl {
                 self.map.cache.mark_dirty(g);
                 self.map.refresh(g);
             }
+            self.map.compacted.set(g as usize, true);
         }
     }
 
