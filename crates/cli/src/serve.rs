@@ -115,7 +115,8 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         .map_err(capacity_error)?;
     // Pages in a file take no memory (issue 13: refuse what cannot fit before building it).
     device.payloads = o.payload_file.is_none();
-    device.check_memory(true, 1, &AvailableMemory::now())?;
+    learnedftl::run::with_largest_cache(device.memory_estimate(true), &device, &params)
+        .check(1, &AvailableMemory::now())?;
     device.payloads = true;
     let opts = SimOptions {
         verify: Verify::Count,

@@ -165,6 +165,30 @@ pub struct TraceSummary {
     pub closed_loop: Option<ClosedLoopSummary>,
 }
 
+/// `estimate` (a device's) with the largest mapping cache the budget in `params` allows, at
+/// the costliest cache's simulator bytes per entry (DFTL's): the FTL is not known where the
+/// estimate is made (`compare` runs several), and a cache costs the simulator several times
+/// the 8 B per entry the model charges (docs/device.md "Memory").
+pub fn with_largest_cache(
+    estimate: MemoryEstimate,
+    device: &DeviceConfig,
+    params: &Params,
+) -> MemoryEstimate {
+    let entries = Budget::largest_cache(&device.geometry, params) / ENTRY_BYTES;
+    if entries == 0 {
+        return estimate;
+    }
+    estimate.with(
+        format!(
+            "the largest mapping cache its budget allows ({entries} entries x {} B, DFTL's \
+             simulator state per entry)",
+            ftl::dftl::STATE_BYTES_PER_ENTRY
+        ),
+        entries.saturating_mul(ftl::dftl::STATE_BYTES_PER_ENTRY),
+        "lower cmt_ratio or mapping_dram_bytes",
+    )
+}
+
 /// What to run on each FTL.
 #[derive(Clone, Debug)]
 pub struct Experiment {
@@ -229,21 +253,11 @@ impl Experiment {
     /// state ([`DeviceConfig::state_bytes`]) and that of the phase whose jobs hold the most
     /// ([`JobsState`]; phases run one after another, and trace replay streams).
     pub fn memory_estimate(&self) -> MemoryEstimate {
-        let mut device = self.device.memory_estimate(self.verify != Verify::Off);
-        // The FTL is not known here (`compare` runs several): the largest cache the budget
-        // allows, at the costliest cache's simulator bytes per entry.
-        let entries = Budget::largest_cache(&self.device.geometry, &self.params) / ENTRY_BYTES;
-        if entries > 0 {
-            device = device.with(
-                format!(
-                    "the largest mapping cache its budget allows ({entries} entries x {} B, \
-                     DFTL's simulator state per entry)",
-                    ftl::dftl::STATE_BYTES_PER_ENTRY
-                ),
-                entries.saturating_mul(ftl::dftl::STATE_BYTES_PER_ENTRY),
-                "lower cmt_ratio or mapping_dram_bytes",
-            );
-        }
+        let device = with_largest_cache(
+            self.device.memory_estimate(self.verify != Verify::Off),
+            &self.device,
+            &self.params,
+        );
         let pre = self
             .precondition
             .as_ref()
