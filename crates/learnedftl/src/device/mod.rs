@@ -325,9 +325,9 @@ impl Device {
             .map_or_else(BackfillCounters::default, |b| b.counters())
     }
     /// Tells the device that no operation will be issued before `t` from now on (the engine
-    /// calls it with each host request's arrival), so gap-filling timelines forget the idle
-    /// time before it. Operations issued earlier anyway are still booked correctly, only
-    /// without that idle time.
+    /// calls it with each host request's arrival, the idle phase with each unit's time), so
+    /// gap-filling timelines forget the idle time before it and the program times of blocks
+    /// finished by then. Issuing earlier breaks that promise: debug builds assert it.
     #[inline]
     pub fn advance_floor(&mut self, t: SimTime) {
         if let Some(b) = self.backfill.as_mut() {
