@@ -462,6 +462,10 @@ impl<C: Cmt> Ftl for Demand<C> {
     }
 
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        // The cache lookup comes first: its state is a miss of its own (hashed by LPN).
+        if when == Upcoming::Later {
+            self.core.cache.prefetch(lpn);
+        }
         self.core.table.prefetch(dev, op, lpn, when);
     }
 
