@@ -4,7 +4,8 @@
 # DEPTHS, REPEAT times, on a fresh server each time (the region is filled first with 1 MiB
 # writes, so reads reach the flash).
 #   * `--timing realtime`: the server's `lateness_us` (how late replies left their simulated
-#     completion; its count includes the few fill writes) and fio's completion latency;
+#     completion; its count includes the few fill writes), `reply_write_us` (how long the
+#     socket writes that sent them took) and fio's completion latency;
 #   * `--timing none`: fio's completion latency is the host path alone (fio, the socket, the
 #     server's threads and the simulator's CPU time), with no simulated time waited for.
 # A benchmark, not a test: the numbers depend on the machine and what else runs on it, so the
@@ -33,8 +34,9 @@ fio_run() {
         --size="$size" --output-format=json --output="$work/$name.json" "$@" >/dev/null
 }
 
-printf '%-8s %5s %4s %6s %8s | %8s %8s %8s %8s | %8s %8s %8s | %7s\n' timing depth run load \
-    IOPS "late p50" "p99" "p99.9" "max" "fio p50" "p99" "sim rd" replies
+printf '%-8s %5s %4s %6s %8s | %8s %8s %8s %8s | %8s %8s | %8s %8s %8s | %7s\n' timing depth \
+    run load IOPS "late p50" "p99" "p99.9" "max" "write p50" "p99" "fio p50" "p99" "sim rd" \
+    replies
 for timing in $timings; do
     for depth in $depths; do
         for run in $(seq "$repeat"); do
@@ -58,12 +60,15 @@ s = json.load(open(serve))
 l = s.get("lateness_us")
 keys = ("p50", "p99", "p999", "max")
 late = " ".join(f'{l[k]:8.1f}' if l else f'{"-":>8}' for k in keys)
-print(f'{timing:8} {depth:>5} {run:>4} {load:>6} {j["iops"]:8.0f} | {late} | '
+w = s.get("reply_write_us")
+write = " ".join(f'{w[k]:8.1f}' if w else f'{"-":>8}' for k in ("p50", "p99"))
+print(f'{timing:8} {depth:>5} {run:>4} {load:>6} {j["iops"]:8.0f} | {late} | {write} | '
       f'{pct["50.000000"] / 1e3:8.1f} {pct["99.000000"] / 1e3:8.1f} '
       f'{s["result"]["latency_us"]["read"]["mean"]:8.1f} | {l["count"] if l else "-":>7}')
 PY
         done
     done
 done
-echo "µs; late = serve's lateness_us, fio = fio's completion latency, sim rd = simulated read" \
+echo "µs; late = serve's lateness_us, write = its reply_write_us, fio = fio's completion" \
+    "latency, sim rd = simulated read" \
     "latency (mean); $(nproc) cores, load = 1-minute load average before each run"

@@ -233,7 +233,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         report::phases_table(&r.phases),
         report::columns::PHASES.legend,
         report::byte_checks_line(&r.result),
-        lateness_line(served.lateness_us.as_ref()),
+        lateness_line(served.lateness_us.as_ref(), served.reply_write_us.as_ref()),
         report::detail_table(r)
     );
     if let (n @ 1.., last) = backend.failures() {
@@ -260,7 +260,7 @@ fn print_stats(backend: &SimBackend) {
     let (failures, last) = backend.failures();
     let mut out = report::phases_table(std::slice::from_ref(&m));
     out += &report::byte_checks_line(&m);
-    out += &lateness_line(backend.lateness().as_ref());
+    out += &lateness_line(backend.lateness().as_ref(), backend.reply_writes().as_ref());
     if failures > 0 {
         out += &format!(
             "{failures} requests failed; last: {}\n",
@@ -273,15 +273,15 @@ fn print_stats(backend: &SimBackend) {
         .and_then(|()| stdout.flush());
 }
 
-/// Under `--timing realtime`, how late the replies sent so far left (docs/metrics.md); empty
-/// otherwise.
-fn lateness_line(lateness: Option<&LatencySummary>) -> String {
-    match lateness {
-        Some(l) => format!(
-            "lateness: {} replies sent after their simulated completion by p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs\n",
-            l.count, l.p50, l.p99, l.p999, l.max
+/// Under `--timing realtime`, how late the replies sent so far left and how long their socket
+/// writes took (docs/metrics.md); empty otherwise.
+fn lateness_line(lateness: Option<&LatencySummary>, writes: Option<&LatencySummary>) -> String {
+    match (lateness, writes) {
+        (Some(l), Some(w)) => format!(
+            "lateness: {} replies sent after their simulated completion by p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs; their socket writes took p50 {:.1} µs, p99 {:.1} µs\n",
+            l.count, l.p50, l.p99, l.p999, l.max, w.p50, w.p99
         ),
-        None => String::new(),
+        _ => String::new(),
     }
 }
 

@@ -523,7 +523,10 @@ fn serve_realtime_reports_lateness_in_stats_lines_and_json() {
         rx.data(&mut [0; 4096]).unwrap();
     }
     let line = server.wait_out("lateness: 5 replies");
-    assert!(line.contains("p99.9"), "{line}");
+    assert!(
+        line.contains("p99.9") && line.contains("socket writes took"),
+        "{line}"
+    );
     drop((tx, rx));
     server.stop();
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -531,6 +534,7 @@ fn serve_realtime_reports_lateness_in_stats_lines_and_json() {
     assert_eq!(l["count"], 5, "{l}");
     let (p50, max) = (l["p50"].as_f64().unwrap(), l["max"].as_f64().unwrap());
     assert!(0.0 <= p50 && p50 <= max, "{l}");
+    assert_eq!(r["reply_write_us"]["count"], 5, "{r}");
     assert_eq!(r["result"]["requests"]["read"], 4, "{r}");
 }
 

@@ -3,7 +3,8 @@
 //! Each connection's reader parses requests in order, checks them and has the [`Backend`]
 //! execute them. If the backend may hold replies (until a simulated completion), a second
 //! thread, the connection's writer, sends each reply once it is due (sleeping with a timer
-//! slack of 1 ns, then yielding in a loop for the last 50 µs) and flushes when none is;
+//! slack of 1 ns, then yielding in a loop for the last 50 µs; lingering in that loop for the
+//! next reply before it blocks) and flushes when none is;
 //! otherwise the reader writes each reply itself and flushes whenever no request is waiting.
 //! Replies may thus leave out of order, as the protocol allows; cookies tell them apart. A
 //! request the protocol lets us refuse gets an error reply and the connection goes on; only a
@@ -38,10 +39,12 @@ pub trait Backend: Send + Sync + 'static {
     fn holds_replies(&self) -> bool {
         true
     }
-    /// Called once a reply [`Backend::execute`] held has been sent (written and flushed to
-    /// the socket): `late` is how long after its due time it left.
-    fn sent(&self, late: Duration) {
-        let _ = late;
+    /// Called once a reply [`Backend::execute`] held has been sent: `late` is how long after
+    /// its due time the socket write that carried it was issued, `write` how long that write
+    /// took (the kernel copying the reply and waking the client: the host path's, not the
+    /// server's).
+    fn sent(&self, late: Duration, write: Duration) {
+        let _ = (late, write);
     }
 }
 
@@ -352,19 +355,15 @@ fn write_replies<W: Write, B: Backend + ?Sized>(
             }
         }
         flush_sent(w, &mut unsent, backend)?;
-        // Wait for the next reply, or until the earliest pending one is due.
-        match (pending.peek().and_then(|r| r.due), open) {
-            (Some(due), _) => match wait(&rx, open, due) {
+        // Wait for the next reply, or until the earliest pending one is due. With nothing
+        // pending and the reader done, the next round returns.
+        let due = pending.peek().and_then(|r| r.due);
+        if open || due.is_some() {
+            match wait(&rx, open, due) {
                 Woken::Due => {}
                 Woken::Reply(r) => pending.push(r),
                 Woken::Closed => open = false,
-            },
-            (None, true) => match rx.recv() {
-                Ok(r) => pending.push(r),
-                Err(_) => open = false,
-            },
-            // Nothing pending and the reader is done: the next round returns.
-            (None, false) => {}
+            }
         }
     }
 }
@@ -374,6 +373,11 @@ fn write_replies<W: Write, B: Backend + ?Sized>(
 /// busy machine; one that checks the clock in a loop, a few µs (docs/nbd.md, "Lateness, and
 /// the host path's own cost"). The loop yields, so another thread that needs the core gets it.
 const SPIN: Duration = Duration::from_micros(50);
+
+/// How long a writer with no reply pending keeps checking for the next one in the same loop
+/// before it blocks: a blocked writer woke ~20 µs after its reply was handed over (a virtual
+/// CPU halted meanwhile), half a 40 µs read, and sent 0.5 % of the replies late.
+const LINGER: Duration = Duration::from_micros(200);
 
 /// What ended a writer's [`wait`].
 enum Woken {
@@ -386,32 +390,57 @@ enum Woken {
 }
 
 /// Waits until `due`, or (if the reader is still `open`) for its next reply if that comes
-/// first: sleeps until [`SPIN`] before `due`, then yields in a loop.
-fn wait(rx: &Receiver<Reply>, open: bool, due: Instant) -> Woken {
-    let now = Instant::now();
-    let wake = due.checked_sub(SPIN).unwrap_or(due);
-    if now < wake {
-        if !open {
-            std::thread::sleep(wake - now);
-        } else {
-            match rx.recv_timeout(wake - now) {
-                Ok(r) => return Woken::Reply(r),
-                Err(RecvTimeoutError::Disconnected) => return Woken::Closed,
-                Err(RecvTimeoutError::Timeout) => {}
-            }
-        }
+/// first: sleeps until [`SPIN`] before `due`, then yields in a loop. With no `due` (the
+/// reader must be open), yields in a loop for [`LINGER`], then blocks.
+fn wait(rx: &Receiver<Reply>, open: bool, due: Option<Instant>) -> Woken {
+    match due {
+        Some(due) => block(rx, open, Some(due.checked_sub(SPIN).unwrap_or(due)))
+            .or_else(|| spin(rx, open, due))
+            .unwrap_or(Woken::Due),
+        None => spin(rx, open, Instant::now() + LINGER)
+            .or_else(|| block(rx, open, None))
+            .unwrap_or(Woken::Closed),
     }
-    while Instant::now() < due {
+}
+
+/// Yields the CPU in a loop until `until`, checking for the reader's next reply if `open`:
+/// `None` if none came.
+fn spin(rx: &Receiver<Reply>, open: bool, until: Instant) -> Option<Woken> {
+    while Instant::now() < until {
         if open {
             match rx.try_recv() {
-                Ok(r) => return Woken::Reply(r),
-                Err(TryRecvError::Disconnected) => return Woken::Closed,
+                Ok(r) => return Some(Woken::Reply(r)),
+                Err(TryRecvError::Disconnected) => return Some(Woken::Closed),
                 Err(TryRecvError::Empty) => {}
             }
         }
         std::thread::yield_now();
     }
-    Woken::Due
+    None
+}
+
+/// Sleeps until `until` (forever if `None`), or while `open` until the reader's next reply:
+/// `None` if the time came first.
+fn block(rx: &Receiver<Reply>, open: bool, until: Option<Instant>) -> Option<Woken> {
+    match (until, open) {
+        (None, true) => Some(rx.recv().map_or(Woken::Closed, Woken::Reply)),
+        (None, false) => Some(Woken::Closed),
+        (Some(t), open) => {
+            let now = Instant::now();
+            if now >= t {
+                None
+            } else if !open {
+                std::thread::sleep(t - now);
+                None
+            } else {
+                match rx.recv_timeout(t - now) {
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Ok(r) => Some(Woken::Reply(r)),
+                    Err(RecvTimeoutError::Disconnected) => Some(Woken::Closed),
+                }
+            }
+        }
+    }
 }
 
 /// Makes this thread's timed waits end on time: Linux lets a sleep overrun by the thread's
@@ -426,16 +455,18 @@ fn exact_timers() {
 }
 
 /// Flushes the replies written, then tells `backend` how late each of those held (`unsent`,
-/// their due times) left.
+/// their due times) left: when the flush was issued (a reply larger than the buffer was
+/// written before, so this errs late), and how long it took.
 fn flush_sent<W: Write, B: Backend + ?Sized>(
     w: &mut BufWriter<W>,
     unsent: &mut Vec<Instant>,
     backend: &B,
 ) -> io::Result<()> {
+    let issued = Instant::now();
     w.flush()?;
-    let now = Instant::now();
+    let write = issued.elapsed();
     for due in unsent.drain(..) {
-        backend.sent(now.saturating_duration_since(due));
+        backend.sent(issued.saturating_duration_since(due), write);
     }
     Ok(())
 }

@@ -68,8 +68,8 @@ pub type Recorder = TraceWriter<Box<dyn Write + Send>>;
 /// Where a server's messages go.
 type Log = Box<dyn Fn(String) + Send + Sync>;
 
-/// What `serve --json` writes: the keys of `run --json`, and `lateness_us` with
-/// [`Timing::Realtime`] (docs/metrics.md).
+/// What `serve --json` writes: the keys of `run --json`, and `lateness_us` and
+/// `reply_write_us` with [`Timing::Realtime`] (docs/metrics.md).
 #[derive(Clone, Debug, Serialize)]
 pub struct ServeReport {
     /// The run's report.
@@ -78,6 +78,9 @@ pub struct ServeReport {
     /// How late replies were sent ([`SimBackend::lateness`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lateness_us: Option<LatencySummary>,
+    /// How long the socket writes that sent them took ([`SimBackend::reply_writes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_write_us: Option<LatencySummary>,
 }
 
 /// A simulated SSD as an NBD export.
@@ -88,9 +91,17 @@ pub struct SimBackend {
     anchor: Instant,
     start: SimTime,
     state: Mutex<State>,
-    /// With [`Timing::Realtime`]: how late each held reply was sent, in ns (a lock of its
-    /// own, so that replies being sent do not wait for requests being served).
-    lateness: Option<Mutex<LatencyHistogram>>,
+    /// With [`Timing::Realtime`]: how late each held reply was sent, and how long the write
+    /// that sent it took, in ns (a lock of its own, so that replies being sent do not wait
+    /// for requests being served).
+    sent: Option<Mutex<Sent>>,
+}
+
+/// Histograms of the held replies sent.
+#[derive(Default)]
+struct Sent {
+    late: LatencyHistogram,
+    write: LatencyHistogram,
 }
 
 struct State {
@@ -176,7 +187,7 @@ impl SimBackend {
                 last_failure: None,
                 log: None,
             }),
-            lateness: (timing == Timing::Realtime).then(Mutex::default),
+            sent: (timing == Timing::Realtime).then(Mutex::default),
         })
     }
 
@@ -208,12 +219,22 @@ impl SimBackend {
         f(&mut self.lock().sim)
     }
 
-    /// With [`Timing::Realtime`], how late the replies sent so far left: the wall time each
-    /// was sent (flushed to the socket) minus the wall time its simulated completion maps to,
-    /// in µs. `None` with [`Timing::None`], which holds no reply.
+    /// With [`Timing::Realtime`], how late the replies sent so far left: the wall time the
+    /// socket write that sent each was issued minus the wall time its simulated completion
+    /// maps to, in µs. `None` with [`Timing::None`], which holds no reply.
     pub fn lateness(&self) -> Option<LatencySummary> {
-        let h = self.lateness.as_ref()?;
-        Some(h.lock().unwrap_or_else(|p| p.into_inner()).summary())
+        self.sent_summary(|s| &s.late)
+    }
+
+    /// With [`Timing::Realtime`], how long the socket write that sent each reply took, in µs
+    /// (the kernel's part of the host path: copying the reply and waking the client).
+    pub fn reply_writes(&self) -> Option<LatencySummary> {
+        self.sent_summary(|s| &s.write)
+    }
+
+    fn sent_summary(&self, h: impl Fn(&Sent) -> &LatencyHistogram) -> Option<LatencySummary> {
+        let s = self.sent.as_ref()?;
+        Some(h(&s.lock().unwrap_or_else(|p| p.into_inner())).summary())
     }
 
     /// Requests the simulator failed so far (answered `NBD_EIO` or `NBD_ENOSPC`), and the last
@@ -226,7 +247,7 @@ impl SimBackend {
     /// The server's report: the run's, as `run --json` writes it (`config` gets the FTL's
     /// parameters added under `ftl`), and the replies' lateness.
     pub fn report(&self, preset: &str, seed: u64, mut config: serde_json::Value) -> ServeReport {
-        let lateness_us = self.lateness();
+        let (lateness_us, reply_write_us) = (self.lateness(), self.reply_writes());
         let s = self.lock();
         let m = s.metrics();
         config["ftl"] = s.sim.ftl().params();
@@ -239,7 +260,11 @@ impl SimBackend {
             result: m,
             trace: None,
         };
-        ServeReport { run, lateness_us }
+        ServeReport {
+            run,
+            lateness_us,
+            reply_write_us,
+        }
     }
 
     /// Cuts the power between two requests and recovers the FTL from flash (docs/nbd.md):
@@ -301,10 +326,12 @@ impl Backend for SimBackend {
         self.timing == Timing::Realtime
     }
 
-    fn sent(&self, late: Duration) {
-        if let Some(h) = &self.lateness {
-            let ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-            h.lock().unwrap_or_else(|p| p.into_inner()).record(ns);
+    fn sent(&self, late: Duration, write: Duration) {
+        if let Some(s) = &self.sent {
+            let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
+            s.late.record(ns(late));
+            s.write.record(ns(write));
         }
     }
 

@@ -226,10 +226,14 @@ fn realtime_lateness_counts_every_held_reply() {
         0.0 <= l.p50 && l.p50 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max,
         "{l:?}"
     );
+    let w = b.reply_writes().expect("realtime reports its reply writes");
+    assert_eq!(w.count, 11, "{w:?}");
+    assert!(0.0 <= w.p50 && w.p50 <= w.max, "{w:?}");
     let r = b.report("tiny", 0, serde_json::json!({}));
-    assert_eq!(r.lateness_us, Some(l));
+    assert_eq!((&r.lateness_us, &r.reply_write_us), (&Some(l), &Some(w)));
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["lateness_us"]["count"], 11);
+    assert_eq!(json["reply_write_us"]["count"], 11);
     assert_eq!(json["result"]["requests"]["read"], 9);
 
     // Replies sent at once have no lateness, and the report no such key.
@@ -238,9 +242,10 @@ fn realtime_lateness_counts_every_held_reply() {
     go(&mut c);
     read(&mut c, 0, 4096);
     disconnect(c, h);
-    assert_eq!(b.lateness(), None);
+    assert_eq!((b.lateness(), b.reply_writes()), (None, None));
     let json = serde_json::to_value(b.report("tiny", 0, serde_json::json!({}))).unwrap();
-    assert!(json.get("lateness_us").is_none() && json.get("result").is_some());
+    assert!(json.get("lateness_us").is_none() && json.get("reply_write_us").is_none());
+    assert!(json.get("result").is_some());
 }
 
 /// A writer into a shared buffer.
