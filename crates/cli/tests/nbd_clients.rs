@@ -631,5 +631,13 @@ fn a_recording_of_fio_replays_closed_loop_on_every_ftl() {
             p["simulated_ops_per_sec"].as_f64().unwrap() > 0.0,
             "{ftl}: {p}"
         );
+        // The FTL that served the recording gives its simulated completions back exactly.
+        if ftl == "tpftl" {
+            let (sim, rec) = (&p["simulated_s"], &p["recorded_s"]);
+            assert!(
+                (sim.as_f64().unwrap() - rec.as_f64().unwrap()).abs() < 1e-6,
+                "{p}"
+            );
+        }
     }
 }

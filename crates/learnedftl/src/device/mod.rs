@@ -6,6 +6,7 @@
 //! each means an FTL bug.
 
 mod backfill;
+mod copies;
 mod payload;
 mod power;
 mod records;
@@ -233,6 +234,8 @@ pub struct Device {
     /// Contents of the trim record pages programmed and not yet erased, by PPA (few: a sparse
     /// side table keeps [`Oob`] at 8 bytes a page).
     records: BTreeMap<u32, TrimRecord>,
+    /// Data pages of each LPN on flash, counted from the first trim on (`copies.rs`).
+    copies: copies::Copies,
     power: Power,
     /// The cause of the operation the latest cut struck in (`None`: between operations).
     cut_in: Option<Cause>,
@@ -282,6 +285,7 @@ impl Device {
                 .payloads
                 .then(|| PayloadStore::new(geo.page_size as usize, geo.pages())),
             records: BTreeMap::new(),
+            copies: Default::default(),
             power: Power::On,
             cut_in: None,
             ckpt_written: Vec::new(),
@@ -550,6 +554,8 @@ impl Device {
         self.oob[i] = oob;
         if oob.is_record() {
             self.copy_record(ppa, src)?;
+        } else if let Some(lpn) = oob.lpn() {
+            self.copies.programmed(lpn);
         }
         if let Some(p) = self.payload.as_mut() {
             p.on_program(ppa, oob, src)
@@ -597,6 +603,7 @@ impl Device {
             // In flight at the cut: every page of the block is left torn, and the block
             // unusable until it is erased again.
             self.drop_records(block);
+            self.erasing_copies(block);
             let ppb = self.geo.pages_per_block;
             let torn = Oob {
                 tag: Oob::TORN,
@@ -614,6 +621,7 @@ impl Device {
         }
         let first = Ppa(block * self.geo.pages_per_block);
         self.drop_records(block);
+        self.erasing_copies(block);
         if let Some(p) = self.payload.as_mut() {
             p.on_erase(first, self.geo.pages_per_block);
         }

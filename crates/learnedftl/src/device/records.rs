@@ -35,6 +35,7 @@ impl Device {
         t: SimTime,
     ) -> Result<SimTime, DeviceError> {
         self.check(ppa)?;
+        self.count_copies_from_now();
         // Inserted first so that program finds it; removed again if the program fails.
         let before = self.records.insert(ppa.0, rec);
         let done = self.program(ppa, Oob::record(stamp), Src::None, cause, t);

@@ -25,7 +25,7 @@
 use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::keyed::SlotIndex;
 use crate::mapping::{
@@ -168,8 +168,8 @@ impl<C: Cmt> GcHooks for Core<C> {
         self.table.flush_batch(dev, alloc, t)
     }
 
-    fn keeps_record(&self, rec: TrimRecord) -> bool {
-        self.table.needs_record(rec)
+    fn unmapped(&self, lpn: u32) -> bool {
+        self.table.get(Lpn(lpn)).is_none()
     }
 }
 

@@ -9,7 +9,7 @@
 use super::{read_from_dram_map, DramUsage, Ftl, ReadSink};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
-use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::{
     check_page_map, gc, persist_trim, prefetch_page_map, recovery, Allocator, FtlStats, GcHooks,
@@ -51,8 +51,8 @@ impl GcHooks for Table {
         Ok(())
     }
 
-    fn keeps_record(&self, rec: TrimRecord) -> bool {
-        rec.range().any(|l| self.l2p[l as usize] == UNMAPPED)
+    fn unmapped(&self, lpn: u32) -> bool {
+        self.l2p[lpn as usize] == UNMAPPED
     }
 }
 

@@ -6,7 +6,7 @@
 use super::alloc::{Allocator, Stream};
 use super::stats::FtlStats;
 use crate::addr::{Ppa, SimTime};
-use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::device::{Cause, Device, Oob, Src};
 use crate::error::FtlError;
 
 /// What an FTL does when GC moves its pages.
@@ -47,12 +47,13 @@ pub trait GcHooks {
         GcOrder::Physical
     }
 
-    /// GC found the valid trim record `rec` ([`super::trims`]): whether it must move on.
-    /// `false` when every LPN it trimmed is mapped again (written since): then no recovery
-    /// needs it and GC drops it. The default keeps every record (safe; FTLs that persist trims
-    /// answer from their mapping).
-    fn keeps_record(&self, rec: TrimRecord) -> bool {
-        let _ = rec;
+    /// Whether `lpn` is unmapped (trimmed, or never written): GC keeps a valid trim record
+    /// while one of its LPNs is, and still has a data page on flash
+    /// ([`Device::record_needed`], [`super::trims`]); otherwise no recovery needs it and GC
+    /// drops it. The default says every LPN is (safe: records then live while any of their
+    /// LPNs has a page on flash).
+    fn unmapped(&self, lpn: u32) -> bool {
+        let _ = lpn;
         true
     }
 
@@ -204,7 +205,7 @@ fn move_record(
     let rec = dev
         .record(old)
         .ok_or_else(|| FtlError::Invariant(format!("trim record at {old:?} without contents")))?;
-    if hooks.keeps_record(rec) {
+    if dev.record_needed(rec, |l| hooks.unmapped(l)) {
         let new = alloc.next_page(hooks.record_stream())?;
         let done = dev.program(new, oob, Src::Page(old), Cause::GcData, ready)?;
         out.done = out.done.max(done);

@@ -19,7 +19,7 @@ use super::page_map::{check_page_map, prefetch_page_map};
 use super::stats::FtlStats;
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob, TrimRecord};
+use crate::device::{Cause, Device, Oob};
 use crate::error::FtlError;
 use crate::request::{Op, Upcoming};
 
@@ -192,12 +192,6 @@ impl TransTable {
         }
         gtd.note_stamp(scan.max_stamp());
         Ok(stale)
-    }
-
-    /// Whether GC must keep the trim record `rec` ([`GcHooks::keeps_record`]): while some LPN
-    /// it trimmed is still unmapped (none written since, so the record is its newest word).
-    pub fn needs_record(&self, rec: TrimRecord) -> bool {
-        rec.range().any(|l| self.l2p[l as usize] == UNMAPPED)
     }
 }
 

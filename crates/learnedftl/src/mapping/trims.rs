@@ -5,10 +5,12 @@
 //! write stamp): recovery unmaps every LPN of a record whose newest data is older than the
 //! record.
 //!
-//! A record is a valid page until GC meets it; GC then asks the FTL
-//! ([`GcHooks::keeps_record`]) and drops it once every LPN it
-//! trimmed is mapped again (each was written after the trim, so its newest data is newer than
-//! the record), or moves it on like a data page.
+//! A record is a valid page until GC meets it; GC then moves it on like a data page while one
+//! of its LPNs is unmapped ([`GcHooks::unmapped`]) and still has a data page on flash (an
+//! older version a scan could bring back), and drops it otherwise ([`Device::record_needed`],
+//! which counts the pages).
+//!
+//! [`Device::record_needed`]: crate::device::Device::record_needed
 
 use super::alloc::{Allocator, Stream};
 use super::gc::{self, GcHooks};

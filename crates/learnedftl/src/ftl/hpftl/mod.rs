@@ -398,16 +398,13 @@ impl HpFtl {
     }
 
     /// A valid trim record in a GC victim, read as `c`: moved through the secondary writer
-    /// while some LPN it trimmed is still unmapped (an older copy of it may be on flash),
-    /// dropped otherwise.
+    /// while some LPN it trimmed is still unmapped and has a page on flash
+    /// ([`Device::record_needed`]), dropped otherwise.
     fn relocate_record(&mut self, dev: &mut Device, c: GcCopy) -> Result<(), FtlError> {
         let rec = dev.record(c.from).ok_or_else(|| {
             FtlError::Invariant(format!("trim record at {:?} without contents", c.from))
         })?;
-        if rec
-            .range()
-            .any(|l| self.codec.hid(self.primary.get(l as usize)) == 0)
-        {
+        if dev.record_needed(rec, |l| self.codec.hid(self.primary.get(l as usize)) == 0) {
             let new = self.sec_page(dev).ok_or(FtlError::NoSpace)?;
             self.program(dev, new, c.oob, Src::Page(c.from), Cause::GcData, c.read)?;
             self.stats.gc_pages_moved += 1;

@@ -23,7 +23,7 @@ pub use table::{GroupTable, Offsets};
 use super::{DramUsage, Ftl, ReadSink, Served, Unflushed};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
-use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::keyed::{KeyedSlots, NIL};
 use crate::mapping::{
@@ -329,8 +329,8 @@ impl GcHooks for Mapping {
 
     /// A trim record is needed while some LPN it trimmed is not mapped on flash again (a
     /// buffered rewrite does not count: the buffer may be lost).
-    fn keeps_record(&self, rec: TrimRecord) -> bool {
-        rec.range().any(|l| self.l2p[l as usize] == UNMAPPED)
+    fn unmapped(&self, lpn: u32) -> bool {
+        self.l2p[lpn as usize] == UNMAPPED
     }
 }
 

@@ -26,12 +26,11 @@
 //! * The translation stream has its own pointer; when it needs a line and lines are short (or it
 //!   owns [`TRANS_LINES`] already) its emptiest line is collected the baseline way.
 
-use super::copies::Copies;
 use super::model::{self, Piece, PIECES};
 use super::{Design, LearnedFtl};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::device::{Cause, Device, Oob, Src};
 use crate::error::FtlError;
 use crate::mapping::{gc, radix, Allocator, GcHooks, LineState, Stream, TransTable};
 use std::ops::Range;
@@ -196,7 +195,7 @@ impl Groups {
 
 /// GC hooks for translation lines: moved TPs update the GTD. Trim records live on translation
 /// lines too (a data line belongs to one group or the log), so they move on there while needed.
-struct TransHooks<'a>(&'a mut TransTable, &'a Copies);
+struct TransHooks<'a>(&'a mut TransTable);
 
 impl GcHooks for TransHooks<'_> {
     fn moved(
@@ -216,8 +215,8 @@ impl GcHooks for TransHooks<'_> {
         }
     }
 
-    fn keeps_record(&self, rec: TrimRecord) -> bool {
-        self.1.needs_record(self.0, rec)
+    fn unmapped(&self, lpn: u32) -> bool {
+        self.0.get(Lpn(lpn)).is_none()
     }
 
     fn record_stream(&self) -> Stream {
@@ -460,7 +459,6 @@ impl LearnedFtl {
             let new = self.alloc.next_page(s)?;
             data_done =
                 data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, all_read)?);
-            self.copies.programmed(lpn);
             dev.invalidate(old)?;
             self.table.set(lpn, Some(new));
             let (tpn, x) = self.locate(lpn);
@@ -517,7 +515,6 @@ impl LearnedFtl {
         line: u32,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
-        self.copies.erasing(dev, line);
         let mut done = t;
         for i in 0..self.geo.blocks_per_line() {
             let block = self.geo.block_in_line(line, i);
@@ -607,7 +604,6 @@ impl LearnedFtl {
             let new = self.alloc.next_page(s)?;
             data_done =
                 data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, read)?);
-            self.copies.programmed(lpn);
             dev.invalidate(old)?;
             self.table.set(lpn, Some(new));
             self.models
@@ -842,7 +838,7 @@ impl LearnedFtl {
             &mut self.alloc,
             victim,
             t,
-            &mut TransHooks(&mut self.table, &self.copies),
+            &mut TransHooks(&mut self.table),
         )?;
         self.stats.gc_events += 1;
         self.stats.gc_pages_moved += out.tp_moved as u64;

@@ -13,7 +13,6 @@
 //! group by group, which rewrites each TP's pages in LPN order and trains its model
 //! ([`groups`]). The pieces are in [`model`], the fitting in [`plr`].
 
-mod copies;
 pub mod groups;
 pub mod log;
 pub mod model;
@@ -35,7 +34,6 @@ use crate::mapping::{
 };
 use crate::params::{parse_duration_ns, Key, Params};
 use crate::request::{Op, Request, Upcoming};
-use copies::Copies;
 use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
 use plr::Training;
@@ -208,8 +206,6 @@ pub struct LearnedFtl {
     models: Models,
     alloc: Allocator,
     groups: Groups,
-    /// Data pages per LPN on flash, for the trim records' liveness.
-    copies: Copies,
     stats: FtlStats,
     extra: Counters,
     fixed_dram: u64,
@@ -444,7 +440,6 @@ impl LearnedFtl {
             cache,
             models,
             groups,
-            copies: Copies::default(),
             stats: FtlStats::default(),
             extra: Counters::default(),
             fixed_dram: fixed,
@@ -610,7 +605,6 @@ impl LearnedFtl {
             }
             done =
                 done.max(dev.program(ppa, Oob::data(lpn, req.stamp), Src::Host, Cause::User, t)?);
-            self.copies.programmed(lpn);
             match self.table.set(lpn, Some(ppa)) {
                 Some(old) => dev.invalidate(old)?,
                 None => self.groups.mapped[g as usize] += 1,
@@ -649,7 +643,6 @@ impl LearnedFtl {
     /// owns no line to put records in) trims are not persisted, and recovery is refused.
     fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         self.table.gtd.note_stamp(req.stamp);
-        self.copies.start(dev);
         self.host_pages += req.pages as u64;
         let mut done = req.arrival;
         if self.cfg.tp_write_charged {
@@ -864,7 +857,7 @@ impl Ftl for LearnedFtl {
         self.cache.check()?;
         self.check_bitmap()?;
         self.check_groups(dev)?;
-        self.copies.check(dev)?;
+        dev.check_copies()?;
         let mapped: u64 = self.groups.mapped.iter().map(|&m| m as u64).sum();
         let truth = self.table.iter().filter(|(_, p)| p.is_some()).count() as u64;
         if mapped != truth {

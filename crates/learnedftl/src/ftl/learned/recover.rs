@@ -15,7 +15,6 @@
 //!   set bit predicts its LPN exactly, as after a collection;
 //! * a collection the cut interrupted is finished while free lines are below the reserve.
 
-use super::copies::Copies;
 use super::groups::{valid_pages, FIRST_GROUP_STREAM, NONE};
 use super::{Design, LearnedFtl};
 use crate::addr::{Lpn, SimTime, Tpn};
@@ -60,7 +59,6 @@ impl LearnedFtl {
             oob.lpn()
                 .map_or(Stream::TRANS, |l| groups.stream(groups.of(l)))
         });
-        ftl.copies = Copies::recount(dev);
         let mut done = ftl.restore_lines(dev, scan.done)?;
         let clock = Instant::now();
         for tpn in 0..ftl.geo.tps() {

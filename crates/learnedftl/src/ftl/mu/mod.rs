@@ -38,7 +38,7 @@ mod tests;
 use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
-use crate::device::{Cause, Device, Oob, Src, TrimRecord};
+use crate::device::{Cause, Device, Oob, Src};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::lru::{Links, List};
 use crate::mapping::{
@@ -391,8 +391,8 @@ impl GcHooks for Core {
     /// A trim record is needed while some LPN it trimmed is still unmapped. The tree is
     /// consulted without charging node reads (a GC decision the hooks cannot cost; rare: only
     /// for records in a victim).
-    fn keeps_record(&self, rec: TrimRecord) -> bool {
-        rec.range().any(|l| self.tree.lookup(l).is_none())
+    fn unmapped(&self, lpn: u32) -> bool {
+        self.tree.lookup(lpn).is_none()
     }
 }
 
