@@ -109,8 +109,8 @@ fn closed_loop_replay_needs_a_recording() {
 /// The shipped recording in `recordings/<dir>` replays closed-loop on `preset` on each of
 /// `ftls` with the oracle on, its phases named `phases`; the FTL it was recorded on gives back
 /// the live phases' durations within 5 %: exactly while the model is the one it was recorded
-/// with (its reply times are that FTL's simulated completions), within 1.9 % (varmail) since
-/// GC drops trim records sooner (2026-11-26). The exact case: `nbd_clients`' fio recording.
+/// with (its reply times are that FTL's simulated completions), within 2.5 % (webserver)
+/// since trim records die sooner (2026-11-26). The exact case: `nbd_clients`' fio recording.
 fn shipped_recording_replays(dir: &str, preset: &str, ftls: &[&str], phases: &[&str]) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../recordings")

@@ -191,8 +191,26 @@ fn the_paper_design_runs_only_with_its_flag_and_the_report_says_so() {
     );
 }
 
+/// Whether `md` has a TPFTL row whose first cells are within 5 % of `live` and the next one
+/// 1.00× (itself). The replay gives the live figures exactly while the model is the one the
+/// recording was made with; the shipped ones drift by up to 2.5 % since GC drops trim records
+/// sooner (2026-11-26, docs/traces.md "Closed-loop replay").
+fn tpftl_row_near(md: &str, live: &[f64]) -> bool {
+    md.lines().filter(|l| l.starts_with("| tpftl | ")).any(|l| {
+        let cells: Vec<&str> = l.split('|').map(str::trim).skip(2).collect();
+        cells.len() > live.len()
+            && cells[live.len()] == "1.00×"
+            && live.iter().zip(&cells).all(|(want, c)| {
+                c.replace(',', "")
+                    .parse::<f64>()
+                    .is_ok_and(|got| (got / want - 1.0).abs() < 0.05)
+            })
+    })
+}
+
 /// The RocksDB experiment replays the shipped recording on every paper FTL: TPFTL, the FTL it
-/// was recorded on, 1.00× itself; without the recording the section says so.
+/// was recorded on, 1.00× itself, near its live figures; without the recording the section
+/// says so.
 #[test]
 fn the_rocksdb_experiment_replays_the_shipped_recording() {
     let cache = Cache::new(None, "test-build");
@@ -201,10 +219,7 @@ fn the_rocksdb_experiment_replays_the_shipped_recording() {
     assert_eq!(plan.units().len(), 7, "the paper's seven FTLs");
     let results = plan.execute(&cache, 2, |_| NoProgress, |_, _| {});
     let md = reproduce::document(&config(1), &defs, &results).markdown();
-    assert!(
-        md.contains("| tpftl | 8,686 | 6,079 | 149,043 | 1.00× | 1.00× |"),
-        "{md}"
-    );
+    assert!(tpftl_row_near(&md, &[8686.0, 6079.0, 149043.0]), "{md}");
     assert!(md.contains("LearnedFTL ÷ TPFTL: readrandom "), "{md}");
     let none = Config {
         recordings_dir: "no/recordings/here".into(),
@@ -237,24 +252,14 @@ fn the_filebench_experiment_replays_the_shipped_recording() {
     let phases =
         std::fs::read_to_string(config(1).recordings_dir.join("filebench-tiny/tpftl.phases"))
             .unwrap();
-    let live: Vec<String> = phases
+    let live: Vec<f64> = phases
         .lines()
         .map(|l| {
             let f: Vec<f64> = l.split(',').skip(1).map(|x| x.parse().unwrap()).collect();
-            let rate = format!("{:.0}", f[2] / ((f[1] - f[0]) / 1e9));
-            // Thousands separated, as the report writes them.
-            let mut grouped = String::new();
-            for (i, c) in rate.chars().enumerate() {
-                if i > 0 && (rate.len() - i) % 3 == 0 {
-                    grouped.push(',');
-                }
-                grouped.push(c);
-            }
-            grouped
+            f[2] / ((f[1] - f[0]) / 1e9)
         })
         .collect();
-    let row = format!("| tpftl | {} | 1.00× | 1.00× | 1.00× |", live.join(" | "));
-    assert!(md.contains(&row), "{row}\n{md}");
+    assert!(tpftl_row_near(&md, &live), "{live:?}\n{md}");
     assert!(
         md.contains("LearnedFTL ÷ DFTL, TPFTL and LeaFTL: fileserver "),
         "{md}"

@@ -170,7 +170,13 @@ fn move_page(
     out: &mut GcOutcome,
 ) -> Result<(), FtlError> {
     if oob.is_record() {
-        return move_record(dev, alloc, old, oob, ready, hooks, out);
+        let stream = hooks.record_stream();
+        let moved = relocate_record(dev, alloc, old, oob, ready, stream, |l| hooks.unmapped(l))?;
+        if let Some(done) = moved {
+            out.done = out.done.max(done);
+            out.data_moved += 1;
+        }
+        return Ok(());
     }
     let is_tp = oob.tpn().is_some();
     let (stream, cause) = if is_tp {
@@ -191,28 +197,28 @@ fn move_page(
     Ok(())
 }
 
-/// A valid trim record in a victim: moved through the data stream while the FTL still needs
-/// it, dropped (invalidated) otherwise.
-fn move_record(
+/// The valid trim record at `old`, read by GC at `ready` as `oob`: programmed on through
+/// `stream` while needed (an LPN it trimmed is `unmapped` and still has a data page on flash:
+/// [`Device::record_needed`]), then invalidated; returns the copy's completion if it moved.
+pub fn relocate_record(
     dev: &mut Device,
     alloc: &mut Allocator,
     old: Ppa,
     oob: Oob,
     ready: SimTime,
-    hooks: &mut impl GcHooks,
-    out: &mut GcOutcome,
-) -> Result<(), FtlError> {
+    stream: Stream,
+    unmapped: impl Fn(u32) -> bool,
+) -> Result<Option<SimTime>, FtlError> {
     let rec = dev
         .record(old)
         .ok_or_else(|| FtlError::Invariant(format!("trim record at {old:?} without contents")))?;
-    if dev.record_needed(rec, |l| hooks.unmapped(l)) {
-        let new = alloc.next_page(hooks.record_stream())?;
-        let done = dev.program(new, oob, Src::Page(old), Cause::GcData, ready)?;
-        out.done = out.done.max(done);
-        out.data_moved += 1;
+    let mut moved = None;
+    if dev.record_needed(rec, unmapped) {
+        let new = alloc.next_page(stream)?;
+        moved = Some(dev.program(new, oob, Src::Page(old), Cause::GcData, ready)?);
     }
     dev.invalidate(old)?;
-    Ok(())
+    Ok(moved)
 }
 
 fn record(stats: &mut FtlStats, out: &GcOutcome, background: bool) {

@@ -33,15 +33,29 @@ pub fn persist_trim(
     req: &Request,
 ) -> Result<SimTime, FtlError> {
     let ppa = gc::alloc_page(dev, alloc, stream, req.arrival, hooks, stats)?;
-    program_record(dev, ppa, req)
+    program_record(dev, ppa, req, |l| hooks.unmapped(l))
 }
 
 /// Programs the trim request `req`'s record at `ppa`, a page the caller allocated (for an FTL
 /// whose own allocation or GC cannot go through [`persist_trim`]); returns when it is durable.
-pub fn program_record(dev: &mut Device, ppa: Ppa, req: &Request) -> Result<SimTime, FtlError> {
+/// Call before changing the mapping: if every LPN it trims is already `unmapped`, the record
+/// changes nothing a recovery would see (an older record, or no data, already says so), so it
+/// is invalid at once (whether to write it at all is the FTL's to know only after translating;
+/// the program keeps a trim's cost the same): records of LPNs trimmed again and again would
+/// otherwise pile up as valid pages while the old data stays on flash.
+pub fn program_record(
+    dev: &mut Device,
+    ppa: Ppa,
+    req: &Request,
+    unmapped: impl Fn(u32) -> bool,
+) -> Result<SimTime, FtlError> {
     let rec = TrimRecord {
         first: req.lpn,
         pages: req.pages,
     };
-    Ok(dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, req.arrival)?)
+    let done = dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, req.arrival)?;
+    if rec.range().all(unmapped) {
+        dev.invalidate(ppa)?;
+    }
+    Ok(done)
 }

@@ -394,6 +394,14 @@ impl HpFtl {
         };
         let done = dev.program_record(ppa, req.stamp, rec, Cause::TrimRecord, t)?;
         self.programmed(dev, ppa);
+        // Nothing it trims is mapped: an older record already says what it says
+        // (`trims::program_record`).
+        if rec
+            .range()
+            .all(|l| self.codec.hid(self.primary.get(l as usize)) == 0)
+        {
+            self.invalidate(dev, ppa)?;
+        }
         Ok(done)
     }
 

@@ -253,7 +253,7 @@ impl LearnedFtl {
         t: SimTime,
     ) -> Result<Ppa, FtlError> {
         if self.cfg.design == Design::Log {
-            return self.data_page_log(dev, g, t);
+            return self.data_page_log(dev, Some(g), t);
         }
         if self.cfg.line_gc {
             return self.data_page_line(dev, g, t);
@@ -416,12 +416,33 @@ impl LearnedFtl {
         let mut all_read = t;
         for m in moves.iter_mut() {
             let (oob, done) = dev.read(m.1, Cause::GcData, t)?;
-            m.0 = oob.lpn().ok_or_else(|| {
-                FtlError::Invariant(format!("{:?} on data line {line} holds a TP", m.1))
-            })?;
+            if !(oob.is_record() && self.cfg.design == Design::Log) {
+                m.0 = oob.lpn().ok_or_else(|| {
+                    FtlError::Invariant(format!("{:?} on data line {line} holds a TP", m.1))
+                })?;
+            }
             m.2 = oob;
             all_read = all_read.max(done);
         }
+        // Trim records (design=log keeps them in the log) move on in the log while needed.
+        let mut records_done = all_read;
+        for &(_, old, oob) in moves.iter().filter(|m| m.2.is_record()) {
+            let unmapped = |l| self.table.get(Lpn(l)).is_none();
+            let moved = gc::relocate_record(
+                dev,
+                &mut self.alloc,
+                old,
+                oob,
+                all_read,
+                Stream::DATA,
+                unmapped,
+            )?;
+            if let Some(done) = moved {
+                records_done = records_done.max(done);
+                self.stats.gc_pages_moved += 1;
+            }
+        }
+        moves.retain(|m| !m.2.is_record());
         let clock = Instant::now();
         radix::sort_by_u32_key(&mut moves, &mut self.sort_scratch, |m| m.0 .0);
         self.extra.sort_ns += clock.elapsed().as_nanos() as u64;
@@ -442,7 +463,7 @@ impl LearnedFtl {
         }
         // Copies are programmed once every read is done, in LPN order, so the pages of one TP
         // that share a destination get consecutive VPPNs.
-        let mut data_done = all_read;
+        let mut data_done = records_done;
         let mut spill = None;
         for &(lpn, old, oob) in &moves {
             let home = self.groups.stream(self.groups.of(lpn));
@@ -857,9 +878,10 @@ impl LearnedFtl {
             for ppa in valid_pages(dev, line) {
                 let oob = dev.peek_oob(ppa).unwrap_or_default();
                 let ok = match (self.groups.of_stream(owner), oob.lpn()) {
-                    // The write log (design=log) holds any group's data pages.
+                    // The write log (design=log) holds any group's data pages, and the trim
+                    // records.
                     (None, lpn) if owner == Stream::DATA => {
-                        self.cfg.design == Design::Log && lpn.is_some()
+                        self.cfg.design == Design::Log && (lpn.is_some() || oob.is_record())
                     }
                     (None, lpn) => owner == Stream::TRANS && lpn.is_none(),
                     (Some(g), Some(lpn)) => {

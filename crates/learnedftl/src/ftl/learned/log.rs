@@ -61,32 +61,38 @@ struct IdleMerge {
 
 impl LearnedFtl {
     /// `design=log`: the page a host write of group `g` goes to (see the module docs). Each
-    /// page earns `merge_budget` pages of merge credit.
+    /// page earns `merge_budget` pages of merge credit. With no group (`None`), a page of the
+    /// log itself, for a trim record: records live in the log, where reclaims meet them among
+    /// the data pages whose old copies they outlive, and earn no credit.
     pub(super) fn data_page_log(
         &mut self,
         dev: &mut Device,
-        g: u32,
+        g: Option<u32>,
         t: SimTime,
     ) -> Result<Ppa, FtlError> {
-        let s = self.groups.stream(g);
+        let s = g.map(|g| self.groups.stream(g));
         let reserve = self.cfg.gc_reserve_lines;
-        // Unused credit is capped at two merges' worth, so that merges follow the writes
-        // rather than bunch up after a quiet spell.
-        let cap = 2.0 * self.groups.lpns(g).len() as f64;
-        self.merge_credit.earn(cap);
-        // Idle merges come after the writes by design: their credit may build up to one
-        // rewrite of the logical space.
-        self.idle_credit
-            .earn(self.idle_credit.rate() * self.geo.logical_pages as f64);
+        if let Some(g) = g {
+            // Unused credit is capped at two merges' worth, so that merges follow the writes
+            // rather than bunch up after a quiet spell.
+            let cap = 2.0 * self.groups.lpns(g).len() as f64;
+            self.merge_credit.earn(cap);
+            // Idle merges come after the writes by design: their credit may build up to one
+            // rewrite of the logical space.
+            self.idle_credit
+                .earn(self.idle_credit.rate() * self.geo.logical_pages as f64);
+        }
         for _ in 0..self.groups.count() + 2 * self.geo.lines() + 8 {
-            if self.alloc.room(s) > 0 {
-                return self.alloc.next_page(s);
-            }
             let free = self.alloc.free_lines();
-            // Only while lines are plentiful: on a full device a group line filled by one slow
-            // stream would hold spare room the log and GC need.
-            if self.alloc.lines_owned(s) == 0 && free > self.alloc.policy.bg_free_lines + 1 {
-                return self.alloc.next_page(s);
+            if let Some(s) = s {
+                if self.alloc.room(s) > 0 {
+                    return self.alloc.next_page(s);
+                }
+                // Only while lines are plentiful: on a full device a group line filled by one
+                // slow stream would hold spare room the log and GC need.
+                if self.alloc.lines_owned(s) == 0 && free > self.alloc.policy.bg_free_lines + 1 {
+                    return self.alloc.next_page(s);
+                }
             }
             if self.alloc.room(Stream::DATA) > 0 || free > reserve {
                 return self.alloc.next_page(Stream::DATA);

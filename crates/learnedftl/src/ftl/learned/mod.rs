@@ -646,8 +646,12 @@ impl LearnedFtl {
         self.host_pages += req.pages as u64;
         let mut done = req.arrival;
         if self.cfg.tp_write_charged {
-            let ppa = self.trans_page(dev, req.arrival)?;
-            done = trims::program_record(dev, ppa, req)?;
+            let ppa = match self.cfg.design {
+                Design::Log => self.data_page_log(dev, None, req.arrival)?,
+                Design::Paper => self.trans_page(dev, req.arrival)?,
+            };
+            let table = &self.table;
+            done = trims::program_record(dev, ppa, req, |l| table.get(Lpn(l)).is_none())?;
         }
         for lpn in req.lpns() {
             if let Some(old) = self.table.set(lpn, None) {

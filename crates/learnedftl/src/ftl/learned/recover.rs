@@ -55,9 +55,14 @@ impl LearnedFtl {
         let policy = ftl.alloc.policy.clone();
         let streams = FIRST_GROUP_STREAM + ftl.groups.count() as u16;
         let groups = &ftl.groups;
+        let log = ftl.cfg.design == Design::Log;
         ftl.alloc = Allocator::recovered(&cfg.geometry, streams, policy, dev, |oob| {
-            oob.lpn()
-                .map_or(Stream::TRANS, |l| groups.stream(groups.of(l)))
+            let other = if log && oob.is_record() {
+                Stream::DATA
+            } else {
+                Stream::TRANS
+            };
+            oob.lpn().map_or(other, |l| groups.stream(groups.of(l)))
         });
         let mut done = ftl.restore_lines(dev, scan.done)?;
         let clock = Instant::now();
@@ -110,8 +115,15 @@ impl LearnedFtl {
                 continue;
             };
             let mut guest = NONE;
+            // A trim record makes it a log line (design=log keeps them there).
+            let mut record = false;
             for ppa in valid_pages(dev, line) {
-                let lpn = dev.peek_oob(ppa).and_then(|o| o.lpn()).ok_or_else(|| {
+                let oob = dev.peek_oob(ppa);
+                if self.cfg.design == Design::Log && oob.is_some_and(|o| o.is_record()) {
+                    record = true;
+                    continue;
+                }
+                let lpn = oob.and_then(|o| o.lpn()).ok_or_else(|| {
                     FtlError::Invariant(format!("{ppa:?} on data line {line} is not data"))
                 })?;
                 let g = self.groups.of(lpn);
@@ -128,7 +140,7 @@ impl LearnedFtl {
                 }
                 guest = g;
             }
-            if guest == NONE {
+            if guest == NONE && !record {
                 continue;
             }
             match self.cfg.design {
