@@ -416,17 +416,40 @@ impl LearnedFtl {
         let mut all_read = t;
         for m in moves.iter_mut() {
             let (oob, done) = dev.read(m.1, Cause::GcData, t)?;
-            if !(oob.is_record() && self.cfg.design == Design::Log) {
-                m.0 = oob.lpn().ok_or_else(|| {
+            // Trim records (design=log keeps them in the log) sort after every LPN.
+            m.0 = if oob.is_record() && self.cfg.design == Design::Log {
+                Lpn(u32::MAX)
+            } else {
+                oob.lpn().ok_or_else(|| {
                     FtlError::Invariant(format!("{:?} on data line {line} holds a TP", m.1))
-                })?;
-            }
+                })?
+            };
             m.2 = oob;
             all_read = all_read.max(done);
         }
-        // Trim records (design=log keeps them in the log) move on in the log while needed.
-        let mut records_done = all_read;
-        for &(_, old, oob) in moves.iter().filter(|m| m.2.is_record()) {
+        let clock = Instant::now();
+        radix::sort_by_u32_key(&mut moves, &mut self.sort_scratch, |m| m.0 .0);
+        self.extra.sort_ns += clock.elapsed().as_nanos() as u64;
+        let data_pages = moves.partition_point(|m| m.0 .0 != u32::MAX);
+        // The TPs the moved pages belong to, with each one's moved offsets (ascending).
+        let mut touched = std::mem::take(&mut self.touched);
+        let mut offsets = std::mem::take(&mut self.offsets);
+        touched.clear();
+        offsets.clear();
+        for &(lpn, ..) in &moves[..data_pages] {
+            let (tpn, x) = self.locate(lpn);
+            if touched.last().is_none_or(|&(last, _)| last != tpn) {
+                touched.push((tpn, offsets.len() as u32));
+            }
+            offsets.push(x);
+        }
+        if self.cfg.tp_write_charged {
+            self.ensure_trans_room(dev, touched.len() as u32, t)?;
+        }
+        // The records move on in the log while needed (after the translation stream took any
+        // line it needs: the reserve may hold one line only).
+        let mut data_done = all_read;
+        for &(_, old, oob) in &moves[data_pages..] {
             let unmapped = |l| self.table.get(Lpn(l)).is_none();
             let moved = gc::relocate_record(
                 dev,
@@ -438,32 +461,13 @@ impl LearnedFtl {
                 unmapped,
             )?;
             if let Some(done) = moved {
-                records_done = records_done.max(done);
+                data_done = data_done.max(done);
                 self.stats.gc_pages_moved += 1;
             }
         }
-        moves.retain(|m| !m.2.is_record());
-        let clock = Instant::now();
-        radix::sort_by_u32_key(&mut moves, &mut self.sort_scratch, |m| m.0 .0);
-        self.extra.sort_ns += clock.elapsed().as_nanos() as u64;
-        // The TPs the moved pages belong to, with each one's moved offsets (ascending).
-        let mut touched = std::mem::take(&mut self.touched);
-        let mut offsets = std::mem::take(&mut self.offsets);
-        touched.clear();
-        offsets.clear();
-        for &(lpn, ..) in &moves {
-            let (tpn, x) = self.locate(lpn);
-            if touched.last().is_none_or(|&(last, _)| last != tpn) {
-                touched.push((tpn, offsets.len() as u32));
-            }
-            offsets.push(x);
-        }
-        if self.cfg.tp_write_charged {
-            self.ensure_trans_room(dev, touched.len() as u32, t)?;
-        }
+        moves.truncate(data_pages);
         // Copies are programmed once every read is done, in LPN order, so the pages of one TP
         // that share a destination get consecutive VPPNs.
-        let mut data_done = records_done;
         let mut spill = None;
         for &(lpn, old, oob) in &moves {
             let home = self.groups.stream(self.groups.of(lpn));
