@@ -400,6 +400,32 @@ impl Device {
         }
     }
 
+    /// Hints into cache what a program into `block` updates besides its page: the block's
+    /// write pointer and valid count, its line's valid count and its program times. With
+    /// `page`, the next page's OOB and valid bit too (reading the write pointer: best once an
+    /// earlier call hinted it).
+    #[inline]
+    pub fn prefetch_program(&self, block: u32, page: bool) {
+        let blk = block as usize;
+        let Some(next) = self.blk_next.get(blk) else {
+            return;
+        };
+        if page {
+            let i = (block * self.geo.pages_per_block + *next) as usize;
+            if let Some(oob) = self.oob.get(i) {
+                crate::host::prefetch(oob);
+                crate::host::prefetch(&self.valid[i >> 6]);
+            }
+            return;
+        }
+        crate::host::prefetch(next);
+        crate::host::prefetch(&self.blk_valid[blk]);
+        crate::host::prefetch(&self.line_valid[self.math.line_of_block(block) as usize]);
+        if let Some(b) = &self.backfill {
+            b.prefetch(blk);
+        }
+    }
+
     /// Whether `ppa` holds valid data.
     #[inline]
     pub fn is_valid(&self, ppa: Ppa) -> bool {

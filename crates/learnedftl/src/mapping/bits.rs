@@ -24,6 +24,14 @@ impl Bits {
         self.words[i >> 6] >> (i & 63) & 1 == 1
     }
 
+    /// Hints that bit `i` will be read soon ([`crate::host::prefetch()`]).
+    #[inline]
+    pub fn prefetch(&self, i: usize) {
+        if let Some(w) = self.words.get(i >> 6) {
+            crate::host::prefetch(w);
+        }
+    }
+
     /// Sets bit `i` to `on`.
     #[inline]
     pub fn set(&mut self, i: usize, on: bool) {

@@ -57,6 +57,10 @@ const NONE: u32 = u32::MAX;
 /// GC runs a host write may wait for before it gives up on finding a place.
 const HOST_GC_TRIES: u32 = 8;
 
+/// How many pages ahead of a request's write its candidate block's state is hinted into cache
+/// ([`HpFtl::prefetch_write`]).
+const WRITE_AHEAD: u32 = 4;
+
 /// Why a write or a GC move found no place.
 const SEC_FULL: &str = "HP-FTL secondary table full and no hash candidate fits \
                         (raise secondary_ratio, h or m, or let the table grow: secondary_growth > 0)";
@@ -298,6 +302,31 @@ impl HpFtl {
                 let hids = (1..).zip(self.hashes.each(lpn)).skip(first as usize - 1);
                 self.first_fit(dev, lpn, hids)
             }
+        }
+    }
+
+    /// Hints into cache the state a write of `lpn` reads and updates in its first hash
+    /// candidate's block (the one a write takes unless that block is full): hash placement
+    /// sends consecutive LPNs to random blocks, whose state misses every cache on a large
+    /// device. Only for the `mix` hash (MD5 costs more than the misses). `page`: the page it
+    /// would take ([`Device::prefetch_program`]).
+    fn prefetch_write(&self, dev: &Device, lpn: u32, page: bool) {
+        if self.hashes.kind() != HashKind::Mix {
+            return;
+        }
+        let hid = match (self.cfg.probe, self.codec.hid(self.primary.get(lpn as usize))) {
+            (Probe::First, _) | (Probe::Current, 0) => 1,
+            (Probe::Current, hid) if hid != self.codec.sec_hid() => hid,
+            _ => return,
+        };
+        let block = self.hashes.hash(hid - 1, lpn);
+        dev.prefetch_program(block, page);
+        if page {
+            return;
+        }
+        self.open.prefetch(block as usize);
+        if let Some(n) = self.blk_primary.get(block as usize) {
+            crate::host::prefetch(n);
         }
     }
 
@@ -617,7 +646,14 @@ impl Ftl for HpFtl {
                 }
             }
             Op::Write => {
+                let last = req.last_lpn().0;
                 for lpn in req.lpns() {
+                    // The block's state first, its next page once that state is in cache.
+                    for (ahead, page) in [(2 * WRITE_AHEAD, false), (WRITE_AHEAD, true)] {
+                        if lpn.0 + ahead <= last {
+                            self.prefetch_write(dev, lpn.0 + ahead, page);
+                        }
+                    }
                     done = done.max(self.write_page(dev, lpn.0, req.stamp, t)?);
                 }
             }
