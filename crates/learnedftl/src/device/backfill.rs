@@ -305,6 +305,17 @@ impl Backfill {
     #[inline]
     pub(super) fn prefetch(&self, blk: usize) {
         crate::host::prefetch(&self.order.blocks[blk]);
+        crate::host::prefetch(&self.order.chunk[blk]);
+    }
+
+    /// Hints into cache where a program of `page` (of block `blk`) will note its completion,
+    /// if the block holds a chunk (reads the chunk index: best after [`Backfill::prefetch`]).
+    #[inline]
+    pub(super) fn prefetch_program(&self, blk: usize, page: u32) {
+        let o = &self.order;
+        if o.chunk[blk] != Order::NONE {
+            crate::host::prefetch(&o.programmed[o.slot(o.chunk[blk], blk, page)]);
+        }
     }
 
     /// Notes that no operation will be issued before `t` any more.

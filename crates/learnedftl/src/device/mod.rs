@@ -411,10 +411,16 @@ impl Device {
             return;
         };
         if page {
+            if *next >= self.geo.pages_per_block {
+                return;
+            }
             let i = (block * self.geo.pages_per_block + *next) as usize;
             if let Some(oob) = self.oob.get(i) {
                 crate::host::prefetch(oob);
                 crate::host::prefetch(&self.valid[i >> 6]);
+                if let Some(b) = &self.backfill {
+                    b.prefetch_program(blk, i as u32);
+                }
             }
             return;
         }

@@ -40,6 +40,18 @@ impl FreeLevels {
         f
     }
 
+    /// Hints into cache the words [`FreeLevels::moved`] changes when `block`, with `free`
+    /// free pages, gets one page programmed.
+    pub fn prefetch_moved(&self, block: u32, free: u32) {
+        let (lun, i) = (block / self.blocks_per_lun, block % self.blocks_per_lun);
+        for f in [free, free.saturating_sub(1)] {
+            let level = (lun * (self.ppb + 1) + f) as usize;
+            if let Some(w) = self.bits.get(level * self.words + i as usize / 64) {
+                crate::host::prefetch(w);
+            }
+        }
+    }
+
     fn set(&mut self, block: u32, free: u32, on: bool) {
         let (lun, i) = (block / self.blocks_per_lun, block % self.blocks_per_lun);
         let level = (lun * (self.ppb + 1) + free) as usize;

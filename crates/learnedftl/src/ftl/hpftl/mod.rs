@@ -314,7 +314,10 @@ impl HpFtl {
         if self.hashes.kind() != HashKind::Mix {
             return;
         }
-        let hid = match (self.cfg.probe, self.codec.hid(self.primary.get(lpn as usize))) {
+        let hid = match (
+            self.cfg.probe,
+            self.codec.hid(self.primary.get(lpn as usize)),
+        ) {
             (Probe::First, _) | (Probe::Current, 0) => 1,
             (Probe::Current, hid) if hid != self.codec.sec_hid() => hid,
             _ => return,
@@ -322,6 +325,8 @@ impl HpFtl {
         let block = self.hashes.hash(hid - 1, lpn);
         dev.prefetch_program(block, page);
         if page {
+            let free = self.ppb.saturating_sub(dev.block_written(block));
+            self.levels.prefetch_moved(block, free);
             return;
         }
         self.open.prefetch(block as usize);
