@@ -158,6 +158,10 @@ impl<C: Cmt> GcHooks for Core<C> {
         Ok(())
     }
 
+    fn pending_tp_pages(&self) -> u32 {
+        self.table.batched() as u32
+    }
+
     fn victim_moved(
         &mut self,
         dev: &mut Device,

@@ -23,8 +23,16 @@ pub trait GcHooks {
         t: SimTime,
     ) -> Result<(), FtlError>;
 
+    /// The translation pages [`GcHooks::victim_moved`] will program, for the victim moved so
+    /// far (default: none).
+    fn pending_tp_pages(&self) -> u32 {
+        0
+    }
+
     /// Every valid page of the victim has moved, before its blocks are erased (DFTL and TPFTL
-    /// batch their translation-page updates here).
+    /// batch their translation-page updates here; so does LeaFTL). If those pages
+    /// ([`GcHooks::pending_tp_pages`]) would not fit the translation stream's room and the free
+    /// lines, the victim is erased first and they take it.
     fn victim_moved(
         &mut self,
         _dev: &mut Device,
@@ -147,7 +155,16 @@ pub fn collect_line(
         move_page(dev, alloc, old, oob, ready, hooks, &mut out)?;
     }
     alloc.gc_buffer = buf;
-    hooks.victim_moved(dev, alloc, t)?;
+    // On a large device a victim's pages can map to tens of thousands of TPs, more than the
+    // reserve holds besides the copies (DFTL at 1 TiB ran out of lines here).
+    let pending = hooks.pending_tp_pages() as u64;
+    let erase_first = pending > 0
+        && pending
+            > alloc.room(Stream::TRANS) as u64
+                + alloc.free_lines() as u64 * geo.pages_per_line() as u64;
+    if !erase_first {
+        hooks.victim_moved(dev, alloc, t)?;
+    }
     for i in 0..geo.blocks_per_line() {
         let block = geo.block_in_line(victim, i);
         if dev.block_written(block) > 0 {
@@ -155,6 +172,9 @@ pub fn collect_line(
         }
     }
     alloc.release(victim);
+    if erase_first {
+        hooks.victim_moved(dev, alloc, t)?;
+    }
     Ok(out)
 }
 

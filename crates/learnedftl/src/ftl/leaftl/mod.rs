@@ -295,6 +295,14 @@ impl GcHooks for Mapping {
         Ok(())
     }
 
+    fn pending_tp_pages(&self) -> u32 {
+        let moves = &self.gc_moves;
+        moves
+            .chunk_by(|a, b| Self::group(a.0) == Self::group(b.0))
+            .filter(|c| !self.cache.contains(Self::group(c[0].0)))
+            .count() as u32
+    }
+
     /// The victim's data pages were programmed sorted by LPN: learn them as new segments. A
     /// cached group is updated in DRAM (dirty); any other group's TP is read and re-programmed
     /// once per victim.
