@@ -63,8 +63,7 @@ impl Device {
             return;
         }
         // Field by field: the counts change while the OOB is read.
-        let first = (block * self.geo.pages_per_block) as usize;
-        let oob = &self.oob[first..first + self.blk_next[block as usize] as usize];
+        let oob = &self.oob[self.written(block)];
         for lpn in data_lpns(oob) {
             self.copies.erased(lpn);
         }
@@ -90,17 +89,17 @@ impl Device {
             n: vec![0; self.geo.logical_pages as usize],
         };
         for block in 0..self.geo.blocks() {
-            for lpn in data_lpns(self.written(block)) {
+            for lpn in data_lpns(&self.oob[self.written(block)]) {
                 c.programmed(lpn);
             }
         }
         c
     }
 
-    /// The OOB of the pages programmed in `block`.
-    fn written(&self, block: u32) -> &[Oob] {
+    /// The indices of the pages programmed in `block`.
+    fn written(&self, block: u32) -> std::ops::Range<usize> {
         let first = (block * self.geo.pages_per_block) as usize;
-        &self.oob[first..first + self.blk_next[block as usize] as usize]
+        first..first + self.blk_next[block as usize] as usize
     }
 }
 
