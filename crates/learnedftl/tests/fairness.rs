@@ -2,22 +2,14 @@
 //! (SPEC §3.5, `gc=reserve`), and a settled device before the measured phase (the `settle`
 //! phase: background GC done, every dirty mapping entry written back, buffers flushed).
 
-use learnedftl::engine::{NoProgress, SimOptions, Simulator, Verify};
+mod common;
+
+use common::sim;
+use learnedftl::engine::{NoProgress, Simulator};
 use learnedftl::ftl::FTLS;
 use learnedftl::stats::Metrics;
 use learnedftl::workload::{HostIo, JobSpec, RwKind, Settle};
-use learnedftl::{DeviceConfig, Op, Params};
-
-/// Builds `ftl` on `tiny` with `kv` (device and FTL keys), reads verified.
-fn sim(ftl: &str, kv: &[&str]) -> Simulator {
-    let mut p = Params::from_assignments(kv.iter().copied(), "test").unwrap();
-    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
-    let opts = SimOptions {
-        verify: Verify::FailFast,
-        check_invariants: false,
-    };
-    Simulator::new(&cfg, ftl, p, opts).unwrap()
-}
+use learnedftl::Op;
 
 /// Free room in lines after a request: fully erased lines for the line-based FTLs (what their
 /// reserve counts), free pages over pages per line for HP-FTL and FAST, whose blocks fill
