@@ -358,6 +358,11 @@ impl HpFtl {
         }
     }
 
+    /// Whether `lpn` is unmapped (HID 0: trimmed or never written).
+    fn unmapped(&self, lpn: u32) -> bool {
+        self.codec.hid(self.primary.get(lpn as usize)) == 0
+    }
+
     /// Whether block `b` has a free page and is not a GC victim.
     #[inline]
     fn is_open(&self, b: u32) -> bool {
@@ -430,10 +435,7 @@ impl HpFtl {
         self.programmed(dev, ppa);
         // Nothing it trims is mapped: an older record already says what it says
         // (`trims::program_record`).
-        if rec
-            .range()
-            .all(|l| self.codec.hid(self.primary.get(l as usize)) == 0)
-        {
+        if rec.range().all(|l| self.unmapped(l)) {
             self.invalidate(dev, ppa)?;
         }
         Ok(done)
@@ -446,7 +448,7 @@ impl HpFtl {
         let rec = dev.record(c.from).ok_or_else(|| {
             FtlError::Invariant(format!("trim record at {:?} without contents", c.from))
         })?;
-        if dev.record_needed(rec, |l| self.codec.hid(self.primary.get(l as usize)) == 0) {
+        if dev.record_needed(rec, |l| self.unmapped(l)) {
             let new = self.sec_page(dev).ok_or(FtlError::NoSpace)?;
             self.program(dev, new, c.oob, Src::Page(c.from), Cause::GcData, c.read)?;
             self.stats.gc_pages_moved += 1;
