@@ -23,8 +23,9 @@
 //!   alone: its pages, sorted by LPN, go to their own group's open line, else to the open line
 //!   with the most room, else to a new line of their group; every TP they belong to is
 //!   rewritten once; TPs with enough moved pages are retrained, keeping the better model.
-//! * The translation stream has its own pointer; when it needs a line and lines are short (or it
-//!   owns [`TRANS_LINES`] already) its emptiest line is collected the baseline way.
+//! * The translation stream has its own pointer; when it needs a line and lines are short (or,
+//!   under `design=paper`, it owns [`TRANS_LINES`] already) its emptiest line is collected the
+//!   baseline way.
 
 use super::model::{self, Piece, PIECES};
 use super::{Design, LearnedFtl};
@@ -40,8 +41,8 @@ use std::time::Instant;
 pub const NONE: u32 = u32::MAX;
 /// Stream number of group 0 (after the baseline data and translation streams).
 pub const FIRST_GROUP_STREAM: u16 = 2;
-/// Lines the translation stream may own before it collects its emptiest one instead of taking
-/// another.
+/// `design=paper`: lines the translation stream may own before it collects its emptiest one
+/// instead of taking another.
 pub const TRANS_LINES: usize = 2;
 /// DRAM per group: write pointer (line + page, 8 B), borrowing partner and guest (2 × 2 B),
 /// encroachment counter (4 B), trained flags (1 B), read heat (2 B) and spare (1 B).
@@ -443,11 +444,7 @@ impl LearnedFtl {
             }
             offsets.push(x);
         }
-        if self.cfg.tp_write_charged {
-            self.ensure_trans_room(dev, touched.len() as u32, t)?;
-        }
-        // The records move on in the log while needed (after the translation stream took any
-        // line it needs: the reserve may hold one line only).
+        // The records move on in the log while needed.
         let mut data_done = all_read;
         for &(_, old, oob) in &moves[data_pages..] {
             let unmapped = |l| self.table.get(Lpn(l)).is_none();
@@ -489,11 +486,18 @@ impl LearnedFtl {
             let (tpn, x) = self.locate(lpn);
             self.models.clear(tpn, x);
         }
+        // The victim is erased before the TPs are written, so that the translation stream can
+        // have the line it frees: the copies (at most a line) and the TPs then never need two
+        // of the reserve's lines at once. The moved pages' OOBs name their LPNs, so a power
+        // cut in between recovers them (the scan rewrites stale TPs).
+        let mut done = data_done.max(self.erase_line(dev, line, t)?);
+        if self.cfg.tp_write_charged {
+            self.ensure_trans_room(dev, touched.len() as u32, t, 1)?;
+        }
         // Each touched TP now holds every current value, cached dirty ones included.
-        let mut done = data_done;
         for &(tpn, _) in &touched {
             if self.cfg.tp_write_charged {
-                let new = self.trans_page(dev, t)?;
+                let new = self.alloc.next_page(Stream::TRANS)?;
                 done =
                     done.max(
                         self.table
@@ -503,7 +507,6 @@ impl LearnedFtl {
             }
             self.extra.gc_cleaned_entries += self.cache.clean_tp(tpn) as u64;
         }
-        done = done.max(self.erase_line(dev, line, t)?);
         let clock = Instant::now();
         for (i, &(tpn, start)) in touched.iter().enumerate() {
             let end = touched
@@ -591,7 +594,7 @@ impl LearnedFtl {
             .flat_map(|&g| self.groups.tps(g).map(Tpn))
             .collect();
         if charged {
-            self.ensure_trans_room(dev, tps.len() as u32, t)?;
+            self.ensure_trans_room(dev, tps.len() as u32, t, self.cfg.gc_reserve_lines + 1)?;
         }
         let mut victims = Vec::new();
         for &g in members {
@@ -654,7 +657,7 @@ impl LearnedFtl {
                 continue;
             }
             if charged {
-                let new = self.trans_page(dev, t)?;
+                let new = self.alloc.next_page(Stream::TRANS)?;
                 done =
                     done.max(
                         self.table
@@ -834,20 +837,33 @@ impl LearnedFtl {
 
     /// A page of the translation stream.
     pub(super) fn trans_page(&mut self, dev: &mut Device, t: SimTime) -> Result<Ppa, FtlError> {
-        self.ensure_trans_room(dev, 1, t)?;
+        self.ensure_trans_room(dev, 1, t, self.cfg.gc_reserve_lines + 1)?;
         self.alloc.next_page(Stream::TRANS)
     }
 
-    /// Makes sure the translation stream can take `n` pages without needing a line: takes a
-    /// fresh line while lines are plentiful and it owns fewer than [`TRANS_LINES`], else
-    /// collects its emptiest line (the baseline way; moved TPs update the GTD).
-    fn ensure_trans_room(&mut self, dev: &mut Device, n: u32, t: SimTime) -> Result<(), FtlError> {
+    /// Makes sure the translation stream can take `n` pages: lets it take a fresh line while
+    /// more than `keep_free` lines are free (`design=log`: it fills its open line first, and
+    /// its full lines are greedy GC candidates beside the data lines, as in the baselines:
+    /// [`LearnedFtl::log_victim`]; `design=paper`: it closes its open line, owns at most
+    /// [`TRANS_LINES`], and `keep_free` is the reserve + 1), else collects its emptiest line
+    /// (the baseline way; moved TPs update the GTD), whose copies leave room for `n`.
+    fn ensure_trans_room(
+        &mut self,
+        dev: &mut Device,
+        n: u32,
+        t: SimTime,
+        keep_free: u32,
+    ) -> Result<(), FtlError> {
         if self.alloc.room(Stream::TRANS) >= n {
+            return Ok(());
+        }
+        let log = self.cfg.design == Design::Log;
+        if log && self.alloc.free_lines() > keep_free {
             return Ok(());
         }
         let owned = self.alloc.lines_owned(Stream::TRANS) as usize;
         self.alloc.close(Stream::TRANS);
-        if owned < TRANS_LINES && self.alloc.free_lines() > self.cfg.gc_reserve_lines + 1 {
+        if !log && owned < TRANS_LINES && self.alloc.free_lines() > self.cfg.gc_reserve_lines + 1 {
             return Ok(());
         }
         let victim = self
@@ -858,17 +874,29 @@ impl LearnedFtl {
         if self.alloc.free_lines() == 0 {
             return Err(FtlError::NoSpace);
         }
+        self.collect_trans_line(dev, victim, t)?;
+        Ok(())
+    }
+
+    /// Collects translation line `line` at `t` the baseline way (its valid TPs move through
+    /// the translation stream; the GTD follows). Returns when it completes.
+    pub(super) fn collect_trans_line(
+        &mut self,
+        dev: &mut Device,
+        line: u32,
+        t: SimTime,
+    ) -> Result<SimTime, FtlError> {
         let out = gc::collect_line(
             dev,
             &mut self.alloc,
-            victim,
+            line,
             t,
             &mut TransHooks(&mut self.table),
         )?;
         self.stats.gc_events += 1;
         self.stats.gc_pages_moved += out.tp_moved as u64;
         self.extra.trans_gcs += 1;
-        Ok(())
+        Ok(out.done)
     }
 
     /// Checks that every valid page on a group's line belongs to that group or to the group it

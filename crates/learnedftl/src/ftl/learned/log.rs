@@ -9,8 +9,10 @@
 //!   ([`Stream::DATA`]), page-mapped and shared by every group — the paper's cross-group
 //!   allocation with the spare room shared page by page instead of line by line.
 //! * **Reclaiming** (foreground when the log needs a line and free lines are at the reserve;
-//!   background by the shared GC rule) takes the line with the fewest valid pages (greedy, as
-//!   every FTL; a line with none is just erased):
+//!   background by the shared GC rule) takes the closed line with the fewest valid pages —
+//!   data and translation lines in one heap, greedy, as every FTL (SPEC §3.5); a line with none
+//!   is just erased:
+//!   - a **translation line** is collected the baseline way;
 //!   - a **log line** is collected alone: its valid pages go home to their group's open line if
 //!     it has room, else back to the log, sorted by LPN; every TP they belong to is rewritten
 //!     once, and TPs whose moved pages landed at consecutive VPPNs get rank pieces (see
@@ -42,6 +44,8 @@ enum Victim {
     Empty(u32),
     /// A log line, or a group line collected without merging its group: collect it alone.
     Line(u32),
+    /// A closed translation line: collect it the baseline way.
+    Trans(u32),
     /// A group: merge it.
     Group(u32),
 }
@@ -169,6 +173,7 @@ impl LearnedFtl {
                 self.erase_line(dev, line, t)?
             }
             Victim::Line(line) => self.collect_one_line(dev, line, t)?,
+            Victim::Trans(line) => self.collect_trans_line(dev, line, t)?,
             Victim::Group(g) => {
                 let pages = self.groups.mapped[g as usize] as u64;
                 self.merge_credit.spend(pages);
@@ -348,13 +353,17 @@ impl LearnedFtl {
     fn log_victim(&mut self, dev: &Device, min_gain: u32) -> Option<Victim> {
         let ppl = self.geo.pages_per_line();
         let valid = dev.lines_valid();
-        // (valid pages, line, its group) of the best log line and the best group line.
+        // (valid pages, line, its group) of the best log or translation line and the best
+        // group line.
         let mut log: Option<(u32, u32)> = None;
         let mut grp: Option<(u32, u32, u32)> = None;
         for line in 0..self.geo.lines() {
             let v = valid[line as usize];
             let group = match self.alloc.state(line) {
-                LineState::Closed(Stream::DATA) => None,
+                // Translation lines compete as the baselines' do (SPEC §3.5): a cap on the
+                // stream's lines instead held a spare line of TPs, which cost the data lines
+                // 10 % more copies under skewed writes.
+                LineState::Closed(Stream::DATA) | LineState::Closed(Stream::TRANS) => None,
                 // A group's open line still takes its writes (collecting it would throw its
                 // room away), unless it is full.
                 LineState::Open(s) if self.alloc.room(s) > 0 => continue,
@@ -390,6 +399,11 @@ impl LearnedFtl {
                 } else {
                     Victim::Line(line)
                 }
+            }
+            (None, Some((_, line)))
+                if self.alloc.state(line) == LineState::Closed(Stream::TRANS) =>
+            {
+                Victim::Trans(line)
             }
             (None, Some((_, line))) => Victim::Line(line),
             (None, None) => return None,

@@ -332,6 +332,46 @@ fn a_line_collection_sends_pages_home_in_lpn_order_rewrites_tps_and_retrains() {
 }
 
 #[test]
+fn a_mostly_stale_translation_line_is_the_greedy_victim_under_the_log_design() {
+    // design=log: translation and data lines compete in one greedy heap (SPEC §3.5).
+    let (mut dev, mut ftl) = small(&[]);
+    // Groups 0 and 1 fill a line each, every page valid: no data line frees anything.
+    for i in 0..8 {
+        step(
+            &mut dev,
+            &mut ftl,
+            req(Op::Write, 128 * i, 128, i as u64 * 10_000_000),
+        );
+    }
+    let t = SimTime(100_000_000);
+    let tp = |ftl: &mut LearnedFtl, dev: &mut Device, tpn| {
+        let new = ftl.trans_page(dev, t).unwrap();
+        ftl.table
+            .gtd
+            .program(dev, Tpn(tpn), new, Cause::TransWrite, t)
+            .unwrap();
+    };
+    // TPs 1..4 once, then TP 0 until the stream leaves the line: it closes holding 3 valid TPs.
+    tp(&mut ftl, &mut dev, 1);
+    let line = ftl.alloc.open_line(Stream::TRANS).unwrap();
+    tp(&mut ftl, &mut dev, 2);
+    tp(&mut ftl, &mut dev, 3);
+    while ftl.alloc.open_line(Stream::TRANS) == Some(line) {
+        tp(&mut ftl, &mut dev, 0);
+    }
+    assert_eq!(ftl.alloc.state(line), LineState::Closed(Stream::TRANS));
+    assert_eq!(dev.line_valid(line), 3);
+    ftl.reclaim(&mut dev, SimTime(200_000_000), 0).unwrap();
+    assert_eq!(ftl.alloc.state(line), LineState::Free);
+    assert_eq!((ftl.extra.trans_gcs, ftl.extra.line_gcs), (1, 0));
+    ftl.check_invariants(&dev).unwrap();
+    for tpn in 0..4 {
+        let at = ftl.table.gtd.location(Tpn(tpn)).unwrap();
+        assert_ne!(ftl.geo.line_of(at), line, "TP {tpn}");
+    }
+}
+
+#[test]
 fn a_collection_cleans_the_cached_entries_of_the_tps_it_rewrote() {
     for mode in ["group_gc=group", "group_gc=line"] {
         // A CMT of two entries (see the scripted scenario): writing LPNs 0..4 leaves 2 and 3
