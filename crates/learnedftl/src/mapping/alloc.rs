@@ -66,6 +66,21 @@ pub struct GcPolicy {
     pub bg_victims: u32,
 }
 
+impl GcPolicy {
+    /// The invalid pages a background victim must have with `free` lines free: the policy's
+    /// minimum, or any gain while the reserve itself is short. A collection may take reserve
+    /// lines for its copies and TPs; with nearly-valid victims the foreground GC that follows
+    /// only makes room for the stream that needs it, and nothing else would give the reserve
+    /// back (TPFTL ran out of lines at 4 TiB after random writes: its victims were 89 % valid).
+    pub fn bg_min_gain(&self, free: u32) -> u32 {
+        if free < self.fg_free_lines {
+            1
+        } else {
+            self.bg_min_invalid
+        }
+    }
+}
+
 keys! {
     /// The GC policy's keys ([`GcPolicy::from_params`]), shared by the FTLs that collect lines.
     pub static GC_KEYS = "gc", "when garbage collection runs (SPEC §3.5)";
@@ -334,7 +349,7 @@ impl Allocator {
     }
 
     /// A victim for background GC, if free lines are at or below the background threshold and
-    /// the best victim has enough invalid pages.
+    /// the best victim has enough invalid pages ([`GcPolicy::bg_min_gain`]).
     pub fn background_victim(&mut self, dev: &Device) -> Option<u32> {
         if self.free_lines() > self.policy.bg_free_lines {
             return None;
@@ -343,9 +358,10 @@ impl Allocator {
         if self.idle_at == Some(now) {
             return None;
         }
+        let min = self.policy.bg_min_gain(self.free_lines());
         let v = self
             .victim(dev)
-            .filter(|&l| self.ppl - dev.line_valid(l) >= self.policy.bg_min_invalid);
+            .filter(|&l| self.ppl - dev.line_valid(l) >= min);
         self.idle_at = v.is_none().then_some(now);
         v
     }
@@ -568,5 +584,11 @@ mod tests {
         assert_eq!(a.background_victim(&d), Some(1));
         a.policy.bg_min_invalid = 101;
         assert_eq!(a.background_victim(&d), None);
+        // Below the reserve any gain will do, so that the reserve comes back (the policy is
+        // changed in place here: forget the memo of the last fruitless search).
+        a.idle_at = None;
+        a.policy.fg_free_lines = a.free_lines() + 1;
+        a.policy.bg_free_lines = a.policy.fg_free_lines;
+        assert_eq!(a.background_victim(&d), Some(1));
     }
 }

@@ -145,7 +145,7 @@ impl LearnedFtl {
         if self.bg_idle_at == Some(state) {
             return Ok(None);
         }
-        let min_gain = pol.bg_min_invalid;
+        let min_gain = pol.bg_min_gain(self.alloc.free_lines());
         let done = self.reclaim(dev, now, min_gain)?;
         self.stats.gc_background += done.is_some() as u64;
         self.bg_idle_at = done.is_none().then_some(state);
