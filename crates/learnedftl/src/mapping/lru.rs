@@ -156,8 +156,19 @@ impl List {
     }
 
     /// The least recently used element for which `pred` holds (a scan from the tail).
-    pub fn rfind(&self, l: &Links, mut pred: impl FnMut(u32) -> bool) -> Option<u32> {
-        let mut cur = self.tail;
+    pub fn rfind(&self, l: &Links, pred: impl FnMut(u32) -> bool) -> Option<u32> {
+        self.rfind_from(l, self.tail, pred)
+    }
+
+    /// [`List::rfind`] starting at element `start` (`NIL`: nothing) instead of the tail, for a
+    /// caller that knows every element past it fails `pred`.
+    pub fn rfind_from(
+        &self,
+        l: &Links,
+        start: u32,
+        mut pred: impl FnMut(u32) -> bool,
+    ) -> Option<u32> {
+        let mut cur = start;
         while cur != NIL {
             if pred(cur) {
                 return Some(cur);

@@ -189,6 +189,12 @@ pub struct TpCache {
     /// for the same range, and counting its up to a TP of entries each time made a load
     /// quadratic in its length.
     missing: (Range<u32>, u32, u64),
+    /// Where [`TpCache::flush_one`]'s scan for a dirty node starts (`NIL`: the cold end): every
+    /// node colder than it is clean. Idle write-backs clean nodes one at a time from the cold
+    /// end, and rescanning the clean ones made the settle phase quadratic in the cached TPs
+    /// (397 s for TPFTL's 214 k write-backs at 4 TiB). Reset by any LRU move and any entry
+    /// that becomes dirty.
+    flush_from: u32,
     stats: TpCacheStats,
 }
 
@@ -221,6 +227,7 @@ impl TpCache {
             selective_on: cfg.selective_prefetch,
             counter: 0,
             missing: (0..0, 0, u64::MAX),
+            flush_from: NIL,
             stats: TpCacheStats::default(),
         }
     }
@@ -308,6 +315,7 @@ impl TpCache {
             return Lookup::Miss;
         }
         self.node_lru.touch(&mut self.node_links, t.0);
+        self.flush_from = NIL;
         let s = self.index.slot(lpn.0);
         if s == NIL {
             return Lookup::Miss;
@@ -436,10 +444,15 @@ impl TpCache {
     /// (the batch write-back an eviction does); `None` when no entry is dirty. The least
     /// recently used dirty node goes first, as evictions would take it.
     pub fn flush_one(&mut self) -> Option<Tpn> {
-        let t = self
-            .node_lru
-            .rfind(&self.node_links, |t| self.nodes[t as usize].dirty > 0)?;
+        let start = match self.flush_from {
+            NIL => self.node_lru.tail(),
+            t => t,
+        };
+        let t = self.node_lru.rfind_from(&self.node_links, start, |t| {
+            self.nodes[t as usize].dirty > 0
+        })?;
         let n = self.clean_node(Tpn(t));
+        self.flush_from = t;
         self.stats.flushed += n as u64;
         Some(Tpn(t))
     }
@@ -454,6 +467,7 @@ impl TpCache {
         self.index.remove(s);
         if node.entries.is_empty() {
             self.node_lru.remove(&mut self.node_links, t.0);
+            self.flush_from = NIL;
             self.live_nodes -= 1;
             self.stats.nodes_freed += 1;
             self.count_node(-1);
@@ -504,6 +518,7 @@ impl TpCache {
             let node = &mut self.nodes[t.idx()];
             if node.entries.is_empty() {
                 self.node_lru.push_front(&mut self.node_links, t.0);
+                self.flush_from = NIL;
                 self.live_nodes += 1;
                 self.stats.nodes_created += 1;
                 self.count_node(1);
@@ -517,6 +532,7 @@ impl TpCache {
             loaded += 1;
         }
         self.node_lru.touch(&mut self.node_links, t.0);
+        self.flush_from = NIL;
         self.stats.loaded += loaded as u64;
         self.stats.prefetched += loaded.saturating_sub(1) as u64;
         loaded
@@ -539,6 +555,7 @@ impl TpCache {
             let t = self.tpn(lpn.0);
             self.nodes[t.idx()].dirty += 1;
             self.dirty += 1;
+            self.flush_from = NIL;
         }
     }
 
@@ -779,6 +796,32 @@ mod tests {
         let ev = miss(&mut c, 16, 16, 0);
         assert_eq!(ev[0].tpn, Tpn(0));
         assert_eq!(ev[0].written_back, 0);
+    }
+
+    #[test]
+    fn flush_one_goes_from_the_cold_end_and_sees_nodes_dirtied_behind_it() {
+        let mut c = plain(8);
+        // Nodes from cold to hot: TP 0, 1, 2, 3, each with one dirty entry.
+        for t in 0..4 {
+            miss(&mut c, 8 * t, 8 * t, 0);
+            assert!(c.mark_dirty(Lpn(8 * t)));
+        }
+        assert_eq!(c.flush_one(), Some(Tpn(0)));
+        assert_eq!(c.flush_one(), Some(Tpn(1)));
+        // GC dirties the coldest node again without moving it: the next flush takes it first.
+        assert!(c.gc_update(Lpn(0)));
+        assert_eq!(c.flush_one(), Some(Tpn(0)));
+        assert_eq!(c.flush_one(), Some(Tpn(2)));
+        // A write moves TP 1 to the hot end, dirty: it goes after TP 3.
+        assert_eq!(c.lookup(Lpn(9)), Lookup::Miss);
+        let range = c.load_range(Lpn(9), Lpn(9));
+        c.load(Lpn(9), range, SimTime(0));
+        assert!(c.mark_dirty(Lpn(9)));
+        assert_eq!(c.flush_one(), Some(Tpn(3)));
+        assert_eq!(c.flush_one(), Some(Tpn(1)));
+        assert_eq!(c.flush_one(), None);
+        assert_eq!(c.dirty_entries(), 0);
+        c.check().unwrap();
     }
 
     #[test]
