@@ -210,6 +210,7 @@ impl LearnedFtl {
         });
         let Some(c) = pick else {
             self.idle_merge_none_at = Some(state);
+            self.idle_merge_no_candidate = true;
             return Ok(None);
         };
         let gi = c.group as usize;
@@ -228,6 +229,7 @@ impl LearnedFtl {
             self.stats.gc_background += done.is_some() as u64;
             if done.is_none() {
                 self.idle_merge_none_at = Some(state);
+                self.idle_merge_no_candidate = false;
             }
             return Ok(done);
         }
