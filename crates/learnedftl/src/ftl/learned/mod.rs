@@ -732,19 +732,9 @@ impl Ftl for LearnedFtl {
         }
         match self.cache.flush_one() {
             Some(tpn) => {
-                let (invalidations, free) = (dev.invalidations(), self.alloc.free_lines());
+                let before = (dev.invalidations(), self.alloc.free_lines());
                 let done = self.write_back_tp(dev, tpn, now)?;
-                // A write-back invalidates translation pages only (its old TP copy, and those a
-                // translation-line collection moves): an idle-merge search that found no
-                // candidate reads the data lines, the groups and the free lines, so unless
-                // lines changed hands it would find none again. Re-searching after every
-                // write-back made the settle phase quadratic (37 of 54 minutes at 4 TiB).
-                if self.alloc.free_lines() == free
-                    && self.idle_merge_no_candidate
-                    && self.idle_merge_none_at == Some((invalidations, self.host_pages))
-                {
-                    self.idle_merge_none_at = Some((dev.invalidations(), self.host_pages));
-                }
+                self.keep_idle_merge_memo(dev, before);
                 Ok(Some(done))
             }
             None => Ok(None),
