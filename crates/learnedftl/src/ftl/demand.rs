@@ -471,6 +471,7 @@ impl<C: Cmt> Ftl for Demand<C> {
             self.core.cache.prefetch(lpn);
         }
         self.core.table.prefetch(dev, op, lpn, when);
+        self.core.table.prefetch_tp(dev, lpn, when);
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {

@@ -73,6 +73,11 @@ impl Gtd {
         let p = self.loc[tpn.idx()];
         (p != NONE).then_some(Ppa(p))
     }
+    /// Hints TP `tpn`'s entry into cache ([`crate::host::prefetch()`]).
+    #[inline]
+    pub fn prefetch(&self, tpn: Tpn) {
+        crate::host::prefetch(&self.loc[tpn.idx()]);
+    }
     /// TPs that exist on flash.
     pub fn written(&self) -> u32 {
         self.written

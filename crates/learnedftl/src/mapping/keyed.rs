@@ -202,7 +202,9 @@ impl SlotIndex {
     }
     /// Hints into cache the bucket of the slot [`SlotIndex::AHEAD`] links before `slot` in an
     /// LRU list: evictions go on from the cold end, and the LPNs they will take hash far apart
-    /// (each bucket a miss of its own; the links and keys on the way were just written).
+    /// (each bucket a miss of its own). The walk is pipelined: each eviction goes one link
+    /// further than the last, so the links and key of the slot one further are hinted too, and
+    /// the next call's walk waits on no miss (old slots of a long list lie anywhere).
     #[inline]
     pub fn prefetch_before(&self, links: &Links, slot: u32) {
         let mut s = slot;
@@ -213,6 +215,11 @@ impl SlotIndex {
             }
         }
         self.prefetch(self.key(s));
+        let far = links.prev(s);
+        if far != NIL {
+            links.prefetch(far);
+            self.prefetch_key(far);
+        }
     }
     /// How many keys of `range` have no slot. Consecutive keys land in scattered buckets, so
     /// the buckets [`SlotIndex::AHEAD`] keys on are hinted into cache while these are read.
@@ -229,6 +236,11 @@ impl SlotIndex {
                 self.slot(k) == NIL
             })
             .count() as u32
+    }
+    /// Hints the key in `slot` into cache.
+    #[inline]
+    pub fn prefetch_key(&self, slot: u32) {
+        crate::host::prefetch(&self.key_of[slot as usize]);
     }
     /// The key in `slot`, or [`NIL`] if the slot is free.
     #[inline]

@@ -41,6 +41,12 @@ impl Links {
     pub fn prev(&self, i: u32) -> u32 {
         self.prev[i as usize]
     }
+    /// Hints `i`'s links into cache ([`crate::host::prefetch()`]).
+    #[inline]
+    pub fn prefetch(&self, i: u32) {
+        crate::host::prefetch(&self.prev[i as usize]);
+        crate::host::prefetch(&self.next[i as usize]);
+    }
     /// Heap bytes of the links.
     pub fn heap_bytes(&self) -> usize {
         (self.prev.capacity() + self.next.capacity()) * 4

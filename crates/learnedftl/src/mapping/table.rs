@@ -65,6 +65,21 @@ impl TransTable {
         prefetch_page_map(dev, &self.l2p, UNMAPPED, op, lpn, when);
     }
 
+    /// [`crate::ftl::Ftl::prefetch`] for reading the TP mapping `lpn` (a request expected to
+    /// miss the cache): its GTD entry, then the device state of the page it names.
+    #[inline]
+    pub fn prefetch_tp(&self, dev: &Device, lpn: Lpn, when: Upcoming) {
+        let tpn = self.gtd.tpn_of(lpn);
+        match when {
+            Upcoming::Later => self.gtd.prefetch(tpn),
+            Upcoming::Next => {
+                if let Some(ppa) = self.gtd.location(tpn) {
+                    dev.prefetch_read(ppa);
+                }
+            }
+        }
+    }
+
     /// Hints `lpn`'s entry into cache ([`crate::host::prefetch()`]).
     #[inline]
     pub fn prefetch_entry(&self, lpn: Lpn) {

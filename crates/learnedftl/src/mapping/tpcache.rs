@@ -287,9 +287,11 @@ impl TpCache {
         Tpn(lpn / self.epp)
     }
 
-    /// Hints what [`TpCache::gc_update`] of `lpn` reads first into cache.
+    /// Hints what [`TpCache::lookup`] and [`TpCache::gc_update`] of `lpn` read first into
+    /// cache: its TP's node and its slot's bucket.
     #[inline]
     pub fn prefetch(&self, lpn: Lpn) {
+        crate::host::prefetch(&self.nodes[self.tpn(lpn.0).idx()]);
         self.index.prefetch(lpn.0);
     }
 
@@ -395,6 +397,7 @@ impl TpCache {
         }
         let lpn = Lpn(self.index.key(victim));
         self.index.prefetch_before(&self.entry_links, victim);
+        self.prefetch_victim_nodes(t);
         let mut written_back = 0;
         if self.slots[victim as usize].dirty {
             // Batch write-back: one TP program cleans every dirty entry of the node.
@@ -416,6 +419,37 @@ impl TpCache {
             tpn: Tpn(t),
             written_back,
         })
+    }
+
+    /// Hints into cache what evicting the nodes after `t` (the coldest) will read, a stage per
+    /// node: the third's node and links, the second's coldest entry, the first's bucket. Under
+    /// random misses nodes hold an entry or two, each eviction frees one, and nodes and slots
+    /// lie anywhere in memory: a chain of misses otherwise, as the next victim is known only
+    /// from the one before. Each stage reads only what the one before hinted.
+    #[inline]
+    fn prefetch_victim_nodes(&self, t: u32) {
+        let n1 = self.node_links.prev(t);
+        if n1 == NIL {
+            return;
+        }
+        let n2 = self.node_links.prev(n1);
+        if n2 != NIL {
+            let n3 = self.node_links.prev(n2);
+            if n3 != NIL {
+                crate::host::prefetch(&self.nodes[n3 as usize]);
+                self.node_links.prefetch(n3);
+            }
+            let e = self.nodes[n2 as usize].entries.tail();
+            if e != NIL {
+                self.index.prefetch_key(e);
+                self.entry_links.prefetch(e);
+                crate::host::prefetch(&self.slots[e as usize]);
+            }
+        }
+        let e = self.nodes[n1 as usize].entries.tail();
+        if e != NIL {
+            self.index.prefetch(self.index.key(e));
+        }
     }
 
     /// Marks every entry of `t`'s node clean; returns how many were dirty.
