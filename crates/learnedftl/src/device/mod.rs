@@ -400,6 +400,17 @@ impl Device {
         }
     }
 
+    /// Hints into cache what [`Device::invalidate`] of `ppa` updates: its valid bit and its
+    /// block's valid count.
+    #[inline]
+    pub fn prefetch_invalidate(&self, ppa: Ppa) {
+        let Some(word) = self.valid.get(ppa.idx() >> 6) else {
+            return;
+        };
+        crate::host::prefetch(word);
+        crate::host::prefetch(&self.blk_valid[self.math.block_of(ppa) as usize]);
+    }
+
     /// Hints into cache what a program into `block` updates besides its page: the block's
     /// write pointer and valid count, its line's valid count and its program times. With
     /// `page`, the next page's OOB and valid bit too (reading the write pointer: best once an

@@ -7,7 +7,8 @@ use crate::device::Device;
 use crate::request::{Op, Upcoming};
 
 /// [`crate::ftl::Ftl::prefetch`] for a page-level map from LPN to PPA (`unmapped` for none): the entry
-/// when the request comes later, the page a read will fetch when it comes next.
+/// when the request comes later; when it comes next, the page a read will fetch or the state a
+/// write's or trim's invalidation of the old page updates.
 #[inline]
 pub fn prefetch_page_map(
     dev: &Device,
@@ -22,7 +23,10 @@ pub fn prefetch_page_map(
     };
     match when {
         Upcoming::Later => crate::host::prefetch(e),
-        Upcoming::Next if op == Op::Read && *e != unmapped => dev.prefetch_read(Ppa(*e)),
+        Upcoming::Next if *e == unmapped => {}
+        Upcoming::Next if op == Op::Read => dev.prefetch_read(Ppa(*e)),
+        // A write or trim invalidates the page it replaces.
+        Upcoming::Next if matches!(op, Op::Write | Op::Trim) => dev.prefetch_invalidate(Ppa(*e)),
         Upcoming::Next => {}
     }
 }

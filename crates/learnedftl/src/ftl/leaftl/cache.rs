@@ -41,6 +41,11 @@ impl GroupCache {
     pub fn contains(&self, g: u32) -> bool {
         self.state[g as usize] & CACHED != 0
     }
+    /// Hints group `g`'s state into cache.
+    #[inline]
+    pub fn prefetch(&self, g: u32) {
+        crate::host::prefetch(&self.state[g as usize]);
+    }
     /// Whether cached group `g` is dirty.
     #[inline]
     pub fn is_dirty(&self, g: u32) -> bool {

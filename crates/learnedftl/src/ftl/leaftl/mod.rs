@@ -36,6 +36,10 @@ use serde::Serialize;
 use std::collections::VecDeque;
 
 const UNMAPPED: u32 = u32::MAX;
+
+/// How many pages apart a flush's prefetch stages run (each stage a cache miss ahead of the
+/// next).
+const PREFETCH_AHEAD: usize = 4;
 /// Lookup-depth histogram buckets: 1..=15 levels, then 16 or more.
 const LEVEL_BUCKETS: usize = 16;
 /// Bytes of one reverse-mapping entry in the OOB (an LPN).
@@ -162,6 +166,33 @@ impl Mapping {
         self.cache.insert(g, self.bytes[g as usize] as u64);
         self.ready_at[g as usize] = ready.0;
         Ok((ready, read))
+    }
+
+    /// Hints into cache what loading group `g` and learning into its table will read, in three
+    /// stages a few groups apart (each reads only what the one before hinted): 2, its table's
+    /// header and its cache, GTD and size entries; 1, its TP's page (when not cached) and its
+    /// table's levels; 0, its top level's segments. Groups of a flush are scattered.
+    #[inline]
+    fn prefetch_group(&self, dev: &Device, g: u32, stage: u8) {
+        let gi = g as usize;
+        match stage {
+            2 => {
+                crate::host::prefetch(&self.groups[gi]);
+                self.cache.prefetch(g);
+                self.gtd.prefetch(Tpn(g));
+                crate::host::prefetch(&self.bytes[gi]);
+                crate::host::prefetch(&self.ready_at[gi]);
+            }
+            1 => {
+                if !self.cache.contains(g) {
+                    if let Some(ppa) = self.gtd.location(Tpn(g)) {
+                        dev.prefetch_read(ppa);
+                    }
+                }
+                self.groups[gi].prefetch(false);
+            }
+            _ => self.groups[gi].prefetch(true),
+        }
     }
 
     /// Learns segments from `moves` (one group's pages, sorted by LPN, each `(lpn, page)`) that
@@ -475,6 +506,8 @@ pub struct Leaftl {
     /// The second buffer of the batch's radix sort.
     batch_scratch: Vec<(u32, u32)>,
     placed: Vec<(u32, Ppa)>,
+    /// The cached groups a periodic compaction visits (kept to reuse its allocation).
+    cached: Vec<u32>,
 }
 
 crate::params::keys! {
@@ -554,6 +587,7 @@ impl Leaftl {
             batch: Vec::new(),
             batch_scratch: Vec::new(),
             placed: Vec::new(),
+            cached: Vec::new(),
         })
     }
 
@@ -684,6 +718,16 @@ impl Leaftl {
         let mut placed = std::mem::take(&mut self.placed);
         placed.clear();
         for i in 0..self.batch.len() {
+            // The LPNs are scattered: hint each one's entry, then the page it replaces.
+            if let Some(&(ahead, _)) = self.batch.get(i + 2 * PREFETCH_AHEAD) {
+                crate::host::prefetch(&self.map.l2p[ahead as usize]);
+            }
+            if let Some(&(ahead, _)) = self.batch.get(i + PREFETCH_AHEAD) {
+                match self.map.l2p[ahead as usize] {
+                    UNMAPPED => {}
+                    old => dev.prefetch_invalidate(Ppa(old)),
+                }
+            }
             let (lpn, stamp) = self.batch[i];
             let ppa = gc::alloc_page(
                 dev,
@@ -702,7 +746,16 @@ impl Leaftl {
         self.map.c.flushes += 1;
         self.map.c.flushed_pages += self.batch.len() as u64;
         self.batch.clear();
+        let mut at = 0;
         for chunk in placed.chunk_by(|a, b| Mapping::group(a.0) == Mapping::group(b.0)) {
+            // Groups ahead by pages rather than by chunks: a chunk is a page or two under
+            // random writes, and hinting a group twice costs little.
+            for stage in 0..3u8 {
+                if let Some(&(ahead, _)) = placed.get(at + (stage as usize + 1) * PREFETCH_AHEAD) {
+                    self.map.prefetch_group(dev, Mapping::group(ahead), stage);
+                }
+            }
+            at += chunk.len();
             let g = Mapping::group(chunk[0].0);
             self.map.load(dev, g, Cause::TransRead, t)?;
             self.map.learn_group(g, chunk);
@@ -727,26 +780,23 @@ impl Leaftl {
     /// device: 10x the time for 4x the capacity at 1–4 TiB.
     fn compact_cached(&mut self) {
         self.map.c.compactions += 1;
-        let cached: Vec<u32> = self.map.cache.iter().collect();
-        for g in cached {
+        let mut cached = std::mem::take(&mut self.cached);
+        cached.clear();
+        cached.extend(self.map.cache.iter());
+        for &g in &cached {
             let t = &mut self.map.groups[g as usize];
             if self.map.compacted.get(g as usize) {
-                debug_assert!({
-                    let mut again = t.clone();
-                    again.compact();
-                    (again.levels(), again.crb_bytes()) == (t.levels(), t.crb_bytes())
-                });
+                debug_assert!(!t.clone().compact());
                 continue;
             }
-            let before = (t.levels().to_vec(), t.crb_bytes());
-            t.compact();
             // Interior CRB offsets can go without any segment changing its range.
-            if (t.levels(), t.crb_bytes()) != (before.0.as_slice(), before.1) {
+            if t.compact() {
                 self.map.cache.mark_dirty(g);
                 self.map.refresh(g);
             }
             self.map.compacted.set(g as usize, true);
         }
+        self.cached = cached;
     }
 
     fn read(

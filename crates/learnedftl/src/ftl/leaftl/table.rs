@@ -13,6 +13,23 @@
 //! run.
 
 use super::segment::{Segment, GROUP_LPNS, SEGMENT_BYTES};
+use std::cell::RefCell;
+
+/// Segments [`GroupTable::seg_update`] and [`GroupTable::compact`] hold while they rebuild
+/// levels, reused so that neither allocates per call (a flush updates a group per page under
+/// random writes; a periodic compaction compacts every changed cached group).
+#[derive(Default)]
+struct Scratch {
+    /// The segments being re-placed.
+    segs: Vec<Segment>,
+    /// The table's levels before a compaction, flattened, and their lengths.
+    before: Vec<Segment>,
+    before_lens: Vec<usize>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
 
 /// A set of offsets of one group.
 #[derive(Copy, Clone, Default, PartialEq, Eq, Debug)]
@@ -140,6 +157,21 @@ impl GroupTable {
         self.segments() as u64 * SEGMENT_BYTES + self.crb_bytes()
     }
 
+    /// Hints into cache what inserting a segment reads after this table's header: its level
+    /// list and covers, or with `top`, the top level's segments (reading the level list,
+    /// best once an earlier call hinted it).
+    #[inline]
+    pub fn prefetch(&self, top: bool) {
+        if top {
+            if let Some(seg) = self.levels.first().and_then(|l| l.first()) {
+                crate::host::prefetch(seg);
+            }
+        } else if let (Some(l), Some(c)) = (self.levels.first(), self.covers.first()) {
+            crate::host::prefetch(l);
+            crate::host::prefetch(c);
+        }
+    }
+
     #[inline]
     fn owner(&self, x: u8) -> u16 {
         self.crb.as_ref().map_or(NO_OWNER, |c| c[x as usize])
@@ -188,7 +220,11 @@ impl GroupTable {
 
     /// Recomputes every level's cover.
     fn recover_all(&mut self) {
-        self.covers = self.levels.iter().map(|l| self.level_cover(l)).collect();
+        self.covers.clear();
+        for lv in 0..self.levels.len() {
+            let c = self.level_cover(&self.levels[lv]);
+            self.covers.push(c);
+        }
     }
 
     /// The offsets the segments of `level` encode.
@@ -225,19 +261,22 @@ impl GroupTable {
             let crb = self
                 .crb
                 .get_or_insert_with(|| Box::new([NO_OWNER; GROUP_LPNS as usize]));
-            let mut robbed: Vec<u8> = Vec::new();
+            // The runs robbed, in the order met (at most one per offset).
+            let mut robbed = [0u8; GROUP_LPNS as usize];
+            let mut n = 0;
             for x in members.iter() {
                 let o = crb[x as usize];
                 if o == NO_OWNER {
                     self.crb_offsets += 1;
-                } else if !robbed.contains(&(o as u8)) {
-                    robbed.push(o as u8);
+                } else if !robbed[..n].contains(&(o as u8)) {
+                    robbed[n] = o as u8;
+                    n += 1;
                 }
                 crb[x as usize] = NO_OWNER;
             }
             // The older runs lost offsets: shrink their segments (they are found by their S,
             // which is still unique as the new run is not written yet).
-            for key in robbed {
+            for &key in &robbed[..n] {
                 self.refit_run(key);
             }
             let crb = self.crb.as_mut().expect("allocated above");
@@ -330,24 +369,34 @@ impl GroupTable {
         let level = &mut self.levels[lv];
         let start = level.partition_point(|g| g.end() < new.s);
         let stop = start + level[start..].partition_point(|g| g.s <= new.end());
-        let victims: Vec<Segment> = level.splice(start..stop, [new]).collect();
-        // Nothing else in the level lies in a victim's range.
-        let mut cover = victims.iter().fold(self.covers[lv], |c, v| {
-            c.minus(&Offsets::range(v.s, v.end()))
-        });
-        cover = cover.or(&nm);
-        for mut v in victims {
-            if !self.shrink(&mut v, &nm) {
-                continue;
-            }
-            if v.overlaps(&new) {
-                self.push_down(lv + 1, v);
-            } else {
-                cover = cover.or(&self.members(&v));
-                place(&mut self.levels[lv], v);
-            }
+        if start == stop {
+            level.insert(start, new);
+            self.covers[lv] = self.covers[lv].or(&nm);
+            return;
         }
-        self.covers[lv] = cover;
+        SCRATCH.with_borrow_mut(|scratch| {
+            let victims = &mut scratch.segs;
+            victims.clear();
+            victims.extend(self.levels[lv].splice(start..stop, [new]));
+            // Nothing else in the level lies in a victim's range.
+            let mut cover = victims.iter().fold(self.covers[lv], |c, v| {
+                c.minus(&Offsets::range(v.s, v.end()))
+            });
+            cover = cover.or(&nm);
+            for &v in victims.iter() {
+                let mut v = v;
+                if !self.shrink(&mut v, &nm) {
+                    continue;
+                }
+                if v.overlaps(&new) {
+                    self.push_down(lv + 1, v);
+                } else {
+                    cover = cover.or(&self.members(&v));
+                    place(&mut self.levels[lv], v);
+                }
+            }
+            self.covers[lv] = cover;
+        });
     }
 
     /// Puts `v` into level `lv`, or into a new level there if it overlaps a segment of `lv`.
@@ -364,36 +413,60 @@ impl GroupTable {
     /// Compaction (Algorithm 1, `seg_compact`; Fig. 13 T8): every segment loses the offsets that
     /// segments above it encode, emptied segments go, and the rest are re-levelled so that each
     /// sits just below the lowest newer segment it overlaps (fewest levels; lookups stay right
-    /// because overlapping segments keep their order).
-    pub fn compact(&mut self) {
-        let mut claimed = Offsets::default();
-        let old = std::mem::take(&mut self.levels);
-        let mut kept: Vec<Vec<Segment>> = Vec::with_capacity(old.len());
-        for level in old {
-            let mut here = Offsets::default();
-            let mut out = Vec::with_capacity(level.len());
-            for mut seg in level {
-                if self.shrink(&mut seg, &claimed) {
-                    here = here.or(&self.members(&seg));
-                    out.push(seg);
+    /// because overlapping segments keep their order). Returns whether the levels or the CRB's
+    /// bytes changed. The levels' vectors are reused (cleared and refilled) rather than rebuilt.
+    pub fn compact(&mut self) -> bool {
+        let crb_before = self.crb_bytes();
+        SCRATCH.with_borrow_mut(|scratch| {
+            let Scratch {
+                segs: kept,
+                before,
+                before_lens,
+            } = scratch;
+            kept.clear();
+            before.clear();
+            before_lens.clear();
+            let mut claimed = Offsets::default();
+            for lv in 0..self.levels.len() {
+                let mut here = Offsets::default();
+                before_lens.push(self.levels[lv].len());
+                for i in 0..self.levels[lv].len() {
+                    let mut seg = self.levels[lv][i];
+                    before.push(seg);
+                    if self.shrink(&mut seg, &claimed) {
+                        here = here.or(&self.members(&seg));
+                        kept.push(seg);
+                    }
                 }
+                claimed = claimed.or(&here);
+                self.levels[lv].clear();
             }
-            claimed = claimed.or(&here);
-            kept.push(out);
-        }
-        for seg in kept.into_iter().flatten() {
-            let lv = self
-                .levels
-                .iter()
-                .rposition(|l| l.iter().any(|g| g.overlaps(&seg)))
-                .map_or(0, |i| i + 1);
-            if lv == self.levels.len() {
-                self.room_for_a_level();
-                self.levels.push(Vec::new());
+            let mut used = 0;
+            for &seg in kept.iter() {
+                let lv = self.levels[..used]
+                    .iter()
+                    .rposition(|l| l.iter().any(|g| g.overlaps(&seg)))
+                    .map_or(0, |i| i + 1);
+                if lv == used {
+                    if used == self.levels.len() {
+                        self.room_for_a_level();
+                        self.levels.push(Vec::new());
+                    }
+                    used += 1;
+                }
+                place(&mut self.levels[lv], seg);
             }
-            place(&mut self.levels[lv], seg);
-        }
-        self.recover_all();
+            self.levels.truncate(used);
+            self.recover_all();
+            let same = self.levels.len() == before_lens.len()
+                && self
+                    .levels
+                    .iter()
+                    .zip(before_lens.iter())
+                    .all(|(l, &n)| l.len() == n)
+                && self.levels.iter().flatten().eq(before.iter());
+            !same || self.crb_bytes() != crb_before
+        })
     }
 
     /// Unmaps `gone` (a trim): every segment encoding one of them loses it; an accurate segment
@@ -727,8 +800,9 @@ mod tests {
 
     proptest! {
         /// Inserts (accurate with strides, approximate), trims and compactions in any order:
-        /// the invariants (level covers included) hold, and a lookup through the covers finds
-        /// what searching every level finds.
+        /// the invariants (level covers included) hold, a lookup through the covers finds
+        /// what searching every level finds, and a compaction says whether it changed the
+        /// levels or the CRB's bytes.
         #[test]
         fn covers_find_what_searching_every_level_finds(
             ops in prop::collection::vec((0u8..8, any::<u8>(), 1u8..40, 1u8..4), 1..120),
@@ -750,7 +824,12 @@ mod tests {
                         }
                     }
                     6 => t.remove(&(first..=last).step_by(stride as usize).collect()),
-                    _ => t.compact(),
+                    _ => {
+                        let before = (t.levels().to_vec(), t.crb_bytes());
+                        let changed = t.compact();
+                        let after = (t.levels(), t.crb_bytes());
+                        prop_assert_eq!(changed, after != (before.0.as_slice(), before.1));
+                    }
                 }
                 prop_assert_eq!(t.check(), Ok(()));
                 for x in 0..=255u8 {
