@@ -166,6 +166,38 @@ struct Node {
     dirty: u32,
 }
 
+/// The evictions foreseen by [`TpCache::hint_ahead`]: hints only, a wrong guess costs time,
+/// never a result.
+#[derive(Clone, Debug)]
+struct Ahead {
+    /// The slots the next evictions should take, oldest first: `len` of them from `head`.
+    ring: [u32; Ahead::RING],
+    head: usize,
+    len: usize,
+    /// Where the walk stands: the node and slot of the newest slot in the ring.
+    node: u32,
+    slot: u32,
+}
+
+impl Ahead {
+    const RING: usize = 16;
+    /// How many evictions ahead the walk runs.
+    const DEPTH: usize = 12;
+    /// How many steps after its key a slot's bucket is hinted.
+    const KEY_LEAD: usize = 4;
+
+    /// A walk starting after `slot` of node `node`.
+    fn from(node: u32, slot: u32) -> Ahead {
+        Ahead {
+            ring: [NIL; Ahead::RING],
+            head: 0,
+            len: 0,
+            node,
+            slot,
+        }
+    }
+}
+
 /// The two-level LRU cache. See the module docs.
 #[derive(Clone, Debug)]
 pub struct TpCache {
@@ -195,6 +227,8 @@ pub struct TpCache {
     /// (397 s for TPFTL's 214 k write-backs at 4 TiB). Reset by any LRU move and any entry
     /// that becomes dirty.
     flush_from: u32,
+    /// The walk ahead of the evictions.
+    ahead: Ahead,
     stats: TpCacheStats,
 }
 
@@ -228,6 +262,7 @@ impl TpCache {
             counter: 0,
             missing: (0..0, 0, u64::MAX),
             flush_from: NIL,
+            ahead: Ahead::from(NIL, NIL),
             stats: TpCacheStats::default(),
         }
     }
@@ -396,8 +431,7 @@ impl TpCache {
             }
         }
         let lpn = Lpn(self.index.key(victim));
-        self.index.prefetch_before(&self.entry_links, victim);
-        self.prefetch_victim_nodes(t);
+        self.hint_ahead(t, victim);
         let mut written_back = 0;
         if self.slots[victim as usize].dirty {
             // Batch write-back: one TP program cleans every dirty entry of the node.
@@ -421,34 +455,52 @@ impl TpCache {
         })
     }
 
-    /// Hints into cache what evicting the nodes after `t` (the coldest) will read, a stage per
-    /// node: the third's node and links, the second's coldest entry, the first's bucket. Under
-    /// random misses nodes hold an entry or two, each eviction frees one, and nodes and slots
-    /// lie anywhere in memory: a chain of misses otherwise, as the next victim is known only
-    /// from the one before. Each stage reads only what the one before hinted.
+    /// Hints into cache what the next evictions will read, `victim` (in node `t`) being
+    /// taken now. Evictions go on from the cold end: the walk ahead follows the entries towards
+    /// the head of `t`'s list and on into the next nodes, one step per eviction, so that each
+    /// step reads only what the one before hinted (entries and nodes lie anywhere in memory: a
+    /// chain of misses otherwise, the next victim being known only from the one before). An
+    /// eviction the walk did not foresee (a clean entry taken before dirty ones, an entry
+    /// touched since) restarts it.
     #[inline]
-    fn prefetch_victim_nodes(&self, t: u32) {
-        let n1 = self.node_links.prev(t);
-        if n1 == NIL {
-            return;
-        }
-        let n2 = self.node_links.prev(n1);
-        if n2 != NIL {
-            let n3 = self.node_links.prev(n2);
-            if n3 != NIL {
-                crate::host::prefetch(&self.nodes[n3 as usize]);
-                self.node_links.prefetch(n3);
+    fn hint_ahead(&mut self, t: u32, victim: u32) {
+        let a = &mut self.ahead;
+        match (0..a.len).find(|&k| a.ring[(a.head + k) % Ahead::RING] == victim) {
+            Some(k) => {
+                a.head = (a.head + k + 1) % Ahead::RING;
+                a.len -= k + 1;
             }
-            let e = self.nodes[n2 as usize].entries.tail();
-            if e != NIL {
-                self.index.prefetch_key(e);
-                self.entry_links.prefetch(e);
-                crate::host::prefetch(&self.slots[e as usize]);
-            }
+            None => *a = Ahead::from(t, victim),
         }
-        let e = self.nodes[n1 as usize].entries.tail();
-        if e != NIL {
-            self.index.prefetch(self.index.key(e));
+        while a.len < Ahead::DEPTH {
+            let mut s = self.entry_links.prev(a.slot);
+            if s == NIL {
+                let n = self.node_links.prev(a.node);
+                if n == NIL {
+                    return;
+                }
+                s = self.nodes[n as usize].entries.tail();
+                if s == NIL {
+                    return;
+                }
+                a.node = n;
+                let next = self.node_links.prev(n);
+                if next != NIL {
+                    self.node_links.prefetch(next);
+                    crate::host::prefetch(&self.nodes[next as usize]);
+                }
+            }
+            a.slot = s;
+            a.ring[(a.head + a.len) % Ahead::RING] = s;
+            a.len += 1;
+            self.entry_links.prefetch(s);
+            self.index.prefetch_key(s);
+            crate::host::prefetch(&self.slots[s as usize]);
+            // The key of the slot walked `KEY_LEAD` steps ago was hinted then.
+            if a.len > Ahead::KEY_LEAD {
+                let k = a.ring[(a.head + a.len - 1 - Ahead::KEY_LEAD) % Ahead::RING];
+                self.index.prefetch(self.index.key(k));
+            }
         }
     }
 

@@ -709,8 +709,17 @@ impl Ftl for LearnedFtl {
     }
 
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        // Reads and writes ask the CMT first; a write that misses reads its TP (a read, the
+        // model first).
+        if when == Upcoming::Later {
+            self.cache.prefetch(lpn);
+        }
         self.table.prefetch(dev, op, lpn, when);
-        if op == Op::Read && lpn.0 < self.geo.logical_pages as u32 {
+        if op == Op::Write {
+            self.table.prefetch_tp(dev, lpn, when);
+        }
+        // A read asks the model; a write or trim clears the LPN's bit in it.
+        if op != Op::Flush && lpn.0 < self.geo.logical_pages as u32 {
             let (tpn, x) = self.locate(lpn);
             self.models.prefetch(tpn, x);
         }
