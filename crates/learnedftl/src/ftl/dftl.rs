@@ -162,8 +162,7 @@ impl Cmt for EntryLru {
         let slots = &self.slots;
         let s = self.queue.first(|s| slots[s as usize].dirty)?;
         let tpn = Tpn(self.index.key(s) / self.epp);
-        for lpn in table.gtd.lpns(tpn) {
-            let s = self.index.slot(lpn);
+        for s in self.index.slots_in(table.gtd.lpns(tpn)) {
             if s != NIL && self.slots[s as usize].dirty {
                 self.slots[s as usize].dirty = false;
                 self.dirty -= 1;

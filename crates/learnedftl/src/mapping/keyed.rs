@@ -221,21 +221,24 @@ impl SlotIndex {
             self.prefetch_key(far);
         }
     }
-    /// How many keys of `range` have no slot. Consecutive keys land in scattered buckets, so
-    /// the buckets [`SlotIndex::AHEAD`] keys on are hinted into cache while these are read.
-    pub fn count_missing(&self, range: std::ops::Range<u32>) -> u32 {
+    /// The slot of each key of `range` in order ([`NIL`] for none). Consecutive keys land in
+    /// scattered buckets, so the buckets [`SlotIndex::AHEAD`] keys on are hinted into cache
+    /// while these are read.
+    pub fn slots_in(&self, range: std::ops::Range<u32>) -> impl Iterator<Item = u32> + '_ {
         for k in range.clone().take(Self::AHEAD as usize) {
             self.prefetch(k);
         }
-        range
-            .clone()
-            .filter(|&k| {
-                if k + Self::AHEAD < range.end {
-                    self.prefetch(k + Self::AHEAD);
-                }
-                self.slot(k) == NIL
-            })
-            .count() as u32
+        let end = range.end;
+        range.map(move |k| {
+            if k + Self::AHEAD < end {
+                self.prefetch(k + Self::AHEAD);
+            }
+            self.slot(k)
+        })
+    }
+    /// How many keys of `range` have no slot.
+    pub fn count_missing(&self, range: std::ops::Range<u32>) -> u32 {
+        self.slots_in(range).filter(|&s| s == NIL).count() as u32
     }
     /// Hints the key in `slot` into cache.
     #[inline]
