@@ -466,10 +466,10 @@ impl<C: Cmt> Ftl for Demand<C> {
     }
 
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
-        // The cache lookup comes first: its state is a miss of its own (hashed by LPN).
-        if when == Upcoming::Later {
-            self.core.cache.prefetch(lpn);
-        }
+        // The cache lookup comes first: its state is a miss of its own (hashed by LPN). Hinted
+        // again when next: a hint a round of jobs ahead is still cached then, but its page
+        // translation may not be.
+        self.core.cache.prefetch(lpn);
         self.core.table.prefetch(dev, op, lpn, when);
         self.core.table.prefetch_tp(dev, lpn, when);
     }

@@ -75,6 +75,12 @@ impl DirtyQueue {
         }
     }
 
+    /// Hints `id`'s stamp, which [`DirtyQueue::touch`] rewrites, into cache.
+    #[inline]
+    pub fn prefetch(&self, id: u32) {
+        crate::host::prefetch(&self.used[id as usize]);
+    }
+
     /// `id` left the cache: its entries are stale from now on.
     #[inline]
     pub fn forget(&mut self, id: u32) {

@@ -47,6 +47,18 @@ impl Links {
         crate::host::prefetch(&self.prev[i as usize]);
         crate::host::prefetch(&self.next[i as usize]);
     }
+    /// Hints the links [`List::touch`] of `i` rewrites besides `i`'s own: its neighbours'
+    /// (reading `i`'s links: best once [`Links::prefetch`] hinted them).
+    #[inline]
+    pub fn prefetch_neighbours(&self, i: u32) {
+        let (p, n) = (self.prev(i), self.next(i));
+        if p != NIL {
+            crate::host::prefetch(&self.next[p as usize]);
+        }
+        if n != NIL {
+            crate::host::prefetch(&self.prev[n as usize]);
+        }
+    }
     /// Heap bytes of the links.
     pub fn heap_bytes(&self) -> usize {
         (self.prev.capacity() + self.next.capacity()) * 4

@@ -41,10 +41,19 @@ impl GroupCache {
     pub fn contains(&self, g: u32) -> bool {
         self.state[g as usize] & CACHED != 0
     }
-    /// Hints group `g`'s state into cache.
+    /// Hints what asking for group `g` reads into cache: its state, and what a use of it
+    /// rewrites (its links and recency stamp).
     #[inline]
     pub fn prefetch(&self, g: u32) {
         crate::host::prefetch(&self.state[g as usize]);
+        self.links.prefetch(g);
+        self.queue.prefetch(g);
+    }
+    /// Hints the links of `g`'s neighbours, which a use of `g` rewrites (best once
+    /// [`GroupCache::prefetch`] hinted `g`'s own).
+    #[inline]
+    pub fn prefetch_neighbours(&self, g: u32) {
+        self.links.prefetch_neighbours(g);
     }
     /// Whether cached group `g` is dirty.
     #[inline]

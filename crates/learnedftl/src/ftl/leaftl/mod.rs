@@ -906,11 +906,23 @@ impl Ftl for Leaftl {
     }
 
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
-        if when == Upcoming::Later {
-            // A read first asks the write buffer, then the LPN's group.
-            self.buf.index.prefetch(lpn.0);
-            if let Some(g) = self.map.groups.get(Mapping::group(lpn.0) as usize) {
-                crate::host::prefetch(g);
+        // A read first asks the write buffer, then the LPN's group: its table's header when
+        // the request comes later, then what the header points at (hinted again when next:
+        // a hint a round of jobs ahead is still cached then, but its page translation may not
+        // be).
+        self.buf.index.prefetch(lpn.0);
+        let g = Mapping::group(lpn.0);
+        if let Some(table) = self.map.groups.get(g as usize) {
+            match when {
+                Upcoming::Later => {
+                    crate::host::prefetch(table);
+                    crate::host::prefetch(&self.map.ready_at[g as usize]);
+                    self.map.cache.prefetch(g);
+                }
+                Upcoming::Next => {
+                    table.prefetch(false);
+                    self.map.cache.prefetch_neighbours(g);
+                }
             }
         }
         prefetch_page_map(dev, &self.map.l2p, UNMAPPED, op, lpn, when);

@@ -709,11 +709,10 @@ impl Ftl for LearnedFtl {
     }
 
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
-        // Reads and writes ask the CMT first; a write that misses reads its TP (a read, the
-        // model first).
-        if when == Upcoming::Later {
-            self.cache.prefetch(lpn);
-        }
+        // Reads and writes ask the CMT first (hinted again when next: a hint a round of jobs
+        // ahead is still cached then, but its page translation may not be); a write that
+        // misses reads its TP (a read, the model first).
+        self.cache.prefetch(lpn);
         self.table.prefetch(dev, op, lpn, when);
         if op == Op::Write {
             self.table.prefetch_tp(dev, lpn, when);
