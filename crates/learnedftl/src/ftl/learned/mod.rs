@@ -720,7 +720,7 @@ impl Ftl for LearnedFtl {
         // A read asks the model; a write or trim clears the LPN's bit in it.
         if op != Op::Flush && lpn.0 < self.geo.logical_pages as u32 {
             let (tpn, x) = self.locate(lpn);
-            self.models.prefetch(tpn, x);
+            self.models.prefetch(tpn, x, when == Upcoming::Next);
         }
     }
 

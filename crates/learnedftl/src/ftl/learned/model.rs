@@ -223,12 +223,19 @@ impl Models {
         (tpn.idx() * self.words + (x >> 6) as usize, 1u64 << (x & 63))
     }
 
-    /// Brings the bitmap word and the pieces a lookup of offset `x` of TP `tpn` reads into the
-    /// CPU cache (a hint: see [`crate::ftl::Ftl::prefetch`]).
+    /// Brings the bitmap word, the pieces and the layout's chunk number a lookup of offset `x`
+    /// of TP `tpn` reads into the CPU cache; with `layout`, the layout's word too (reading the
+    /// chunk number: best once an earlier call hinted it). A hint: see
+    /// [`crate::ftl::Ftl::prefetch`].
     #[inline]
-    pub fn prefetch(&self, tpn: Tpn, x: u32) {
+    pub fn prefetch(&self, tpn: Tpn, x: u32, layout: bool) {
         crate::host::prefetch(&self.bits[self.word(tpn, x).0]);
         crate::host::prefetch(&self.pieces[tpn.idx()]);
+        if !layout {
+            crate::host::prefetch(&self.layout_of[tpn.idx()]);
+        } else if let Some(w) = self.layout(tpn).get((x >> 6) as usize) {
+            crate::host::prefetch(w);
+        }
     }
 
     /// Whether offset `x` of TP `tpn` has its bit set.
