@@ -2,7 +2,8 @@
 """Table (capacity.md) and plot (capacity.svg) of scripts/capacity-scaling.sh's runs: per FTL and
 size, the random-read phase's CMT and model hit ratios, double reads (translation reads per host
 page read), IOPS, the random-write phase's IOPS and WAF, the mapping DRAM, and what the run took
-(wall, CPU, peak RSS; metrics as docs/metrics.md defines them)."""
+(wall, CPU, peak RSS) and the simulator's speed in each phase (million simulated page
+operations per wall second: fill, reads, writes); metrics as docs/metrics.md defines them."""
 import json
 import pathlib
 import re
@@ -31,21 +32,24 @@ for ftl in FTLS:
         if not f.exists():
             continue
         phases = {p["phase"]: p for p in json.loads(f.read_text())["phases"]}
-        rd, wr = phases["randread"], phases["randwrite"]
+        fill, rd, wr = phases["precondition"], phases["randread"], phases["randwrite"]
         reads = rd["flash"]["reads"]
         wall, cpu, rss = took(out / f"{ftl}-{size}.time")
         rows.append(dict(ftl=ftl, size=size, cmt=rd["cmt_hit_ratio"], model=rd["model_hit_ratio"],
                          double=reads["translation_read"] / reads["user"], riops=rd["iops"],
                          wiops=wr["iops"], waf=wr["waf"], dram=rd["dram_bytes"]["total"] / 2**20,
-                         wall=wall, cpu=cpu, rss=rss))
+                         wall=wall, cpu=cpu, rss=rss,
+                         speed=[p["sim_page_ops_per_sec"] / 1e6 for p in (fill, rd, wr)]))
 
 lines = ["| FTL | logical size | CMT hits | model hits | double reads | read IOPS | write IOPS | "
-         "write WAF | mapping DRAM MiB | wall s | CPU s | peak RSS GiB |",
-         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+         "write WAF | mapping DRAM MiB | wall s | CPU s | peak RSS GiB | "
+         "M page ops/s fill / reads / writes |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
     lines.append(f"| {r['ftl']} | {r['size']} | {100 * r['cmt']:.1f} % | {100 * r['model']:.1f} % | "
                  f"{r['double']:.3f} | {r['riops']:,.0f} | {r['wiops']:,.0f} | {r['waf']:.2f} | "
-                 f"{r['dram']:,.1f} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['rss']:.1f} |")
+                 f"{r['dram']:,.1f} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['rss']:.1f} | "
+                 + " / ".join(f"{v:.1f}" for v in r["speed"]) + " |")
 (out / "capacity.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 
