@@ -76,7 +76,9 @@ impl Gtd {
     /// Hints TP `tpn`'s entry into cache ([`crate::host::prefetch()`]).
     #[inline]
     pub fn prefetch(&self, tpn: Tpn) {
-        crate::host::prefetch(&self.loc[tpn.idx()]);
+        if let Some(e) = self.loc.get(tpn.idx()) {
+            crate::host::prefetch(e);
+        }
     }
     /// TPs that exist on flash.
     pub fn written(&self) -> u32 {

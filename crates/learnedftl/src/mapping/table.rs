@@ -69,6 +69,10 @@ impl TransTable {
     /// miss the cache): its GTD entry, then the device state of the page it names.
     #[inline]
     pub fn prefetch_tp(&self, dev: &Device, lpn: Lpn, when: Upcoming) {
+        // A hint for a request beyond the device (refused when served) hints nothing.
+        if lpn.0 >= self.logical_pages() {
+            return;
+        }
         let tpn = self.gtd.tpn_of(lpn);
         match when {
             Upcoming::Later => self.gtd.prefetch(tpn),

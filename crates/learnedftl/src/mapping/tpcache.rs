@@ -326,7 +326,9 @@ impl TpCache {
     /// cache: its TP's node and its slot's bucket.
     #[inline]
     pub fn prefetch(&self, lpn: Lpn) {
-        crate::host::prefetch(&self.nodes[self.tpn(lpn.0).idx()]);
+        if let Some(node) = self.nodes.get(self.tpn(lpn.0).idx()) {
+            crate::host::prefetch(node);
+        }
         self.index.prefetch(lpn.0);
     }
 

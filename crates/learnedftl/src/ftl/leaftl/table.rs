@@ -383,8 +383,7 @@ impl GroupTable {
                 c.minus(&Offsets::range(v.s, v.end()))
             });
             cover = cover.or(&nm);
-            for &v in victims.iter() {
-                let mut v = v;
+            for mut v in victims.iter().copied() {
                 if !self.shrink(&mut v, &nm) {
                     continue;
                 }
