@@ -53,6 +53,11 @@ pub trait Cmt: Send + Clone + 'static {
     fn prefetch(&self, lpn: Lpn) {
         let _ = lpn;
     }
+    /// Hints what a lookup of `lpn` rewrites (its neighbours in recency order), for a request
+    /// served next whose [`Cmt::prefetch`] came a while ago. Default: nothing.
+    fn prefetch_touch(&self, lpn: Lpn) {
+        let _ = lpn;
+    }
     /// `lpn` (cached) was written or trimmed; its new mapping is already in `table`, `old` is
     /// the one it replaced.
     fn mark_dirty(&mut self, lpn: Lpn, old: Option<Ppa>, table: &TransTable);
@@ -470,6 +475,9 @@ impl<C: Cmt> Ftl for Demand<C> {
         // again when next: a hint a round of jobs ahead is still cached then, but its page
         // translation may not be.
         self.core.cache.prefetch(lpn);
+        if when == Upcoming::Next {
+            self.core.cache.prefetch_touch(lpn);
+        }
         self.core.table.prefetch(dev, op, lpn, when);
         self.core.table.prefetch_tp(dev, lpn, when);
     }

@@ -111,6 +111,11 @@ impl Cmt for TpCache {
         TpCache::prefetch(self, lpn)
     }
 
+    #[inline]
+    fn prefetch_touch(&self, lpn: Lpn) {
+        TpCache::prefetch_touch(self, lpn)
+    }
+
     fn dram_parts(&self, parts: &mut Vec<(&'static str, u64)>) {
         parts.push(("cmt_entries", self.entry_bytes()));
         if self.config().node_bytes > 0 {

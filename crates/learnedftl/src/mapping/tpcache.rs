@@ -326,10 +326,27 @@ impl TpCache {
     /// cache: its TP's node and its slot's bucket.
     #[inline]
     pub fn prefetch(&self, lpn: Lpn) {
-        if let Some(node) = self.nodes.get(self.tpn(lpn.0).idx()) {
+        let t = self.tpn(lpn.0);
+        if let Some(node) = self.nodes.get(t.idx()) {
             crate::host::prefetch(node);
+            self.node_links.prefetch(t.0);
         }
         self.index.prefetch(lpn.0);
+    }
+
+    /// Hints the node links a lookup of `lpn` rewrites besides its node's own (moving the node
+    /// to the hot end): its neighbours' (reading the node's links: best once
+    /// [`TpCache::prefetch`] hinted them).
+    #[inline]
+    pub fn prefetch_touch(&self, lpn: Lpn) {
+        let t = self.tpn(lpn.0);
+        if self
+            .nodes
+            .get(t.idx())
+            .is_some_and(|n| !n.entries.is_empty())
+        {
+            self.node_links.prefetch_neighbours(t.0);
+        }
     }
 
     /// Whether `lpn` is cached (no LRU change).

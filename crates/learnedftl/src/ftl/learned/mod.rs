@@ -713,6 +713,9 @@ impl Ftl for LearnedFtl {
         // ahead is still cached then, but its page translation may not be); a write that
         // misses reads its TP (a read, the model first).
         self.cache.prefetch(lpn);
+        if when == Upcoming::Next {
+            self.cache.prefetch_touch(lpn);
+        }
         self.table.prefetch(dev, op, lpn, when);
         if op == Op::Write {
             self.table.prefetch_tp(dev, lpn, when);
