@@ -906,21 +906,17 @@ impl Ftl for Leaftl {
     }
 
     fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
-        // A read first asks the write buffer, then the LPN's group: its table's header when
-        // the request comes later, then what the header points at (hinted again when next:
-        // a hint a round of jobs ahead is still cached then, but its page translation may not
-        // be).
+        // A read first asks the write buffer (hinted again when next: a hint a round of jobs
+        // ahead is still cached then, but its page translation may not be), then loads the
+        // LPN's group: the flush's stages of the same hint, the header when the request comes
+        // later, what it points at when it comes next, and the cache links a use rewrites.
         self.buf.index.prefetch(lpn.0);
         let g = Mapping::group(lpn.0);
-        if let Some(table) = self.map.groups.get(g as usize) {
+        if (g as usize) < self.map.groups.len() {
             match when {
-                Upcoming::Later => {
-                    crate::host::prefetch(table);
-                    crate::host::prefetch(&self.map.ready_at[g as usize]);
-                    self.map.cache.prefetch(g);
-                }
+                Upcoming::Later => self.map.prefetch_group(dev, g, 2),
                 Upcoming::Next => {
-                    table.prefetch(false);
+                    self.map.prefetch_group(dev, g, 1);
                     self.map.cache.prefetch_neighbours(g);
                 }
             }
