@@ -32,6 +32,20 @@ impl Bits {
         }
     }
 
+    /// The indices of the set bits, in ascending order.
+    pub fn ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    w * 64 + bit
+                })
+            })
+        })
+    }
+
     /// Sets bit `i` to `on`.
     #[inline]
     pub fn set(&mut self, i: usize, on: bool) {
@@ -58,6 +72,9 @@ mod tests {
                 b.set(0, !on);
                 assert!(b.get(0) != on && b.get(len - 1) != on);
                 assert!((1..len - 1).all(|i| b.get(i) == on), "{len} {on}");
+                let ones: Vec<usize> = b.ones().collect();
+                let want: Vec<usize> = (0..len).filter(|&i| b.get(i)).collect();
+                assert_eq!(ones, want, "{len} {on}");
             }
         }
     }
