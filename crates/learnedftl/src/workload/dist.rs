@@ -130,26 +130,49 @@ impl Permutation {
         (h ^ (h >> 32)) & mask
     }
 
+    /// One pass of the network over the even power of two (may land at or past `n`).
+    #[inline]
+    fn feistel(&self, x: u64) -> u64 {
+        let mask = (1u64 << self.half_bits) - 1;
+        let (mut l, mut r) = (x >> self.half_bits, x & mask);
+        for k in self.keys {
+            let nl = r;
+            r = l ^ Self::round(r, k, mask);
+            l = nl;
+        }
+        (l << self.half_bits) | r
+    }
+
     /// The image of `x` (< n).
     #[inline]
-    pub fn apply(&self, mut x: u64) -> u64 {
-        let mask = (1u64 << self.half_bits) - 1;
-        loop {
-            let (mut l, mut r) = (x >> self.half_bits, x & mask);
-            for k in self.keys {
-                let nl = r;
-                r = l ^ Self::round(r, k, mask);
-                l = nl;
-            }
-            x = (l << self.half_bits) | r;
-            if x < self.n {
-                return x;
+    pub fn apply(&self, x: u64) -> u64 {
+        let mut y = self.feistel(x);
+        while y >= self.n {
+            y = self.feistel(y);
+        }
+        y
+    }
+
+    /// The images of `start, start + 1, …` into `out` (each `< n`), as [`Permutation::apply`]
+    /// gives them: the first pass of every value runs before any cycle-walk, so the values'
+    /// chains of multiplies overlap rather than run one after another.
+    #[inline]
+    pub fn apply_run(&self, start: u64, out: &mut [u64]) {
+        for (o, x) in out.iter_mut().zip(start..) {
+            *o = self.feistel(x);
+        }
+        for o in out.iter_mut() {
+            while *o >= self.n {
+                *o = self.feistel(*o);
             }
         }
     }
 }
 
 const ZIPF_MAX_TERMS: u64 = 10_000_000;
+
+/// Values of a random map computed at once ([`Permutation::apply_run`]).
+const MAPPED_RUN: usize = 8;
 
 /// `ζ(terms) = Σ_{i=1}^{terms} i^−θ`, summed in fio's order, remembered for the last few
 /// `(terms, θ)` asked: every clone of a job builds its own picker, and a sweep's runs draw from
@@ -186,10 +209,15 @@ pub struct BlockPicker {
 
 #[derive(Clone, Debug)]
 enum Kind {
-    /// Random map: position within the current pass's permutation.
+    /// Random map: position within the current pass's permutation (of the values computed),
+    /// and the next values, computed [`MAPPED_RUN`] at a time.
     Mapped {
         perm: Permutation,
         pos: u64,
+        run: [u64; MAPPED_RUN],
+        /// The next value of `run` to hand out, and how many it holds.
+        at: usize,
+        len: usize,
     },
     Uniform,
     Zipf {
@@ -214,6 +242,9 @@ impl BlockPicker {
             Dist::Uniform if random_map => Kind::Mapped {
                 perm: Permutation::new(n, rng),
                 pos: 0,
+                run: [0; MAPPED_RUN],
+                at: 0,
+                len: 0,
             },
             Dist::Uniform => Kind::Uniform,
             Dist::Zipf { theta } => {
@@ -247,13 +278,27 @@ impl BlockPicker {
     pub fn next(&mut self, rng: &mut Pcg64Mcg) -> u64 {
         let n = self.n;
         match &mut self.kind {
-            Kind::Mapped { perm, pos } => {
-                if *pos == n {
-                    *perm = Permutation::new(n, rng);
-                    *pos = 0;
+            Kind::Mapped {
+                perm,
+                pos,
+                run,
+                at,
+                len,
+            } => {
+                if *at == *len {
+                    // A run never crosses into the next pass, so the next permutation is
+                    // drawn from `rng` at the same draw as one value at a time would.
+                    if *pos == n {
+                        *perm = Permutation::new(n, rng);
+                        *pos = 0;
+                    }
+                    let k = (MAPPED_RUN as u64).min(n - *pos) as usize;
+                    perm.apply_run(*pos, &mut run[..k]);
+                    *pos += k as u64;
+                    (*at, *len) = (0, k);
                 }
-                *pos += 1;
-                perm.apply(*pos - 1)
+                *at += 1;
+                run[*at - 1]
             }
             Kind::Uniform => rng.gen_range(0..n),
             Kind::Zipf {
@@ -336,6 +381,27 @@ mod tests {
                 seen[p.next(&mut rng) as usize] += 1;
             }
             assert!(seen.iter().all(|&c| c == 1));
+        }
+    }
+
+    #[test]
+    fn random_map_runs_are_the_values_one_at_a_time() {
+        // Runs of MAPPED_RUN values, a pass not a multiple of it, the next pass's permutation
+        // drawn from the shared generator between other draws: the same sequence as applying
+        // each position in turn.
+        for n in [1u64, 5, 8, 13, 100] {
+            let (mut a, mut b) = (Pcg64Mcg::seed_from_u64(4), Pcg64Mcg::seed_from_u64(4));
+            let mut p = BlockPicker::new(n, Dist::Uniform, true, &mut a);
+            let _ = Permutation::new(n, &mut b);
+            let mut perm = Permutation::new(n, &mut b);
+            for i in 0..3 * n + 5 {
+                let pos = i % n;
+                if i > 0 && pos == 0 {
+                    perm = Permutation::new(n, &mut b);
+                }
+                assert_eq!(p.next(&mut a), perm.apply(pos), "n={n} draw {i}");
+                assert_eq!(a.gen::<u32>(), b.gen::<u32>());
+            }
         }
     }
 
