@@ -1,6 +1,7 @@
 //! Hot-path benchmarks: the device's timing and state updates per page, its LUN timelines under
 //! a deep queue of double reads (`timing=femu` and the default `timing=backfill`), and the ideal
-//! FTL's page path (random 4 KiB writes with GC, random 4 KiB reads) on the `quick` preset.
+//! FTL's page path (random 4 KiB writes with GC, random 4 KiB reads) on the `quick` preset, and
+//! the random map that picks every random job's blocks.
 //!
 //! `cargo bench -p learnedftl --bench page_path`
 
@@ -9,6 +10,7 @@ mod common;
 use common::filled;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use learnedftl::device::{Cause, Device, Oob, Src};
+use learnedftl::workload::dist::{BlockPicker, Dist};
 use learnedftl::workload::HostIo;
 use learnedftl::{DeviceConfig, Lpn, Op, Params, Ppa, SimTime, Vppn};
 
@@ -140,10 +142,33 @@ fn ideal_page_path(c: &mut Criterion) {
     g.finish();
 }
 
+/// Draws of a random job's block picker (`norandommap` off: a seeded permutation per pass) over
+/// logical spaces of paper geometry: 30 GiB, 1 TiB (just past 2^28 pages, so the permutation's
+/// domain is 4n and a value takes 4 passes on average) and 4 TiB.
+fn random_map(c: &mut Criterion) {
+    use rand::SeedableRng;
+    let mut g = c.benchmark_group("random_map");
+    const DRAWS: u64 = 4096;
+    g.throughput(Throughput::Elements(DRAWS));
+    for (name, n) in [
+        ("30GiB", 7_864_320u64),
+        ("1TiB", 268_462_080),
+        ("4TiB", 1_006_632_960),
+    ] {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+        let mut p = BlockPicker::new(n, Dist::Uniform, true, &mut rng);
+        g.bench_function(name, |b| {
+            b.iter(|| (0..DRAWS).fold(0u64, |a, _| a ^ p.next(&mut rng)))
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     device_line_cycle,
     lun_timelines_deep_queue,
-    ideal_page_path
+    ideal_page_path,
+    random_map
 );
 criterion_main!(benches);

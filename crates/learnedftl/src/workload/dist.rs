@@ -153,25 +153,31 @@ impl Permutation {
         y
     }
 
-    /// The images of `start, start + 1, …` into `out` (each `< n`), as [`Permutation::apply`]
-    /// gives them, a pass of the network over every value still outside `[0, n)` at a time:
-    /// the values' chains of multiplies overlap rather than run one after another. (Where `n`
-    /// is just past a power of four the network's domain is 4n, and a value takes 4 passes on
-    /// average: 1 TiB of paper geometry has 2^28 + 26,624 logical pages.)
+    /// The images of `start, start + 1, …` into `out` (at most [`MAPPED_RUN`] of them, each
+    /// `< n`), as [`Permutation::apply`] gives them, a pass of the network over every value
+    /// still outside `[0, n)` at a time: the values' chains of multiplies overlap rather than
+    /// run one after another, and the values left outside are listed without a branch on each
+    /// (which way it goes is a coin toss). Where `n` is just past a power of four the
+    /// network's domain is 4n and a value takes 4 passes on average: 1 TiB of paper geometry
+    /// has 2^28 + 26,624 logical pages.
     #[inline]
-    pub fn apply_run(&self, start: u64, out: &mut [u64]) {
-        for (o, x) in out.iter_mut().zip(start..) {
+    fn apply_run(&self, start: u64, out: &mut [u64]) {
+        let mut outside = [0u8; MAPPED_RUN];
+        let mut m = 0;
+        for (i, (o, x)) in out.iter_mut().zip(start..).enumerate() {
             *o = self.feistel(x);
+            outside[m] = i as u8;
+            m += (*o >= self.n) as usize;
         }
-        let mut outside = true;
-        while outside {
-            outside = false;
-            for o in out.iter_mut() {
-                if *o >= self.n {
-                    *o = self.feistel(*o);
-                    outside = true;
-                }
+        while m > 0 {
+            let mut left = 0;
+            for j in 0..m {
+                let i = outside[j] as usize;
+                out[i] = self.feistel(out[i]);
+                outside[left] = i as u8;
+                left += (out[i] >= self.n) as usize;
             }
+            m = left;
         }
     }
 }
@@ -179,7 +185,7 @@ impl Permutation {
 const ZIPF_MAX_TERMS: u64 = 10_000_000;
 
 /// Values of a random map computed at once ([`Permutation::apply_run`]).
-const MAPPED_RUN: usize = 8;
+const MAPPED_RUN: usize = 16;
 
 /// `ζ(terms) = Σ_{i=1}^{terms} i^−θ`, summed in fio's order, remembered for the last few
 /// `(terms, θ)` asked: every clone of a job builds its own picker, and a sweep's runs draw from
