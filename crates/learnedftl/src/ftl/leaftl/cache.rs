@@ -1,6 +1,8 @@
 //! LeaFTL's cache of groups: an LRU list (the shared intrusive [`List`]) of whole group tables,
-//! each with its size in bytes and a dirty bit. What an evicted group costs (a TP program if
-//! dirty) is the FTL's business.
+//! each with a dirty bit, and their total size in bytes. Each group's size is the mapping's
+//! (it keeps one per group, cached or not), passed in on every change: a second copy here was a
+//! second random miss per group changed. What an evicted group costs (a TP program if dirty) is
+//! the FTL's business.
 //!
 //! The idle device writes back the most recently used dirty group, found through a
 //! [`DirtyQueue`] rather than a walk of the list.
@@ -8,12 +10,11 @@
 use crate::mapping::dirty_queue::{DirtyQueue, End};
 use crate::mapping::lru::{Links, List, NIL};
 
-/// LRU order, sizes and dirty bits of the cached groups.
+/// LRU order, total size and dirty bits of the cached groups.
 #[derive(Clone, Debug)]
 pub struct GroupCache {
     links: Links,
     lru: List,
-    bytes: Vec<u32>,
     state: Vec<u8>,
     total: u64,
     /// The dirty groups by recency.
@@ -29,7 +30,6 @@ impl GroupCache {
         GroupCache {
             links: Links::new(groups as usize),
             lru: List::default(),
-            bytes: vec![0; groups as usize],
             state: vec![0; groups as usize],
             total: 0,
             queue: DirtyQueue::new(groups as usize, End::Newest),
@@ -86,7 +86,6 @@ impl GroupCache {
     pub fn insert(&mut self, g: u32, bytes: u64) {
         debug_assert!(!self.contains(g));
         self.state[g as usize] = CACHED;
-        self.bytes[g as usize] = bytes as u32;
         self.total += bytes;
         self.lru.push_front(&mut self.links, g);
         let state = &self.state;
@@ -104,11 +103,11 @@ impl GroupCache {
             .touch(g, dirty, |g| state[g as usize] & DIRTY != 0);
     }
 
-    /// Records the new size of cached group `g`.
+    /// Records that cached group `g` went from `old` to `new` bytes.
     #[inline]
-    pub fn resize(&mut self, g: u32, bytes: u64) {
-        let old = std::mem::replace(&mut self.bytes[g as usize], bytes as u32);
-        self.total = self.total - old as u64 + bytes;
+    pub fn resize(&mut self, g: u32, old: u64, new: u64) {
+        debug_assert!(self.contains(g));
+        self.total = self.total - old + new;
     }
 
     /// Marks cached group `g` dirty.
@@ -132,12 +131,12 @@ impl GroupCache {
         let state = &self.state;
         self.queue.first(|g| state[g as usize] & DIRTY != 0)
     }
-    /// Drops group `g` from the cache; returns whether it was dirty.
-    pub fn remove(&mut self, g: u32) -> bool {
+    /// Drops group `g` (`bytes` large) from the cache; returns whether it was dirty.
+    pub fn remove(&mut self, g: u32, bytes: u64) -> bool {
         let dirty = self.is_dirty(g);
         self.lru.remove(&mut self.links, g);
         self.queue.forget(g);
-        self.total -= std::mem::take(&mut self.bytes[g as usize]) as u64;
+        self.total -= bytes;
         self.state[g as usize] = 0;
         dirty
     }
@@ -152,12 +151,10 @@ impl GroupCache {
         let listed = self.lru.check(&self.links)?;
         let mut total = 0;
         for &g in &listed {
-            if !self.contains(g) || self.bytes[g as usize] as u64 != size(g) {
+            if !self.contains(g) {
                 return Err(format!(
-                    "cached group {g}: flags {}, {} B recorded, {} B true",
-                    self.state[g as usize],
-                    self.bytes[g as usize],
-                    size(g)
+                    "listed group {g} has flags {}",
+                    self.state[g as usize]
                 ));
             }
             total += size(g);
@@ -190,7 +187,7 @@ mod tests {
         c.touch(3);
         assert_eq!(c.lru(), Some(5));
         assert_eq!(c.iter().collect::<Vec<_>>(), vec![3, 1, 5]);
-        c.resize(1, 30);
+        c.resize(1, 10, 30);
         assert_eq!(c.total(), 180);
         c.mark_dirty(5);
         c.mark_dirty(5);
@@ -199,9 +196,9 @@ mod tests {
         c.clean(1);
         c.clean(1);
         assert_eq!(c.first_dirty(), Some(5));
-        assert!(c.remove(5));
+        assert!(c.remove(5, 50));
         assert_eq!(c.first_dirty(), None);
-        assert!(!c.remove(3));
+        assert!(!c.remove(3, 100));
         assert_eq!((c.len(), c.total(), c.lru()), (1, 30, Some(1)));
         c.check(|g| if g == 1 { 30 } else { 0 }).unwrap();
         assert!(c.check(|_| 31).is_err());

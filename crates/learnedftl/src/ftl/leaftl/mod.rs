@@ -142,10 +142,10 @@ impl Mapping {
             self.c.tp_overflow_compactions += 1;
             b = self.groups[g as usize].bytes();
         }
-        let old = std::mem::replace(&mut self.bytes[g as usize], b as u32);
-        self.total_bytes = self.total_bytes - old as u64 + b;
+        let old = std::mem::replace(&mut self.bytes[g as usize], b as u32) as u64;
+        self.total_bytes = self.total_bytes - old + b;
         if self.cache.contains(g) {
-            self.cache.resize(g, b);
+            self.cache.resize(g, old, b);
         }
     }
 
@@ -672,7 +672,7 @@ impl Leaftl {
         while self.map.cache.total() > self.params.budget.cache {
             let Some(g) = self.map.cache.lru() else { break };
             if !self.map.cache.is_dirty(g) {
-                self.map.cache.remove(g);
+                self.map.cache.remove(g, self.map.bytes[g as usize] as u64);
                 continue;
             }
             self.write_back_group(dev, g, t, true)?;
@@ -699,7 +699,7 @@ impl Leaftl {
             &mut self.stats,
         )?;
         if evict {
-            self.map.cache.remove(g);
+            self.map.cache.remove(g, self.map.bytes[g as usize] as u64);
         } else {
             self.map.cache.clean(g);
         }
