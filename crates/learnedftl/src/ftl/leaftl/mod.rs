@@ -18,7 +18,7 @@ mod table;
 
 pub use cache::GroupCache;
 pub use segment::{learn, Point, Segment, GROUP_LPNS, SEGMENT_BYTES};
-pub use table::{GroupTable, Offsets};
+pub use table::{GroupTable, Level, Offsets};
 
 use super::{DramUsage, Ftl, ReadSink, Served, Unflushed};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};

@@ -111,13 +111,27 @@ impl FromIterator<u8> for Offsets {
 
 const NO_OWNER: u16 = u16::MAX;
 
+/// One level of a group's table: its segments, sorted and not overlapping, and the offsets
+/// they encode (its cover): a lookup tests the covers top-down and searches only the level
+/// that has its offset (a fragmented group has tens of levels). Kept together, a new level is
+/// one allocation and a level's cover and segment list share a cache line or two.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Level {
+    segs: Vec<Segment>,
+    cover: Offsets,
+}
+
+impl Level {
+    /// The level's segments, sorted by `S`.
+    pub fn segs(&self) -> &[Segment] {
+        &self.segs
+    }
+}
+
 /// A group's mapping table: levels of segments plus the CRB.
 #[derive(Clone, Debug, Default)]
 pub struct GroupTable {
-    levels: Vec<Vec<Segment>>,
-    /// Per level, the offsets its segments encode: a lookup tests these bits top-down and
-    /// searches only the level that has its offset (a fragmented group has tens of levels).
-    covers: Vec<Offsets>,
+    levels: Vec<Level>,
     /// CRB: `S` of the approximate segment encoding each offset; allocated on first use.
     crb: Option<Box<[u16; GROUP_LPNS as usize]>>,
     crb_offsets: u32,
@@ -125,20 +139,20 @@ pub struct GroupTable {
 
 impl GroupTable {
     /// The levels, top (newest) first.
-    pub fn levels(&self) -> &[Vec<Segment>] {
+    pub fn levels(&self) -> &[Level] {
         &self.levels
     }
 
     /// Segments in the table.
     pub fn segments(&self) -> usize {
-        self.levels.iter().map(Vec::len).sum()
+        self.levels.iter().map(|l| l.segs.len()).sum()
     }
 
     /// Approximate segments (each has one CRB run).
     pub fn approximate_segments(&self) -> usize {
         self.levels
             .iter()
-            .flatten()
+            .flat_map(|l| &l.segs)
             .filter(|s| !s.is_accurate())
             .count()
     }
@@ -157,18 +171,18 @@ impl GroupTable {
         self.segments() as u64 * SEGMENT_BYTES + self.crb_bytes()
     }
 
-    /// Hints into cache what inserting a segment reads after this table's header: its level
-    /// list and covers, or with `top`, the top level's segments (reading the level list,
-    /// best once an earlier call hinted it).
+    /// Hints into cache what inserting a segment reads after this table's header: its top
+    /// level (segment list and cover), or with `top`, that level's segments (reading the
+    /// level, best once an earlier call hinted it).
     #[inline]
     pub fn prefetch(&self, top: bool) {
         if top {
-            if let Some(seg) = self.levels.first().and_then(|l| l.first()) {
+            if let Some(seg) = self.levels.first().and_then(|l| l.segs.first()) {
                 crate::host::prefetch(seg);
             }
-        } else if let (Some(l), Some(c)) = (self.levels.first(), self.covers.first()) {
-            crate::host::prefetch(l);
-            crate::host::prefetch(c);
+        } else if let Some(l) = self.levels.first() {
+            crate::host::prefetch(&l.segs);
+            crate::host::prefetch(&l.cover);
         }
     }
 
@@ -207,9 +221,9 @@ impl GroupTable {
     /// Top-down lookup of offset `x` (Algorithm 1, `lookup`): the segment encoding it and the
     /// number of levels visited (all of them when none does).
     pub fn lookup(&self, x: u8) -> (Option<Segment>, usize) {
-        match self.covers.iter().position(|c| c.contains(x)) {
+        match self.levels.iter().position(|l| l.cover.contains(x)) {
             Some(i) => {
-                let level = &self.levels[i];
+                let level = &self.levels[i].segs;
                 let g = level[level.partition_point(|g| g.s <= x) - 1];
                 debug_assert!(g.in_range(x) && self.has(&g, x));
                 (Some(g), i + 1)
@@ -220,10 +234,8 @@ impl GroupTable {
 
     /// Recomputes every level's cover.
     fn recover_all(&mut self) {
-        self.covers.clear();
         for lv in 0..self.levels.len() {
-            let c = self.level_cover(&self.levels[lv]);
-            self.covers.push(c);
+            self.levels[lv].cover = self.level_cover(&self.levels[lv].segs);
         }
     }
 
@@ -237,8 +249,8 @@ impl GroupTable {
     /// Inserts level `lv` holding `segs`.
     fn insert_level(&mut self, lv: usize, segs: Vec<Segment>) {
         self.room_for_a_level();
-        self.covers.insert(lv, self.level_cover(&segs));
-        self.levels.insert(lv, segs);
+        let cover = self.level_cover(&segs);
+        self.levels.insert(lv, Level { segs, cover });
     }
 
     /// Room for one more level, growing by half rather than doubling from four: most of a
@@ -247,9 +259,6 @@ impl GroupTable {
     fn room_for_a_level(&mut self) {
         if self.levels.len() == self.levels.capacity() {
             self.levels.reserve_exact(self.levels.len() / 2 + 1);
-        }
-        if self.covers.len() == self.covers.capacity() {
-            self.covers.reserve_exact(self.covers.len() / 2 + 1);
         }
     }
 
@@ -291,22 +300,23 @@ impl GroupTable {
         let Some((lv, idx)) = self.find_approximate(key) else {
             return;
         };
-        let mut seg = self.levels[lv][idx];
+        let mut seg = self.levels[lv].segs[idx];
         let left = self.members(&seg);
         // Nothing else in the level lies in the segment's range.
-        let c = self.covers[lv].minus(&Offsets::range(seg.s, seg.end()));
-        self.covers[lv] = c.or(&left);
+        let c = self.levels[lv]
+            .cover
+            .minus(&Offsets::range(seg.s, seg.end()));
+        self.levels[lv].cover = c.or(&left);
         match (left.first(), left.last()) {
             (Some(first), Some(last)) => {
                 self.rekey(key, first, &left);
                 seg.set_range(first, last);
-                self.levels[lv][idx] = seg;
+                self.levels[lv].segs[idx] = seg;
             }
             _ => {
-                self.levels[lv].remove(idx);
-                if self.levels[lv].is_empty() {
+                self.levels[lv].segs.remove(idx);
+                if self.levels[lv].segs.is_empty() {
                     self.levels.remove(lv);
-                    self.covers.remove(lv);
                 }
             }
         }
@@ -314,6 +324,7 @@ impl GroupTable {
 
     fn find_approximate(&self, key: u8) -> Option<(usize, usize)> {
         self.levels.iter().enumerate().find_map(|(lv, level)| {
+            let level = &level.segs;
             let idx = level.partition_point(|g| g.s < key);
             (idx < level.len() && level[idx].s == key && !level[idx].is_accurate())
                 .then_some((lv, idx))
@@ -362,24 +373,23 @@ impl GroupTable {
     fn seg_update(&mut self, lv: usize, new: Segment) {
         while self.levels.len() <= lv {
             self.room_for_a_level();
-            self.levels.push(Vec::new());
-            self.covers.push(Offsets::default());
+            self.levels.push(Level::default());
         }
         let nm = self.members(&new);
         let level = &mut self.levels[lv];
-        let start = level.partition_point(|g| g.end() < new.s);
-        let stop = start + level[start..].partition_point(|g| g.s <= new.end());
+        let start = level.segs.partition_point(|g| g.end() < new.s);
+        let stop = start + level.segs[start..].partition_point(|g| g.s <= new.end());
         if start == stop {
-            level.insert(start, new);
-            self.covers[lv] = self.covers[lv].or(&nm);
+            level.segs.insert(start, new);
+            level.cover = level.cover.or(&nm);
             return;
         }
         SCRATCH.with_borrow_mut(|scratch| {
             let victims = &mut scratch.segs;
             victims.clear();
-            victims.extend(self.levels[lv].splice(start..stop, [new]));
+            victims.extend(self.levels[lv].segs.splice(start..stop, [new]));
             // Nothing else in the level lies in a victim's range.
-            let mut cover = victims.iter().fold(self.covers[lv], |c, v| {
+            let mut cover = victims.iter().fold(self.levels[lv].cover, |c, v| {
                 c.minus(&Offsets::range(v.s, v.end()))
             });
             cover = cover.or(&nm);
@@ -391,19 +401,20 @@ impl GroupTable {
                     self.push_down(lv + 1, v);
                 } else {
                     cover = cover.or(&self.members(&v));
-                    place(&mut self.levels[lv], v);
+                    place(&mut self.levels[lv].segs, v);
                 }
             }
-            self.covers[lv] = cover;
+            self.levels[lv].cover = cover;
         });
     }
 
     /// Puts `v` into level `lv`, or into a new level there if it overlaps a segment of `lv`.
     fn push_down(&mut self, lv: usize, v: Segment) {
-        if lv < self.levels.len() && !self.levels[lv].iter().any(|g| g.overlaps(&v)) {
+        if lv < self.levels.len() && !self.levels[lv].segs.iter().any(|g| g.overlaps(&v)) {
             let m = self.members(&v);
-            self.covers[lv] = self.covers[lv].or(&m);
-            place(&mut self.levels[lv], v);
+            let level = &mut self.levels[lv];
+            level.cover = level.cover.or(&m);
+            place(&mut level.segs, v);
         } else {
             self.insert_level(lv, vec![v]);
         }
@@ -428,9 +439,9 @@ impl GroupTable {
             let mut claimed = Offsets::default();
             for lv in 0..self.levels.len() {
                 let mut here = Offsets::default();
-                before_lens.push(self.levels[lv].len());
-                for i in 0..self.levels[lv].len() {
-                    let mut seg = self.levels[lv][i];
+                before_lens.push(self.levels[lv].segs.len());
+                for i in 0..self.levels[lv].segs.len() {
+                    let mut seg = self.levels[lv].segs[i];
                     before.push(seg);
                     if self.shrink(&mut seg, &claimed) {
                         here = here.or(&self.members(&seg));
@@ -438,22 +449,22 @@ impl GroupTable {
                     }
                 }
                 claimed = claimed.or(&here);
-                self.levels[lv].clear();
+                self.levels[lv].segs.clear();
             }
             let mut used = 0;
             for &seg in kept.iter() {
                 let lv = self.levels[..used]
                     .iter()
-                    .rposition(|l| l.iter().any(|g| g.overlaps(&seg)))
+                    .rposition(|l| l.segs.iter().any(|g| g.overlaps(&seg)))
                     .map_or(0, |i| i + 1);
                 if lv == used {
                     if used == self.levels.len() {
                         self.room_for_a_level();
-                        self.levels.push(Vec::new());
+                        self.levels.push(Level::default());
                     }
                     used += 1;
                 }
-                place(&mut self.levels[lv], seg);
+                place(&mut self.levels[lv].segs, seg);
             }
             self.levels.truncate(used);
             self.recover_all();
@@ -462,8 +473,8 @@ impl GroupTable {
                     .levels
                     .iter()
                     .zip(before_lens.iter())
-                    .all(|(l, &n)| l.len() == n)
-                && self.levels.iter().flatten().eq(before.iter());
+                    .all(|(l, &n)| l.segs.len() == n)
+                && self.levels.iter().flat_map(|l| &l.segs).eq(before.iter());
             !same || self.crb_bytes() != crb_before
         })
     }
@@ -472,12 +483,12 @@ impl GroupTable {
     /// losing an interior offset splits into the runs left (same K and I, so predictions stay).
     pub fn remove(&mut self, gone: &Offsets) {
         for lv in 0..self.levels.len() {
-            if self.covers[lv].and(gone).is_empty() {
+            if self.levels[lv].cover.and(gone).is_empty() {
                 continue;
             }
             // Every segment loses exactly the offsets of `gone` it encoded.
-            self.covers[lv] = self.covers[lv].minus(gone);
-            let level = std::mem::take(&mut self.levels[lv]);
+            self.levels[lv].cover = self.levels[lv].cover.minus(gone);
+            let level = std::mem::take(&mut self.levels[lv].segs);
             let mut out = Vec::with_capacity(level.len());
             for mut seg in level {
                 let mine = self.members(&seg);
@@ -489,12 +500,9 @@ impl GroupTable {
                     out.push(seg);
                 }
             }
-            self.levels[lv] = out;
+            self.levels[lv].segs = out;
         }
-        let mut kept = self.levels.iter().map(|l| !l.is_empty());
-        self.covers
-            .retain(|_| kept.next().expect("one cover per level"));
-        self.levels.retain(|l| !l.is_empty());
+        self.levels.retain(|l| !l.segs.is_empty());
     }
 
     /// Checks the table's own invariants: levels sorted and non-overlapping, every approximate
@@ -502,14 +510,14 @@ impl GroupTable {
     /// it encodes.
     pub fn check(&self) -> Result<(), String> {
         let mut owned = 0;
-        if self.covers.len() != self.levels.len() {
-            return Err(format!(
-                "{} level covers for {} levels",
-                self.covers.len(),
-                self.levels.len()
-            ));
-        }
-        for (lv, level) in self.levels.iter().enumerate() {
+        for (
+            lv,
+            Level {
+                segs: level,
+                cover: recorded,
+            },
+        ) in self.levels.iter().enumerate()
+        {
             if level.is_empty() {
                 return Err(format!("level {lv} is empty"));
             }
@@ -532,7 +540,7 @@ impl GroupTable {
                 }
                 owned += m.len();
             }
-            if self.covers[lv] != cover {
+            if *recorded != cover {
                 return Err(format!("level {lv}: its cover is not what it encodes"));
             }
         }
@@ -590,7 +598,7 @@ mod tests {
     fn range(t: &GroupTable) -> Vec<Vec<(u8, u8)>> {
         t.levels()
             .iter()
-            .map(|l| l.iter().map(|s| (s.s, s.end())).collect())
+            .map(|l| l.segs().iter().map(|s| (s.s, s.end())).collect())
             .collect()
     }
 
@@ -792,6 +800,7 @@ mod tests {
     /// The lookup of the paper's Algorithm 1: every level top-down, a binary search in each.
     fn lookup_by_search(t: &GroupTable, x: u8) -> Option<Segment> {
         t.levels().iter().find_map(|level| {
+            let level = level.segs();
             let idx = level.partition_point(|g| g.s <= x);
             (idx > 0 && t.has(&level[idx - 1], x)).then(|| level[idx - 1])
         })
@@ -824,10 +833,12 @@ mod tests {
                     }
                     6 => t.remove(&(first..=last).step_by(stride as usize).collect()),
                     _ => {
-                        let before = (t.levels().to_vec(), t.crb_bytes());
+                        let segs = |t: &GroupTable| -> Vec<Vec<Segment>> {
+                            t.levels().iter().map(|l| l.segs().to_vec()).collect()
+                        };
+                        let before = (segs(&t), t.crb_bytes());
                         let changed = t.compact();
-                        let after = (t.levels(), t.crb_bytes());
-                        prop_assert_eq!(changed, after != (before.0.as_slice(), before.1));
+                        prop_assert_eq!(changed, (segs(&t), t.crb_bytes()) != before);
                     }
                 }
                 prop_assert_eq!(t.check(), Ok(()));

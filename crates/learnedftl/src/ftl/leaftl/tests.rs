@@ -82,7 +82,7 @@ fn cached_hit_miss_buffer_and_flush_cost_exactly() {
     assert_eq!((r, p[USER], p.iter().sum::<u64>()), ([0; 7], 8, 8));
     let t = &ftl.map.groups[0];
     assert_eq!((t.segments(), t.levels().len()), (1, 1));
-    assert!(t.levels()[0][0].is_accurate());
+    assert!(t.levels()[0].segs()[0].is_accurate());
     assert!(ftl.map.cache.contains(0) && ftl.map.cache.is_dirty(0));
     // Cached accurate segment: one flash read, a model hit.
     let before = dev.counters().clone();
