@@ -46,7 +46,7 @@ use crate::mapping::{
     GcPolicy, Stream,
 };
 use crate::params::Params;
-use crate::request::{Op, Request};
+use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
 use tree::{Change, Ext, Tree, NIL};
 
@@ -790,6 +790,27 @@ impl MuFtl {
 impl Ftl for MuFtl {
     fn name(&self) -> &'static str {
         "mu-ftl"
+    }
+
+    /// A round ahead, the leaf the LPN routes to; next, the page the extent found there maps it
+    /// to (what a read fetches, or the state a write's or trim's invalidation updates). The
+    /// tree's inner nodes are few and stay cached; its leaves and the pages' state do not.
+    fn prefetch(&self, dev: &Device, op: Op, lpn: Lpn, when: Upcoming) {
+        let tree = &self.core.tree;
+        match when {
+            Upcoming::Later => tree.prefetch_leaf(lpn.0),
+            Upcoming::Next => {
+                let Some(e) = tree.lookup(lpn.0) else {
+                    return;
+                };
+                let ppa = dev.math().vppn_to_ppa(Vppn(e.vppn + (lpn.0 - e.lpn)));
+                match op {
+                    Op::Read => dev.prefetch_read(ppa),
+                    Op::Write | Op::Trim => dev.prefetch_invalidate(ppa),
+                    Op::Flush => {}
+                }
+            }
+        }
     }
 
     fn submit(

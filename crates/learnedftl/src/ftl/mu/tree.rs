@@ -151,6 +151,21 @@ impl Tree {
         self.find(leaf, lpn)
     }
 
+    /// Hints into cache the leaf `lpn` routes to, reading only the inner nodes above it (few,
+    /// and read by every walk, so cached): what a lookup of `lpn` misses first.
+    #[inline]
+    pub fn prefetch_leaf(&self, lpn: u32) {
+        let mut n = self.root;
+        // Every leaf is `height - 1` inner levels down.
+        for _ in 1..self.height {
+            let node = &self.nodes[n as usize];
+            debug_assert!(!node.leaf);
+            let i = node.keys.partition_point(|&k| k <= lpn).max(1) - 1;
+            n = node.kids[i];
+        }
+        crate::host::prefetch(&self.nodes[n as usize]);
+    }
+
     /// Walks from the root to the leaf `lpn` routes to, visiting every node on the way;
     /// returns the leaf and the key range routed to it (`lo..hi`).
     fn descend(&self, lpn: u32, mut visit: impl FnMut(u32)) -> (u32, u32, u32) {
