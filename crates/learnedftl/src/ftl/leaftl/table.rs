@@ -115,7 +115,7 @@ const NO_OWNER: u16 = u16::MAX;
 /// they encode (its cover): a lookup tests the covers top-down and searches only the level
 /// that has its offset (a fragmented group has tens of levels). Kept together, a new level is
 /// one allocation and a level's cover and segment list share a cache line or two.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Level {
     segs: Vec<Segment>,
     cover: Offsets,
