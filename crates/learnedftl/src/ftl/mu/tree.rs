@@ -43,6 +43,14 @@ pub struct Node {
     ext: Vec<Ext>,
 }
 
+impl Node {
+    /// The child (index into `kids`) an inner node routes `lpn` to.
+    #[inline]
+    fn route(&self, lpn: u32) -> usize {
+        self.keys.partition_point(|&k| k <= lpn).max(1) - 1
+    }
+}
+
 /// What one update did to the tree's nodes.
 #[derive(Clone, Default, Debug)]
 pub struct Change {
@@ -160,8 +168,7 @@ impl Tree {
         for _ in 1..self.height {
             let node = &self.nodes[n as usize];
             debug_assert!(!node.leaf);
-            let i = node.keys.partition_point(|&k| k <= lpn).max(1) - 1;
-            n = node.kids[i];
+            n = node.kids[node.route(lpn)];
         }
         crate::host::prefetch(&self.nodes[n as usize]);
     }
@@ -177,7 +184,7 @@ impl Tree {
             if node.leaf {
                 return (n, lo, hi);
             }
-            let i = node.keys.partition_point(|&k| k <= lpn).max(1) - 1;
+            let i = node.route(lpn);
             if i > 0 {
                 lo = lo.max(node.keys[i]);
             }
