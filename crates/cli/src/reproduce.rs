@@ -114,18 +114,24 @@ pub fn reproduce(o: ReproduceOpts) -> Result<bool> {
     if o.fresh {
         cache = cache.refreshing();
     }
-    let plan = Plan::new(&config, &defs, &cache)?;
+    let mut plan = Plan::new(&config, &defs, &cache)?;
     let jobs = plan.workers(jobs);
-    plan.check_memory(jobs, &AvailableMemory::now())?;
+    let shared = plan.fit_memory(jobs, &AvailableMemory::now())?;
     let work = plan.work(&cache);
     let total = plan.units().len();
     output::note(&format!(
-        "{} experiments, {total} runs ({} cached, {} shared between experiments) from {} shared \
-         starts, {jobs} at a time; output in {}\n",
+        "{} experiments, {total} runs ({} cached, {} shared between experiments) from {} {}, \
+         {jobs} at a time; output in {}\n",
         defs.len(),
         work.cached,
         work.shared,
         work.starts,
+        if shared {
+            "shared starts"
+        } else {
+            "starts (each run prepares its own: a prepared state and its copy do not fit in \
+             memory)"
+        },
         out.display()
     ));
     reproduce::write_jobs(&out, &plan)?;

@@ -3,6 +3,7 @@
 //! runs report; a second execution loads every run from the cache; a changed parameter misses.
 
 use learnedftl::engine::NoProgress;
+use learnedftl::host::AvailableMemory;
 use learnedftl::reproduce::{self, Cache, Config, Plan, Setup};
 use learnedftl::run::Workload;
 use std::collections::BTreeSet;
@@ -111,6 +112,50 @@ fn shared_starts_parallel_runs_and_the_cache_give_what_separate_runs_give() {
     );
     assert!(doc.charts().len() >= 4);
     assert!(doc.html().unwrap().contains("<figure class=\"plot\""));
+}
+
+#[test]
+fn without_room_for_a_copy_each_run_prepares_its_own_start_with_the_same_results() {
+    let cache = Cache::new(None, "test-build");
+    let defs = reproduce::select(&["randread".into(), "randwrite".into()]).unwrap();
+    let mut plan = Plan::new(&config(1), &defs, &cache).unwrap();
+    let state = plan
+        .units()
+        .iter()
+        .map(|u| u.experiment().memory_estimate().bytes())
+        .max()
+        .unwrap();
+    let room = |bytes| AvailableMemory {
+        bytes,
+        origin: "test".into(),
+    };
+    let shared = plan.work(&cache);
+    assert!(plan.fit_memory(1, &room(2 * state)).unwrap());
+    assert_eq!(plan.work(&cache), shared, "a state and its copy fit");
+    // Two workers need room for two states even unshared.
+    let e = plan.fit_memory(2, &room(2 * state - 1)).unwrap_err();
+    assert!(e.to_string().contains("2 run"), "{e}");
+    assert!(!plan.fit_memory(1, &room(2 * state - 1)).unwrap());
+    let work = plan.work(&cache);
+    assert_eq!(work.simulate, shared.simulate);
+    assert_eq!(work.starts, work.simulate, "one preparation per run");
+    assert!(shared.starts < work.starts);
+
+    let results = plan.execute(&cache, 1, |_| NoProgress, |_, _| {});
+    assert!(results.failures().is_empty(), "{:?}", results.failures());
+    let reports = results
+        .experiments
+        .iter()
+        .flat_map(|e| e.runs.iter().flat_map(|r| r.reports.iter()));
+    for (unit, report) in plan.units().iter().zip(reports) {
+        let alone = unit.experiment().run(&unit.ftl, &mut NoProgress).unwrap();
+        assert_eq!(
+            simulated(report.clone()),
+            simulated(serde_json::to_value(alone).unwrap()),
+            "{}",
+            plan.name(unit)
+        );
+    }
 }
 
 #[test]

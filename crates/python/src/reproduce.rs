@@ -122,8 +122,9 @@ impl Suite {
 
 /// Runs the suite as `learnedftl reproduce` does (`jobs` at a time, default the machine's
 /// cores), writing the same files to `out`; returns a summary: `out`, `runs`, `cached`,
-/// `simulated`, `shared`, `failures` (runs that failed unexpectedly), `checks_failed`,
-/// `checks_known` and `seconds`.
+/// `simulated`, `shared`, `starts` (preparations), `shared_starts` (false when a prepared
+/// state and its copy do not fit in memory, so each run prepared its own), `failures` (runs
+/// that failed unexpectedly), `checks_failed`, `checks_known` and `seconds`.
 #[pyfunction]
 #[pyo3(signature = (jobs = None, **options))]
 pub fn reproduce(
@@ -134,10 +135,11 @@ pub fn reproduce(
     let t0 = Instant::now();
     let suite = Suite::new(options)?;
     let cache = suite.cache(py, None)?;
-    let plan = suite.plan(&cache)?;
+    let mut plan = suite.plan(&cache)?;
     let jobs = plan.workers(parallel_jobs(jobs).map_err(error)?);
     let summary = py.allow_threads(|| {
-        plan.check_memory(jobs, &AvailableMemory::now())
+        let shared = plan
+            .fit_memory(jobs, &AvailableMemory::now())
             .map_err(error)?;
         let work = plan.work(&cache);
         library::write_jobs(&suite.out, &plan).map_err(error)?;
@@ -151,6 +153,8 @@ pub fn reproduce(
             "cached": work.cached,
             "simulated": work.simulate,
             "shared": work.shared,
+            "starts": work.starts,
+            "shared_starts": shared,
             "failures": results.failures(),
             "checks_failed": failed.iter().map(|c| &c.what).collect::<Vec<_>>(),
             "checks_known": known.iter().map(|c| &c.what).collect::<Vec<_>>(),
@@ -161,7 +165,8 @@ pub fn reproduce(
 }
 
 /// The groups of units the suite's cache does not hold: a list of `{group, keys, units,
-/// memory_bytes}`, each one task for `reproduce_group`.
+/// memory_bytes, state_bytes}`, each one task for `reproduce_group` (or, where no machine has
+/// `memory_bytes`, one task per key asking for `state_bytes`).
 #[pyfunction]
 #[pyo3(signature = (**options))]
 pub fn reproduce_plan(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<PyObject> {

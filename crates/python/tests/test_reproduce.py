@@ -94,3 +94,26 @@ def test_bad_options_are_named(tmp_path):
         learnedftl.reproduce(preset="tiny", out=tmp_path, setup="fast")
     with pytest.raises(ValueError, match="backend"):
         learnedftl.reproduce(preset="tiny", out=tmp_path, backend="slurm")
+
+
+def test_a_group_no_node_has_room_for_runs_as_one_task_per_run(tmp_path):
+    names = ["randread", "randwrite"]
+    opts = dict(preset="tiny", experiments=names, **FILES)
+    local = learnedftl.reproduce(names, preset="tiny", out=tmp_path / "local", **FILES)
+    assert local["shared_starts"] and local["starts"] < local["simulated"]
+    split = dict(opts, out=str(tmp_path / "split"))
+    groups = learnedftl._learnedftl.reproduce_plan(**split)
+    assert all(g["memory_bytes"] == 2 * g["state_bytes"] > 0 for g in groups)
+    # No node holds a state and its copy: every run is a task asking for one state.
+    largest = max(g["state_bytes"] for g in groups)
+    tasks = learnedftl._ray_tasks(groups, largest)
+    assert len(tasks) == sum(len(g["keys"]) for g in groups) == local["simulated"]
+    assert all(len(t["keys"]) == len(t["units"]) == 1 for t in tasks)
+    assert all(t["memory_bytes"] == t["state_bytes"] <= largest for t in tasks)
+    assert learnedftl._ray_tasks(groups, 2 * largest) == groups
+    # Run here as Ray would run them, each from its own preparation: the same results.
+    for t in tasks:
+        learnedftl._learnedftl.reproduce_store(learnedftl._reproduce_group(t, split), **split)
+    again = learnedftl.reproduce(names, preset="tiny", out=tmp_path / "split", **FILES)
+    assert (again["simulated"], again["cached"]) == (0, local["runs"])
+    assert _experiments(tmp_path / "split") == _experiments(tmp_path / "local")

@@ -1,7 +1,8 @@
 //! Planning and running the suite: one unit per (run, FTL); units whose simulators start from
 //! the same prepared state (same FTL, device, parameters, preconditioning, settle rule, seed)
-//! form a group that is prepared once and cloned for each unit; units run in parallel on a
-//! work queue; results are cached by a hash of their full configuration and the build.
+//! form a group that is prepared once and cloned for each unit (or, when a state and its copy do
+//! not fit in memory, prepared again for each: [`Plan::fit_memory`]); units run in parallel on
+//! a work queue; results are cached by a hash of their full configuration and the build.
 
 use super::cache::Cache;
 use super::def::{Ctx, Def, Scale};
@@ -51,8 +52,12 @@ pub struct GroupPlan {
     pub keys: Vec<String>,
     /// Its units' names ([`Plan::name`]).
     pub units: Vec<String>,
-    /// Memory it needs at once: the prepared state and the clone a unit runs on.
+    /// Memory it needs at once: the prepared state and the clone a unit runs on (the state
+    /// alone when the group has one unit, which runs on the original).
     pub memory_bytes: u64,
+    /// Memory one prepared state needs: what a task running one of its units alone (its own
+    /// preparation, no clone) asks for.
+    pub state_bytes: u64,
 }
 
 /// The suite's units, grouped, with the experiments and runs they come from.
@@ -61,6 +66,9 @@ pub struct Plan {
     experiments: Vec<(&'static Def, Vec<RunSpec>)>,
     units: Vec<Unit>,
     jobs: BTreeMap<&'static str, String>,
+    /// Units that start from the same state share one preparation (cloned for each); when
+    /// false each unit prepares its own ([`Plan::fit_memory`]).
+    share_starts: bool,
 }
 
 /// What a plan will do with a cache ([`Plan::work`]); every unit is simulated, loaded from the
@@ -119,6 +127,7 @@ impl Plan {
             experiments,
             units,
             jobs,
+            share_starts: true,
         })
     }
 
@@ -163,9 +172,18 @@ impl Plan {
         let simulate = distinct(todo.iter().map(|u| u.key.as_str()).collect());
         Work {
             simulate,
-            starts: distinct(todo.iter().map(|u| u.group.as_str()).collect()),
+            starts: distinct(todo.iter().map(|u| self.start_of(u)).collect()),
             cached: self.units.len() - todo.len(),
             shared: todo.len() - simulate,
+        }
+    }
+
+    /// The preparation `u` runs from: its group's shared one, or its own.
+    fn start_of<'a>(&self, u: &'a Unit) -> &'a str {
+        if self.share_starts {
+            &u.group
+        } else {
+            &u.key
         }
     }
 
@@ -178,20 +196,25 @@ impl Plan {
             if cache.has(&u.key) || !seen.insert(u.key.as_str()) {
                 continue;
             }
-            let memory = 2 * u.experiment.memory_estimate().bytes();
+            let state = u.experiment.memory_estimate().bytes();
             match groups.iter_mut().find(|g| g.group == u.group) {
                 Some(g) => {
                     g.keys.push(u.key.clone());
                     g.units.push(self.name(u));
-                    g.memory_bytes = g.memory_bytes.max(memory);
+                    g.state_bytes = g.state_bytes.max(state);
                 }
                 None => groups.push(GroupPlan {
                     group: u.group.clone(),
                     keys: vec![u.key.clone()],
                     units: vec![self.name(u)],
-                    memory_bytes: memory,
+                    memory_bytes: 0,
+                    state_bytes: state,
                 }),
             }
+        }
+        for g in &mut groups {
+            let copies = if g.keys.len() > 1 { 2 } else { 1 };
+            g.memory_bytes = copies * g.state_bytes;
         }
         groups
     }
@@ -225,32 +248,44 @@ impl Plan {
         jobs.clamp(1, self.units.len().max(1))
     }
 
-    /// Checks that `jobs` workers fit in `available` memory: each worker holds one simulator
-    /// and at most one snapshot is alive per worker ([`Plan::execute`]'s order), so 2 × the
-    /// [`Plan::workers`] simulators of the largest unit at once.
-    pub fn check_memory(
-        &self,
+    /// Checks that `jobs` workers fit in `available` memory and chooses how units that start
+    /// from the same state run. Shared, each worker holds one simulator and at most one
+    /// snapshot ([`Plan::execute`]'s order): 2 × the [`Plan::workers`] simulators of the
+    /// largest unit at once. When those do not fit but one per worker does (a 4 TiB device on
+    /// a 24 GiB machine), every unit prepares its own start instead: the same results, the
+    /// preparation repeated for each unit that would have shared it ([`Work::starts`] counts
+    /// them). Returns whether starts are shared; fails when not even one simulator per worker
+    /// fits.
+    pub fn fit_memory(
+        &mut self,
         jobs: usize,
         available: &AvailableMemory,
-    ) -> Result<(), ReproduceError> {
-        if let Some(u) = self
+    ) -> Result<bool, ReproduceError> {
+        let workers = self.workers(jobs);
+        let Some(u) = self
             .units
             .iter()
             .max_by_key(|u| u.experiment.memory_estimate().bytes())
-        {
+        else {
+            return Ok(true);
+        };
+        self.share_starts = u.experiment.check_memory(2 * workers, available).is_ok();
+        if !self.share_starts {
             u.experiment
-                .check_memory(2 * self.workers(jobs), available)
+                .check_memory(workers, available)
                 .map_err(|e| ReproduceError::Memory(e.to_string()))?;
         }
-        Ok(())
+        Ok(self.share_starts)
     }
 
     /// Runs every unit not in `cache` on [`Plan::workers`]`(jobs)` threads, storing each result
     /// in the cache as it completes; `progress(label)` makes a unit's (or a preparation's)
-    /// progress display and `done` hears of each unit as it ends. Units that start from the same state share one
-    /// preparation: the first worker to take the group prepares it, and the units' runs are
-    /// queued at the front, each starting from a clone (the last one takes the original), so a
-    /// snapshot lives only until its last unit has started and at most one per worker is alive.
+    /// progress display and `done` hears of each unit as it ends. Units that start from the
+    /// same state share one preparation (unless [`Plan::fit_memory`] found no room for a copy:
+    /// then each prepares its own): the first worker to take the group prepares it, and the
+    /// units' runs are queued at the front, each starting from a clone (the last one takes the
+    /// original), so a snapshot lives only until its last unit has started and at most one per
+    /// worker is alive.
     /// A unit identical to an earlier one (the same key: experiments may share a run) is not
     /// run again; it gets that unit's outcome, counted as cached.
     pub fn execute<P: Progress>(
@@ -278,9 +313,10 @@ impl Plan {
                 continue;
             }
             first_of.insert(u.key.as_str(), i);
-            let g = groups.entry(u.group.as_str()).or_default();
+            let start = self.start_of(u);
+            let g = groups.entry(start).or_default();
             if g.is_empty() {
-                order.push(u.group.as_str());
+                order.push(start);
             }
             g.push(i);
         }

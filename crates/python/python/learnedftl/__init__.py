@@ -198,6 +198,23 @@ def _reproduce_group(group: dict, options: dict) -> list:
     return _learnedftl.reproduce_group(group["group"], group["keys"], **options)
 
 
+def _ray_tasks(groups: Sequence[dict], largest: int) -> list:
+    """The Ray tasks for ``groups``: one per group, but a group whose prepared state and its
+    copy (``memory_bytes``) fit on no node (``largest`` bytes) becomes one task per run, each
+    preparing its own start and asking for one state (``state_bytes``): the same results, the
+    preparation repeated."""
+    tasks = []
+    for g in groups:
+        if g["memory_bytes"] <= largest or len(g["keys"]) == 1:
+            tasks.append(g)
+            continue
+        tasks += [
+            dict(g, keys=[k], units=[u], memory_bytes=g["state_bytes"])
+            for k, u in zip(g["keys"], g["units"])
+        ]
+    return tasks
+
+
 def reproduce(
     experiments: Sequence[str] = (),
     *,
@@ -214,13 +231,16 @@ def reproduce(
     ``options`` are the CLI's flags with ``_`` for ``-`` (``REPRODUCE_OPTIONS``): ``preset``,
     ``capacity``, ``setup``, ``out``, ``seed``, ``traces``, ``recordings``, ``paper_design``,
     ``fresh``. Returns a summary: ``out``, ``runs``, ``cached``, ``simulated``, ``shared``,
-    ``failures`` (runs that failed unexpectedly), ``checks_failed``, ``checks_known``,
-    ``seconds``, and with Ray ``ray_tasks``.
+    ``starts`` (preparations), ``shared_starts`` (false when a prepared state and its copy do
+    not fit in memory here, so each run prepared its own), ``failures`` (runs that failed
+    unexpectedly), ``checks_failed``, ``checks_known``, ``seconds``, and with Ray
+    ``ray_tasks``.
 
     ``backend="local"`` simulates here, ``jobs`` runs at a time (default: the cores).
     ``backend="ray"`` hands each group of runs that start from one prepared state to Ray as one
     task of one CPU, asking for the memory the group needs (its prepared state and one copy),
-    so Ray places it where that fits; ``ray.init(address=address, **ray_init)`` is called unless
+    so Ray places it where that fits (where no node has that much, each of its runs is a task
+    of its own that prepares its own start); ``ray.init(address=address, **ray_init)`` is called unless
     Ray is already initialised (``address=None`` starts a local cluster). The results land in
     ``out/cache`` and the report is then rendered here from the cache, exactly as a local re-run
     renders it: the same files, every JSON equal but its wall-clock fields. Every machine must
@@ -236,18 +256,19 @@ def reproduce(
     options.setdefault("recordings", os.path.abspath("recordings"))
     if backend == "ray":
         ray = _ray("reproduce", address, ray_init)
-        groups = _learnedftl.reproduce_plan(**options)
-        # One task per group, asking for the memory its prepared state and a copy take.
+        nodes = [n["Resources"].get("memory", 0) for n in ray.nodes() if n["Alive"]]
+        tasks = _ray_tasks(_learnedftl.reproduce_plan(**options), int(max(nodes, default=0)))
+        # One task per group (or run), asking for the memory its prepared states take.
         refs = [
-            ray.remote(num_cpus=1, memory=max(g["memory_bytes"], 1))(_reproduce_group).remote(
-                g, options
+            ray.remote(num_cpus=1, memory=max(t["memory_bytes"], 1))(_reproduce_group).remote(
+                t, options
             )
-            for g in groups
+            for t in tasks
         ]
         for entries in ray.get(refs):
             _learnedftl.reproduce_store(entries, **options)
         summary = _learnedftl.reproduce(jobs=jobs, **options)
-        summary["ray_tasks"] = len(groups)
+        summary["ray_tasks"] = len(tasks)
         return summary
     if backend != "local":
         raise ValueError(f"backend: '{backend}' is neither 'ray' nor 'local'")

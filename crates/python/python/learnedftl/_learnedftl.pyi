@@ -102,16 +102,19 @@ class ReproduceOptions(TypedDict, total=False):
 def reproduce(jobs: Optional[int] = None, **options: Unpack[ReproduceOptions]) -> dict[str, Any]:
     """Runs the suite as ``learnedftl reproduce`` (``jobs`` at a time) and writes its files to
     ``out``; returns a summary (``out``, ``runs``, ``cached``, ``simulated``, ``shared``,
-    ``failures``, ``checks_failed``, ``checks_known``, ``seconds``)."""
+    ``starts``, ``shared_starts``, ``failures``, ``checks_failed``, ``checks_known``,
+    ``seconds``)."""
 
 def reproduce_plan(**options: Unpack[ReproduceOptions]) -> list[dict[str, Any]]:
-    """The groups of runs the suite's cache lacks: ``{group, keys, units, memory_bytes}``."""
+    """The groups of runs the suite's cache lacks: ``{group, keys, units, memory_bytes,
+    state_bytes}`` (``memory_bytes``: the prepared state and a copy, or the state alone for one
+    run; ``state_bytes``: one state, what one run of the group prepared on its own needs)."""
 
 def reproduce_group(
     group: str, keys: Sequence[str], **options: Unpack[ReproduceOptions]
 ) -> list[tuple[str, str]]:
-    """Simulates one group of ``reproduce_plan`` (same build) and returns ``(key, entry)`` for
-    each run that succeeded."""
+    """Simulates the runs ``keys`` (all or some) of one group of ``reproduce_plan`` (same
+    build) from one preparation and returns ``(key, entry)`` for each run that succeeded."""
 
 def reproduce_store(
     entries: Sequence[tuple[str, str]], **options: Unpack[ReproduceOptions]
