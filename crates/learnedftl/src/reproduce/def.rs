@@ -73,8 +73,10 @@ impl Scale {
                 rr_ios: 10000,
                 sr_drain: 4000,
                 sr_ios: 10000,
-                rw_ios: 300,
-                sw_ios: 2000,
+                // quick's write phases in lines: its blocks have 8× the pages, so a line is 8×
+                // as many writes (300 per job would be 0.6 of a line: a handful of collections).
+                rw_ios: 2400,
+                sw_ios: 16000,
                 th_ios: 8000,
                 hp_ios: 91750,
                 hp_ms: &[6, 7, 8],
