@@ -343,7 +343,7 @@ fn mu_translation(c: &Ctx) -> Vec<RunSpec> {
 }
 
 fn dram(c: &Ctx) -> Vec<RunSpec> {
-    vec![RunSpec::new("dram", FTLS, opts("randwrite", 64, c.scale.rw_ios)).pre(SEQ1)]
+    vec![RunSpec::new("dram", FTLS, opts("randwrite", 64, c.scale.few_ios)).pre(SEQ1)]
 }
 
 fn ablations(c: &Ctx) -> Vec<RunSpec> {
@@ -363,7 +363,7 @@ fn ablations(c: &Ctx) -> Vec<RunSpec> {
 
 fn leaftl_mapping(c: &Ctx) -> Vec<RunSpec> {
     let ftls = ["ideal", "dftl", "sftl", "leaftl"];
-    let reads = opts("randread", 64, c.scale.rw_ios);
+    let reads = opts("randread", 64, c.scale.few_ios);
     let mut runs = vec![
         RunSpec::new("write:512k:2", &ftls, reads.clone()).pre("write:512k:2"),
         RunSpec::new("randwrite:512k:2", &ftls, reads.clone()).pre("randwrite:512k:2"),
@@ -651,6 +651,12 @@ mod tests {
             let pages = s.slice_kib / 4;
             assert!(s.sr_drain + THREADS.len() as u64 * s.th_ios <= pages, "{p}");
             assert!(s.sw_ios <= pages && s.sr_drain + s.sr_ios <= pages, "{p}");
+            let logical = DeviceConfig::preset(p).unwrap().geometry.logical_pages;
+            assert_eq!(
+                s.rw_ios * 64,
+                logical,
+                "{p}: randwrite writes the space once"
+            );
             assert!(s.longest_sequential_job() <= pages, "{p}");
             for j in JOB_FILES {
                 assert!(job_text(j, &s).is_some(), "{p} {j}");
@@ -686,6 +692,7 @@ mod tests {
         assert_eq!(s.deck_log_blocks, 2185, "8 of 256 blocks per plane: 3 %");
         assert_eq!(s.deck_dram, "65537k", "240k x 69906 / 256");
         assert_eq!((s.rr_ios, s.sw_ios, s.hp_ms), (q.rr_ios, q.sw_ios, q.hp_ms));
+        assert_eq!(s.rw_ios, 69906 * 3840 / 64, "the 1 TiB space written once");
         for j in JOB_FILES {
             assert!(job_text(j, &s).is_some(), "{j}");
         }
