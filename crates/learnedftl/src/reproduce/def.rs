@@ -118,10 +118,10 @@ impl Scale {
     /// The scale of `config`'s preset at its capacity: [`Scale::of`] with the sizes that
     /// follow the device's size recomputed for the sized device — each job's slice (a 64th of
     /// the logical space), `randwrite`'s writes (a 64th of the logical pages per job), HP-FTL's
-    /// writes (1.4 × the logical pages at `logical_ratio=0.5`), the
-    /// lecture deck's mapping DRAM (in proportion to the logical pages, as a ratio of them) and
-    /// FAST's log blocks (in proportion to the blocks per plane). Request counts stay the
-    /// preset's. Refused when a slice cannot hold the preset's sequential phases.
+    /// writes (1.4 × the logical pages at `logical_ratio=0.5`), the lecture deck's mapping DRAM
+    /// (in proportion to the logical pages, as a ratio of them) and FAST's log blocks (in
+    /// proportion to the blocks per plane). The other request counts stay the preset's.
+    /// Refused when a slice cannot hold the preset's sequential phases.
     pub fn for_config(config: &Config) -> Result<Scale, ReproduceError> {
         let scale = Scale::of(&config.preset)?;
         let Some(cap) = &config.capacity else {
