@@ -241,11 +241,11 @@ def reproduce(
     task of one CPU, asking for the memory the group needs (its prepared state and one copy),
     so Ray places it where that fits (where no node has that much, each of its runs is a task
     of its own that prepares its own start); ``ray.init(address=address, **ray_init)`` is
-    called unless Ray is already initialised (``address=None`` starts a local cluster). The results land in
-    ``out/cache`` and the report is then rendered here from the cache, exactly as a local re-run
-    renders it: the same files, every JSON equal but its wall-clock fields. Every machine must
-    have the same build of this package and the traces and recordings at the same paths (a
-    task of another build fails, naming its group).
+    called unless Ray is already initialised (``address=None`` starts a local cluster). The
+    results land in ``out/cache`` and the report is then rendered here from the cache, exactly
+    as a local re-run renders it: the same files, every JSON equal but its wall-clock fields.
+    Every machine must have the same build of this package and the traces and recordings at
+    the same paths (a task of another build fails, naming its group).
     """
     options = dict(options, experiments=list(experiments))
     # Tasks run in other directories: paths must not depend on this one.
