@@ -167,6 +167,11 @@ impl<C: Cmt> GcHooks for Core<C> {
         self.table.batched() as u32
     }
 
+    /// One TP per moved page at most, and no more than there are TPs.
+    fn tp_pages_bound(&self, valid: u32) -> u32 {
+        valid.min(self.table.gtd.tps())
+    }
+
     fn victim_moved(
         &mut self,
         dev: &mut Device,

@@ -331,16 +331,22 @@ impl Allocator {
     }
 
     /// The closed line with the fewest valid pages (greedy), if any has an invalid page.
-    ///
-    /// A linear scan over the lines' valid counts: lines number in the hundreds, and a scan of a
-    /// contiguous array is cheaper than keeping a heap ordered on every invalidation.
     pub fn victim(&self, dev: &Device) -> Option<u32> {
+        self.victim_where(dev, |_| true)
+    }
+
+    /// The closed line with the fewest valid pages among those `ok` accepts, if any has an
+    /// invalid page.
+    ///
+    /// A linear scan over the lines' valid counts: a scan of a contiguous array is cheaper
+    /// than keeping a heap ordered on every invalidation.
+    pub fn victim_where(&self, dev: &Device, ok: impl Fn(u32) -> bool) -> Option<u32> {
         let valid = dev.lines_valid();
         let mut best: Option<(u32, u32)> = None;
         for (line, st) in self.state.iter().enumerate() {
             if let LineState::Closed(_) = st {
                 let v = valid[line];
-                if v < self.ppl && best.is_none_or(|(_, bv)| v < bv) {
+                if v < self.ppl && best.is_none_or(|(_, bv)| v < bv) && ok(line as u32) {
                     best = Some((line as u32, v));
                 }
             }
@@ -348,22 +354,22 @@ impl Allocator {
         best.map(|(l, _)| l)
     }
 
-    /// A victim for background GC, if free lines are at or below the background threshold and
-    /// the best victim has enough invalid pages ([`GcPolicy::bg_min_gain`]).
-    pub fn background_victim(&mut self, dev: &Device) -> Option<u32> {
-        if self.free_lines() > self.policy.bg_free_lines {
+    /// Whether background GC may run now: if free lines are at or below the background
+    /// threshold, the invalid pages its victim needs ([`GcPolicy::bg_min_gain`]); `None` also
+    /// when nothing changed since [`Allocator::idle`] recorded that no victim would do.
+    pub fn background_gain(&self, dev: &Device) -> Option<u32> {
+        if self.free_lines() > self.policy.bg_free_lines
+            || self.idle_at == Some((dev.invalidations(), self.free_lines()))
+        {
             return None;
         }
-        let now = (dev.invalidations(), self.free_lines());
-        if self.idle_at == Some(now) {
-            return None;
-        }
-        let min = self.policy.bg_min_gain(self.free_lines());
-        let v = self
-            .victim(dev)
-            .filter(|&l| self.ppl - dev.line_valid(l) >= min);
-        self.idle_at = v.is_none().then_some(now);
-        v
+        Some(self.policy.bg_min_gain(self.free_lines()))
+    }
+
+    /// Records that background GC found no victim: until a page is invalidated or a line
+    /// changes hands, the answer stays the same.
+    pub fn idle(&mut self, dev: &Device) {
+        self.idle_at = Some((dev.invalidations(), self.free_lines()));
     }
 
     /// Pages left in `stream`'s open line (0 if it has none).
@@ -578,17 +584,20 @@ mod tests {
             d.invalidate(*p).unwrap();
         }
         assert_eq!(a.victim(&d), Some(1));
+        assert_eq!(a.victim_where(&d, |l| l != 1), Some(0));
+        assert_eq!(a.victim_where(&d, |_| false), None);
         // Plenty of free lines: no background GC.
-        assert_eq!(a.background_victim(&d), None);
+        assert_eq!(a.background_gain(&d), None);
         a.policy.bg_free_lines = a.free_lines();
-        assert_eq!(a.background_victim(&d), Some(1));
-        a.policy.bg_min_invalid = 101;
-        assert_eq!(a.background_victim(&d), None);
-        // Below the reserve any gain will do, so that the reserve comes back (the policy is
-        // changed in place here: forget the memo of the last fruitless search).
-        a.idle_at = None;
+        assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
+        // A fruitless search is remembered until a page is invalidated.
+        a.idle(&d);
+        assert_eq!(a.background_gain(&d), None);
+        d.invalidate(pages[l1 + 100]).unwrap();
+        assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
+        // Below the reserve any gain will do, so that the reserve comes back.
         a.policy.fg_free_lines = a.free_lines() + 1;
         a.policy.bg_free_lines = a.policy.fg_free_lines;
-        assert_eq!(a.background_victim(&d), Some(1));
+        assert_eq!(a.background_gain(&d), Some(1));
     }
 }

@@ -3,7 +3,7 @@
 //! The mechanics are shared; what a move means for the mapping is the FTL's, through
 //! [`GcHooks`].
 
-use super::alloc::{Allocator, Stream};
+use super::alloc::{Allocator, LineState, Stream};
 use super::stats::FtlStats;
 use crate::addr::{Ppa, SimTime};
 use crate::device::{Cause, Device, Oob, Src};
@@ -26,6 +26,14 @@ pub trait GcHooks {
     /// The translation pages [`GcHooks::victim_moved`] will program, for the victim moved so
     /// far (default: none).
     fn pending_tp_pages(&self) -> u32 {
+        0
+    }
+
+    /// At most how many translation pages [`GcHooks::victim_moved`] may program after moving
+    /// `valid` data pages (default: none), so that GC starts no collection whose TP updates
+    /// may not fit ([`fits`]).
+    fn tp_pages_bound(&self, valid: u32) -> u32 {
+        let _ = valid;
         0
     }
 
@@ -241,6 +249,51 @@ pub fn relocate_record(
     Ok(moved)
 }
 
+/// Whether a collection of written line `line` may start now: the lines its copies and the
+/// translation pages it may rewrite (at most `tp_pages_bound` of its valid pages; none for a
+/// translation line) could open are free now, so that the victim, erased, leaves at least one
+/// line free. Without that rule a collection can
+/// take more than it gives: on a large device a data victim's valid pages map to nearly as many
+/// TPs, so it programs up to twice its valid pages, and back-to-back collections of such
+/// victims ran DFTL out of lines (docs/device.md "Which victim").
+pub fn fits(
+    dev: &Device,
+    alloc: &Allocator,
+    line: u32,
+    tp_pages_bound: impl Fn(u32) -> u32,
+) -> bool {
+    let (LineState::Closed(stream) | LineState::Open(stream)) = alloc.state(line) else {
+        return false;
+    };
+    let ppl = dev.geo().pages_per_line();
+    let valid = dev.line_valid(line);
+    let copy_lines = valid.saturating_sub(alloc.room(stream)).div_ceil(ppl);
+    let tps = match stream {
+        Stream::TRANS => 0,
+        _ => tp_pages_bound(valid),
+    };
+    // (An FTL without translation pages has no translation stream to ask.)
+    let tp_lines = match tps {
+        0 => 0,
+        _ => tps.saturating_sub(alloc.room(Stream::TRANS)).div_ceil(ppl),
+    };
+    copy_lines + tp_lines <= alloc.free_lines()
+}
+
+/// The victim a collection takes now: the greedy one ([`Allocator::victim`]) if it
+/// [`fits`], else the line with the fewest valid pages among those that do, if any;
+/// `min_invalid` filters both.
+fn victim(dev: &Device, alloc: &Allocator, hooks: &impl GcHooks, min_invalid: u32) -> Option<u32> {
+    let ppl = dev.geo().pages_per_line();
+    let gain = |l: u32| ppl - dev.line_valid(l) >= min_invalid;
+    let ok = |l| fits(dev, alloc, l, |v| hooks.tp_pages_bound(v));
+    let greedy = alloc.victim(dev).filter(|&l| gain(l))?;
+    if ok(greedy) {
+        return Some(greedy);
+    }
+    alloc.victim_where(dev, |l| gain(l) && ok(l))
+}
+
 fn record(stats: &mut FtlStats, out: &GcOutcome, background: bool) {
     stats.gc_events += 1;
     stats.gc_background += background as u64;
@@ -278,7 +331,7 @@ pub fn make_room(
     while alloc.must_collect(stream) {
         // Nothing reclaimable yet (e.g. every data page valid and the translation line still
         // open): dip into the reserve; next_page fails only when no free line is left.
-        let Some(victim) = alloc.victim(dev) else {
+        let Some(victim) = victim(dev, alloc, hooks, 1) else {
             break;
         };
         let out = collect_line(dev, alloc, victim, t, hooks)?;
@@ -356,10 +409,104 @@ pub fn background_one(
     hooks: &mut impl GcHooks,
     stats: &mut FtlStats,
 ) -> Result<Option<SimTime>, FtlError> {
-    let Some(victim) = alloc.background_victim(dev) else {
+    let Some(min_invalid) = alloc.background_gain(dev) else {
+        return Ok(None);
+    };
+    let Some(victim) = victim(dev, alloc, hooks, min_invalid) else {
+        alloc.idle(dev);
         return Ok(None);
     };
     let out = collect_line(dev, alloc, victim, now, hooks)?;
     record(stats, &out, true);
     Ok(Some(out.done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::{Lpn, Tpn};
+    use crate::config::DeviceConfig;
+    use crate::mapping::GcPolicy;
+    use crate::params::Params;
+
+    /// Hooks whose collections rewrite one TP per moved data page (`tp_per_page`) or none.
+    struct Hooks {
+        tp_per_page: bool,
+    }
+
+    impl GcHooks for Hooks {
+        fn moved(
+            &mut self,
+            _: &mut Device,
+            _: &mut Allocator,
+            _: Oob,
+            _: Ppa,
+            _: Ppa,
+            _: SimTime,
+        ) -> Result<(), FtlError> {
+            Ok(())
+        }
+
+        fn tp_pages_bound(&self, valid: u32) -> u32 {
+            if self.tp_per_page {
+                valid
+            } else {
+                0
+            }
+        }
+    }
+
+    /// `tiny` (64 lines of 512 pages): a translation line (line 0) with 50 pages invalid, then
+    /// data lines until `free` lines are left, line 1 with 100 pages invalid. Greedy takes line 1.
+    fn full_device(free: u32) -> (Device, Allocator) {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let geo = cfg.geometry.clone();
+        let pol = GcPolicy::from_params(&geo, &mut Params::new(), 2).unwrap();
+        let (mut d, mut a) = (Device::new(&cfg), Allocator::new(&geo, 2, pol));
+        let ppl = geo.pages_per_line();
+        let write = |d: &mut Device, a: &mut Allocator, stream, oob| {
+            let p = a.next_page(stream).unwrap();
+            d.program(p, oob, Src::None, Cause::User, SimTime(0))
+                .unwrap();
+            p
+        };
+        let tps: Vec<Ppa> = (0..ppl)
+            .map(|i| write(&mut d, &mut a, Stream::TRANS, Oob::tp(Tpn(i))))
+            .collect();
+        a.close_full(Stream::TRANS);
+        let mut data = Vec::new();
+        for i in 0..(geo.lines() - 1 - free) * ppl {
+            data.push(write(&mut d, &mut a, Stream::DATA, Oob::data(Lpn(i), 1)));
+        }
+        a.close_full(Stream::DATA);
+        for p in tps[..50].iter().chain(&data[..100]) {
+            d.invalidate(*p).unwrap();
+        }
+        assert_eq!((a.free_lines(), a.victim(&d)), (free, Some(1)));
+        (d, a)
+    }
+
+    #[test]
+    fn a_collection_starts_only_if_its_copies_and_tp_updates_fit() {
+        let costly = Hooks { tp_per_page: true };
+        let plain = Hooks { tp_per_page: false };
+        // One line free: line 1's copies take it and its TP updates would need another, so GC
+        // takes the translation line, which its own copies fit.
+        let (d, a) = full_device(1);
+        assert!(!fits(&d, &a, 1, |v| costly.tp_pages_bound(v)));
+        assert!(fits(&d, &a, 0, |v| costly.tp_pages_bound(v)));
+        assert_eq!(victim(&d, &a, &costly, 1), Some(0));
+        // Without TP updates the greedy victim fits.
+        assert!(fits(&d, &a, 1, |v| plain.tp_pages_bound(v)));
+        assert_eq!(victim(&d, &a, &plain, 1), Some(1));
+        // The victim filter holds for the fallback too (line 0 has only 50 pages invalid).
+        assert_eq!(victim(&d, &a, &costly, 51), None);
+        // Two lines free: both fit, greedy wins.
+        let (d, a) = full_device(2);
+        assert!(fits(&d, &a, 1, |v| costly.tp_pages_bound(v)));
+        assert_eq!(victim(&d, &a, &costly, 1), Some(1));
+        // No line free: nothing fits.
+        let (d, a) = full_device(0);
+        assert_eq!(victim(&d, &a, &costly, 1), None);
+    }
 }

@@ -335,6 +335,11 @@ impl GcHooks for Mapping {
             .count() as u32
     }
 
+    /// One group's TP per moved page at most, and no more than there are groups.
+    fn tp_pages_bound(&self, valid: u32) -> u32 {
+        valid.min(self.gtd.tps())
+    }
+
     /// The victim's data pages were programmed sorted by LPN: learn them as new segments. A
     /// cached group is updated in DRAM (dirty); any other group's TP is read and re-programmed
     /// once per victim.
