@@ -35,7 +35,7 @@ use super::LearnedFtl;
 use crate::addr::{Ppa, SimTime, Tpn};
 use crate::device::Device;
 use crate::error::FtlError;
-use crate::mapping::{LineState, Stream};
+use crate::mapping::{gc, LineState, Stream};
 
 /// What [`LearnedFtl::reclaim`] does.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -370,9 +370,10 @@ impl LearnedFtl {
     fn log_victim(&mut self, dev: &Device, min_gain: u32) -> Option<Victim> {
         let ppl = self.geo.pages_per_line();
         let valid = dev.lines_valid();
-        // (valid pages, line, its group) of the best log or translation line and the best
-        // group line.
+        // (valid pages, line, its group) of the best log or translation line, the best
+        // translation line and the best group line.
         let mut log: Option<(u32, u32)> = None;
+        let mut trans: Option<(u32, u32)> = None;
         let mut grp: Option<(u32, u32, u32)> = None;
         for line in 0..self.geo.lines() {
             let v = valid[line as usize];
@@ -396,6 +397,10 @@ impl LearnedFtl {
             if ppl - v < min_gain.max(1) {
                 continue;
             }
+            let is_trans = self.alloc.state(line) == LineState::Closed(Stream::TRANS);
+            if is_trans && trans.is_none_or(|(bv, _)| v < bv) {
+                trans = Some((v, line));
+            }
             match group {
                 None if log.is_none_or(|(bv, _)| v < bv) => log = Some((v, line)),
                 Some(g) if grp.is_none_or(|(bv, ..)| v < bv) => grp = Some((v, line, g)),
@@ -406,7 +411,7 @@ impl LearnedFtl {
         // while the merge credit (earned per host page written) covers the merge, which moves
         // every live page of the group, its log pages included, into fresh lines.
         let group_best = grp.filter(|&(gv, ..)| log.is_none_or(|(lv, _)| gv < lv));
-        Some(match (group_best, log) {
+        let victim = match (group_best, log) {
             (Some((_, line, g)), _) => {
                 let mapped = self.groups.mapped[g as usize];
                 if mapped.div_ceil(ppl) <= self.alloc.free_lines()
@@ -424,6 +429,15 @@ impl LearnedFtl {
             }
             (None, Some((_, line))) => Victim::Line(line),
             (None, None) => return None,
+        };
+        // A line collected alone starts only if its copies and TP rewrites fit
+        // (`mapping::gc::fits`, as for the baselines); else the emptiest translation line,
+        // whose collection only moves TPs, if that fits.
+        let tps = self.table.gtd.tps();
+        let fits = |line| gc::fits(dev, &self.alloc, line, |v| v.min(tps));
+        Some(match (victim, trans) {
+            (Victim::Line(line), Some((_, t))) if !fits(line) && fits(t) => Victim::Trans(t),
+            _ => victim,
         })
     }
 }
