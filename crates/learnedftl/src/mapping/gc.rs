@@ -252,10 +252,10 @@ pub fn relocate_record(
 /// Whether a collection of written line `line` may start now: the lines its copies and the
 /// translation pages it may rewrite (at most `tp_pages_bound` of its valid pages; none for a
 /// translation line) could open are free now, so that the victim, erased, leaves at least one
-/// line free. Without that rule a collection can
-/// take more than it gives: on a large device a data victim's valid pages map to nearly as many
-/// TPs, so it programs up to twice its valid pages, and back-to-back collections of such
-/// victims ran DFTL out of lines (docs/device.md "Which victim").
+/// line free. Without that rule a collection can take more than it gives: on a large device a
+/// data victim's valid pages map to nearly as many TPs, so it programs up to twice its valid
+/// pages, and back-to-back collections of such victims ran DFTL out of lines (docs/device.md
+/// "Which victim").
 pub fn fits(
     dev: &Device,
     alloc: &Allocator,
@@ -330,7 +330,8 @@ pub fn make_room(
     alloc.close_full(stream);
     while alloc.must_collect(stream) {
         // Nothing reclaimable yet (e.g. every data page valid and the translation line still
-        // open): dip into the reserve; next_page fails only when no free line is left.
+        // open), or no collection fits: dip into the reserve; next_page fails only when no
+        // free line is left.
         let Some(victim) = victim(dev, alloc, hooks, 1) else {
             break;
         };
