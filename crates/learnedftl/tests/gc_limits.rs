@@ -10,9 +10,11 @@
 //!   (`mapping::gc::collect_line`): a victim's moved pages can map to more TPs than the
 //!   translation stream's room and the free lines hold. DFTL ran out of lines that way at
 //!   1 TiB after random writes (~27 k TPs per victim); 512 B pages on `tiny` (64 LPNs per TP)
-//!   do the same at small scale. (What keeps whole-space 4 KiB random writes alive at size, a
-//!   collection starting only if it fits, is tested in `mapping::gc`: no small device ran out
-//!   of lines without it.)
+//!   do the same at small scale;
+//! * a collection starts only if it fits (`mapping::gc::fits`): what keeps whole-space 4 KiB
+//!   random writes alive at size. No small device ran out of lines without the rule (its unit
+//!   test is in `mapping::gc`), but 512 B pages on a larger `tiny` make GC pass over greedy
+//!   victims that would not fit, which `gc.not_greedy` counts.
 
 mod common;
 
@@ -81,4 +83,15 @@ fn random_writes_with_a_tp_per_few_pages_collect_without_running_out_of_lines() 
         assert!(m.gc.events > 0, "{ftl}: no GC");
         reads_back(&mut s);
     }
+}
+
+#[test]
+fn gc_passes_over_greedy_victims_whose_tp_rewrites_would_not_fit() {
+    // 512 blocks per plane: ~3,800 TPs of 64 LPNs against lines of 512 pages, so a data
+    // victim's TP rewrites can exceed what the free lines hold.
+    let mut s = sim("dftl", &["page_size=512", "blocks_per_plane=512"]);
+    let m = random_writes(&mut s, 4 << 10, 3);
+    assert!(m.gc.not_greedy > 0, "{:?}", m.gc);
+    assert!(m.gc.not_greedy < m.gc.events / 100, "{:?}", m.gc);
+    reads_back(&mut s);
 }

@@ -282,21 +282,29 @@ pub fn fits(
 
 /// The victim a collection takes now: the greedy one ([`Allocator::victim`]) if it
 /// [`fits`], else the line with the fewest valid pages among those that do, if any;
-/// `min_invalid` filters both.
-fn victim(dev: &Device, alloc: &Allocator, hooks: &impl GcHooks, min_invalid: u32) -> Option<u32> {
+/// `min_invalid` filters both. Returns the line and whether it passed over the greedy one.
+fn victim(
+    dev: &Device,
+    alloc: &Allocator,
+    hooks: &impl GcHooks,
+    min_invalid: u32,
+) -> Option<(u32, bool)> {
     let ppl = dev.geo().pages_per_line();
     let gain = |l: u32| ppl - dev.line_valid(l) >= min_invalid;
     let ok = |l| fits(dev, alloc, l, |v| hooks.tp_pages_bound(v));
     let greedy = alloc.victim(dev).filter(|&l| gain(l))?;
     if ok(greedy) {
-        return Some(greedy);
+        return Some((greedy, false));
     }
-    alloc.victim_where(dev, |l| gain(l) && ok(l))
+    alloc
+        .victim_where(dev, |l| gain(l) && ok(l))
+        .map(|l| (l, true))
 }
 
-fn record(stats: &mut FtlStats, out: &GcOutcome, background: bool) {
+fn record(stats: &mut FtlStats, out: &GcOutcome, background: bool, not_greedy: bool) {
     stats.gc_events += 1;
     stats.gc_background += background as u64;
+    stats.gc_not_greedy += not_greedy as u64;
     stats.gc_pages_moved += (out.data_moved + out.tp_moved) as u64;
 }
 
@@ -332,11 +340,11 @@ pub fn make_room(
         // Nothing reclaimable yet (e.g. every data page valid and the translation line still
         // open), or no collection fits: dip into the reserve; next_page fails only when no
         // free line is left.
-        let Some(victim) = victim(dev, alloc, hooks, 1) else {
+        let Some((victim, not_greedy)) = victim(dev, alloc, hooks, 1) else {
             break;
         };
         let out = collect_line(dev, alloc, victim, t, hooks)?;
-        record(stats, &out, false);
+        record(stats, &out, false, not_greedy);
     }
     Ok(())
 }
@@ -377,7 +385,7 @@ pub fn finish_interrupted(
             break;
         }
         let out = collect_line(dev, alloc, victim, t, hooks)?;
-        record(stats, &out, false);
+        record(stats, &out, false, false);
         done = done.max(out.done);
     }
     Ok(done)
@@ -413,12 +421,12 @@ pub fn background_one(
     let Some(min_invalid) = alloc.background_gain(dev) else {
         return Ok(None);
     };
-    let Some(victim) = victim(dev, alloc, hooks, min_invalid) else {
+    let Some((victim, not_greedy)) = victim(dev, alloc, hooks, min_invalid) else {
         alloc.idle(dev);
         return Ok(None);
     };
     let out = collect_line(dev, alloc, victim, now, hooks)?;
-    record(stats, &out, true);
+    record(stats, &out, true, not_greedy);
     Ok(Some(out.done))
 }
 
@@ -496,16 +504,16 @@ mod tests {
         let (d, a) = full_device(1);
         assert!(!fits(&d, &a, 1, |v| costly.tp_pages_bound(v)));
         assert!(fits(&d, &a, 0, |v| costly.tp_pages_bound(v)));
-        assert_eq!(victim(&d, &a, &costly, 1), Some(0));
+        assert_eq!(victim(&d, &a, &costly, 1), Some((0, true)));
         // Without TP updates the greedy victim fits.
         assert!(fits(&d, &a, 1, |v| plain.tp_pages_bound(v)));
-        assert_eq!(victim(&d, &a, &plain, 1), Some(1));
+        assert_eq!(victim(&d, &a, &plain, 1), Some((1, false)));
         // The victim filter holds for the fallback too (line 0 has only 50 pages invalid).
         assert_eq!(victim(&d, &a, &costly, 51), None);
         // Two lines free: both fit, greedy wins.
         let (d, a) = full_device(2);
         assert!(fits(&d, &a, 1, |v| costly.tp_pages_bound(v)));
-        assert_eq!(victim(&d, &a, &costly, 1), Some(1));
+        assert_eq!(victim(&d, &a, &costly, 1), Some((1, false)));
         // No line free: nothing fits.
         let (d, a) = full_device(0);
         assert_eq!(victim(&d, &a, &costly, 1), None);

@@ -436,7 +436,10 @@ impl LearnedFtl {
         let tps = self.table.gtd.tps();
         let fits = |line| gc::fits(dev, &self.alloc, line, |v| v.min(tps));
         Some(match (victim, trans) {
-            (Victim::Line(line), Some((_, t))) if !fits(line) && fits(t) => Victim::Trans(t),
+            (Victim::Line(line), Some((_, t))) if !fits(line) && fits(t) => {
+                self.stats.gc_not_greedy += 1;
+                Victim::Trans(t)
+            }
             _ => victim,
         })
     }
