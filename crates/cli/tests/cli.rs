@@ -110,7 +110,7 @@ fn run_writes_json_with_every_documented_key() {
         "/flash/erases",
         "/waf",
         "/gc/events",
-        "/gc/not_greedy",
+        "/gc/passed_over",
         "/gc/pages_moved",
         "/dram_bytes/total",
         "/dram_bytes/page_map",

@@ -477,6 +477,12 @@ impl Device {
     pub fn block_seq(&self, block: u32) -> u32 {
         self.blk_seq[block as usize]
     }
+    /// Blocks opened so far (the last [`Device::block_seq`] handed out): with it, a block's
+    /// age in blocks opened since.
+    #[inline]
+    pub fn blocks_opened(&self) -> u32 {
+        self.opened
+    }
     /// Erase count of a global block.
     #[inline]
     pub fn block_erases(&self, block: u32) -> u32 {

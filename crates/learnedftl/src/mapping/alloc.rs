@@ -1,4 +1,5 @@
-//! Striped write pointers over lines, a FIFO free-line list and greedy victim choice.
+//! Striped write pointers over lines, a FIFO free-line list and victim choice (greedy, or
+//! cost-benefit with `gc_victim=cost-benefit`).
 //!
 //! A write pointer owns one open line and hands out its pages in VPPN order (channel → LUN →
 //! plane → page), so consecutive allocations land on different LUNs. When its line is full it
@@ -49,11 +50,26 @@ pub enum GcRule {
     Femu,
 }
 
-/// When garbage collection runs (SPEC §3.5), in lines.
+/// How GC ranks candidate victims (`gc_victim=greedy|cost-benefit`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VictimRule {
+    /// The default (SPEC §3.5): the line with the fewest valid pages.
+    Greedy,
+    /// LFS's cost-benefit: the line with the highest `(1 - u) * age / (1 + u)`, `u` its share
+    /// of valid pages and `age` the blocks opened since its first block was. A young line
+    /// waits until more of it is invalid, so lines of hot pages (translation pages, rewritten
+    /// far more often than data) are collected emptier than greedy collects them.
+    CostBenefit,
+}
+
+/// When garbage collection runs (SPEC §3.5), in lines, and how it ranks victims.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GcPolicy {
     /// The rule the line counts below came from.
     pub rule: GcRule,
+    /// How victims are ranked.
+    pub victim: VictimRule,
     /// Foreground GC runs before an allocation needing a new line while free lines ≤ this (the
     /// reserve only GC writes into).
     pub fg_free_lines: u32,
@@ -85,6 +101,7 @@ keys! {
     /// The GC policy's keys ([`GcPolicy::from_params`]), shared by the FTLs that collect lines.
     pub static GC_KEYS = "gc", "when garbage collection runs (SPEC §3.5)";
     GC = "gc" ["reserve|femu"] "the rule for the GC thresholds: one reserve for every FTL, or FEMU's fractions of the lines";
+    GC_VICTIM = "gc_victim" ["greedy|cost-benefit"] "how GC ranks victim lines: fewest valid pages, or LFS's cost-benefit (emptiness times age)";
     GC_BG_MIN_INVALID = "gc_bg_min_invalid" ["of a line"] "a background victim needs at least this share of its pages invalid";
     GC_BG_VICTIMS = "gc_bg_victims" ["victims"] "victims background GC cleans after each request, at most";
     GC_RESERVE_LINES = "gc_reserve_lines" ["lines"] "foreground GC runs while free lines are at most this" only with "gc=reserve";
@@ -140,6 +157,16 @@ impl GcPolicy {
                 format!("only meaningful with {other}, but gc={}", rule.key()),
             ));
         }
+        let victim = match params.take_str_or(&GC_VICTIM, "greedy").as_str() {
+            "greedy" => VictimRule::Greedy,
+            "cost-benefit" => VictimRule::CostBenefit,
+            o => {
+                return Err(ConfigError::invalid(
+                    "gc_victim",
+                    format!("{} is not greedy or cost-benefit", quote(o)),
+                ))
+            }
+        };
         let inv = params.take_or(&GC_BG_MIN_INVALID, 0.125)?;
         check_fraction("gc_bg_min_invalid", inv)?;
         let bg_victims = params.take_or(&GC_BG_VICTIMS, 1u32)?;
@@ -185,11 +212,26 @@ impl GcPolicy {
         };
         Ok(GcPolicy {
             rule,
+            victim,
             fg_free_lines,
             bg_free_lines,
             bg_min_invalid: ((geo.pages_per_line() as f64 * inv).ceil() as u32).max(1),
             bg_victims,
         })
+    }
+}
+
+impl GcPolicy {
+    /// Refuses `gc_victim` other than greedy for an FTL (`who`) whose GC picks its victims by
+    /// its own rule, so that the setting does not pass silently.
+    pub fn greedy_only(&self, who: &str) -> Result<(), ConfigError> {
+        match self.victim {
+            VictimRule::Greedy => Ok(()),
+            VictimRule::CostBenefit => Err(ConfigError::invalid(
+                "gc_victim",
+                format!("{who} picks its GC victims by its own rule; only greedy applies"),
+            )),
+        }
     }
 }
 
@@ -235,9 +277,18 @@ pub struct Allocator {
     pub(super) ptrs: Vec<Pointer>,
     /// Lines each stream owns (open or closed), so that a quota check need not scan the lines.
     pub(super) owned: Vec<u32>,
-    /// `(invalidations, free lines)` when the last background check found no victim: until a
-    /// page is invalidated or a line changes hands, the answer stays the same.
-    idle_at: Option<(u64, u32)>,
+    /// `(invalidations, free lines, lines closed, blocks opened)` when the last background
+    /// check found no victim: until a page is invalidated, a line changes hands or a block
+    /// opens (cost-benefit ages lines by blocks opened), the answer stays the same.
+    idle_at: Option<(u64, u32, u64, u32)>,
+    /// With it, while free lines stay `.1` and no line closes (`.2`, `closes`): no background
+    /// victim until the invalidations reach `.0`, as no closed line had the invalid pages one
+    /// needs and each invalidation adds one to one line. Under random writes the best victim
+    /// sits just below the background minimum for long stretches, and each request would
+    /// otherwise scan every line again.
+    idle_until: Option<(u64, u32, u64)>,
+    /// Lines closed so far (any line turning [`LineState::Closed`]).
+    closes: u64,
     /// Scratch space of [`collect_line`](super::gc::collect_line): the victim's pages between
     /// their reads and their programs, kept so a collection allocates nothing.
     pub(super) gc_buffer: Vec<(u32, Ppa, Oob, SimTime)>,
@@ -265,6 +316,8 @@ impl Allocator {
             ],
             owned: vec![0; streams as usize],
             idle_at: None,
+            idle_until: None,
+            closes: 0,
             gc_buffer: Vec::new(),
             gc_scratch: Vec::new(),
             policy,
@@ -299,10 +352,8 @@ impl Allocator {
     /// Closes `stream`'s line if it is full, so that GC may choose it before the pointer takes
     /// a new line.
     pub fn close_full(&mut self, stream: Stream) {
-        let p = &mut self.ptrs[stream.0 as usize];
-        if p.line != Pointer::NONE && p.next == self.ppl {
-            self.state[p.line as usize] = LineState::Closed(stream);
-            p.line = Pointer::NONE;
+        if self.ptrs[stream.0 as usize].next == self.ppl {
+            self.close(stream);
         }
     }
 
@@ -314,7 +365,7 @@ impl Allocator {
         let s = stream.0 as usize;
         if self.ptrs[s].line == Pointer::NONE || self.ptrs[s].next == ppl {
             if self.ptrs[s].line != Pointer::NONE {
-                self.state[self.ptrs[s].line as usize] = LineState::Closed(stream);
+                self.set_closed(self.ptrs[s].line, stream);
             }
             let line = self.free.pop_front().ok_or(FtlError::NoSpace)?;
             self.state[line as usize] = LineState::Open(stream);
@@ -330,46 +381,102 @@ impl Allocator {
         Ok(p.stripe.next_ppa())
     }
 
-    /// The closed line with the fewest valid pages (greedy), if any has an invalid page.
+    /// The best closed line by the victim rule (greedy: the fewest valid pages), if any has an
+    /// invalid page.
     pub fn victim(&self, dev: &Device) -> Option<u32> {
         self.victim_where(dev, |_| true)
     }
 
-    /// The closed line with the fewest valid pages among those `ok` accepts, if any has an
-    /// invalid page.
+    /// The best closed line by the victim rule among those `ok` accepts, if any has an invalid
+    /// page.
     ///
     /// A linear scan over the lines' valid counts: a scan of a contiguous array is cheaper
     /// than keeping a heap ordered on every invalidation.
     pub fn victim_where(&self, dev: &Device, ok: impl Fn(u32) -> bool) -> Option<u32> {
+        match self.policy.victim {
+            VictimRule::Greedy => self.lowest(dev, ok, |_, v| v),
+            VictimRule::CostBenefit => self.lowest(dev, ok, |l, v| self.cost_benefit(dev, l, v)),
+        }
+    }
+
+    /// The closed line with an invalid page that `ok` accepts and the lowest `key(line,
+    /// valid)`; ties go to the lower line.
+    #[inline]
+    fn lowest<K: PartialOrd>(
+        &self,
+        dev: &Device,
+        ok: impl Fn(u32) -> bool,
+        key: impl Fn(u32, u32) -> K,
+    ) -> Option<u32> {
         let valid = dev.lines_valid();
-        let mut best: Option<(u32, u32)> = None;
+        let mut best: Option<(u32, K)> = None;
         for (line, st) in self.state.iter().enumerate() {
             if let LineState::Closed(_) = st {
-                let v = valid[line];
-                if v < self.ppl && best.is_none_or(|(_, bv)| v < bv) && ok(line as u32) {
-                    best = Some((line as u32, v));
+                let (l, v) = (line as u32, valid[line]);
+                if v < self.ppl {
+                    let k = key(l, v);
+                    if best.as_ref().is_none_or(|(_, bk)| k < *bk) && ok(l) {
+                        best = Some((l, k));
+                    }
                 }
             }
         }
         best.map(|(l, _)| l)
     }
 
+    /// `gc_victim=cost-benefit`'s key of line `line` with `valid` valid pages, lowest best:
+    /// minus `(P - valid) * age / (P + valid)`.
+    #[inline]
+    fn cost_benefit(&self, dev: &Device, line: u32, valid: u32) -> f64 {
+        let first = self.geo.block_in_line(line, 0);
+        let age = dev.blocks_opened().wrapping_sub(dev.block_seq(first));
+        -((self.ppl - valid) as f64 * age as f64 / (self.ppl + valid) as f64)
+    }
+
+    /// Whether line `a` is a better victim than line `b` by the victim rule, each given as
+    /// `(line, valid pages)`; ties keep `b`. For FTLs that scan candidates themselves
+    /// (LearnedFTL's reclaim).
+    #[inline]
+    pub fn better(&self, dev: &Device, a: (u32, u32), b: (u32, u32)) -> bool {
+        match self.policy.victim {
+            VictimRule::Greedy => a.1 < b.1,
+            VictimRule::CostBenefit => {
+                self.cost_benefit(dev, a.0, a.1) < self.cost_benefit(dev, b.0, b.1)
+            }
+        }
+    }
+
     /// Whether background GC may run now: if free lines are at or below the background
     /// threshold, the invalid pages its victim needs ([`GcPolicy::bg_min_gain`]); `None` also
     /// when nothing changed since [`Allocator::idle`] recorded that no victim would do.
     pub fn background_gain(&self, dev: &Device) -> Option<u32> {
-        if self.free_lines() > self.policy.bg_free_lines
-            || self.idle_at == Some((dev.invalidations(), self.free_lines()))
+        let (inv, free) = (dev.invalidations(), self.free_lines());
+        if free > self.policy.bg_free_lines
+            || self.idle_at == Some((inv, free, self.closes, dev.blocks_opened()))
+            || self
+                .idle_until
+                .is_some_and(|(until, f, c)| inv < until && f == free && c == self.closes)
         {
             return None;
         }
-        Some(self.policy.bg_min_gain(self.free_lines()))
+        Some(self.policy.bg_min_gain(free))
     }
 
-    /// Records that background GC found no victim: until a page is invalidated or a line
-    /// changes hands, the answer stays the same.
-    pub fn idle(&mut self, dev: &Device) {
-        self.idle_at = Some((dev.invalidations(), self.free_lines()));
+    /// Records that background GC found no victim needing `min_invalid` invalid pages: until a
+    /// page is invalidated, a line changes hands or a block opens, the answer stays the same;
+    /// and while no line is freed or closed, until enough pages are invalidated to give the
+    /// line with the most invalid pages `min_invalid`.
+    pub fn idle(&mut self, dev: &Device, min_invalid: u32) {
+        let (inv, free) = (dev.invalidations(), self.free_lines());
+        self.idle_at = Some((inv, free, self.closes, dev.blocks_opened()));
+        let valid = dev.lines_valid();
+        let most_invalid = (self.state.iter().zip(valid))
+            .filter(|(st, _)| matches!(st, LineState::Closed(_)))
+            .map(|(_, &v)| self.ppl - v)
+            .max()
+            .unwrap_or(0);
+        self.idle_until = (most_invalid < min_invalid)
+            .then(|| (inv + (min_invalid - most_invalid) as u64, free, self.closes));
     }
 
     /// Pages left in `stream`'s open line (0 if it has none).
@@ -393,11 +500,16 @@ impl Allocator {
     /// Closes `stream`'s open line even if it is not full (its unwritten pages stay unused until
     /// the line is erased), so that it can be collected; the next allocation takes a new line.
     pub fn close(&mut self, stream: Stream) {
-        let p = &mut self.ptrs[stream.0 as usize];
-        if p.line != Pointer::NONE {
-            self.state[p.line as usize] = LineState::Closed(stream);
-            p.line = Pointer::NONE;
+        let line = std::mem::replace(&mut self.ptrs[stream.0 as usize].line, Pointer::NONE);
+        if line != Pointer::NONE {
+            self.set_closed(line, stream);
         }
+    }
+
+    /// Marks `line` closed (owned by `stream`): a GC candidate from now on.
+    pub(super) fn set_closed(&mut self, line: u32, stream: Stream) {
+        self.state[line as usize] = LineState::Closed(stream);
+        self.closes += 1;
     }
 
     /// Lines `stream` owns (open or closed), ascending.
@@ -441,7 +553,7 @@ impl Allocator {
         }
         self.owned[from.0 as usize] -= 1;
         self.owned[to.0 as usize] += 1;
-        self.state[line as usize] = LineState::Closed(to);
+        self.set_closed(line, to);
         if open {
             let p = self.ptrs[from.0 as usize];
             self.ptrs[from.0 as usize].line = Pointer::NONE;
@@ -591,7 +703,7 @@ mod tests {
         a.policy.bg_free_lines = a.free_lines();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
         // A fruitless search is remembered until a page is invalidated.
-        a.idle(&d);
+        a.idle(&d, a.policy.bg_min_invalid);
         assert_eq!(a.background_gain(&d), None);
         d.invalidate(pages[l1 + 100]).unwrap();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
@@ -599,5 +711,66 @@ mod tests {
         a.policy.fg_free_lines = a.free_lines() + 1;
         a.policy.bg_free_lines = a.policy.fg_free_lines;
         assert_eq!(a.background_gain(&d), Some(1));
+    }
+
+    /// Three closed lines (line 3 open), with `invalid[line]` of each line's pages invalidated.
+    fn three_lines(invalid: [u32; 3]) -> (Device, Allocator, Vec<Ppa>) {
+        let (mut d, mut a) = setup();
+        let ppl = d.geo().pages_per_line();
+        let mut pages = Vec::new();
+        for i in 0..3 * ppl {
+            let p = a.next_page(Stream::DATA).unwrap();
+            d.program(p, Oob::data(Lpn(i), 1), Src::None, Cause::User, SimTime(0))
+                .unwrap();
+            pages.push(p);
+        }
+        a.next_page(Stream::DATA).unwrap(); // closes line 2
+        for (line, n) in invalid.into_iter().enumerate() {
+            for p in &pages[line * ppl as usize..][..n as usize] {
+                d.invalidate(*p).unwrap();
+            }
+        }
+        (d, a, pages)
+    }
+
+    #[test]
+    fn a_fruitless_search_waits_for_the_invalidations_a_victim_needs() {
+        let (mut d, mut a, pages) = three_lines([5, 10, 0]);
+        let l1 = d.geo().pages_per_line() as usize;
+        a.policy.bg_free_lines = a.free_lines();
+        let min = a.policy.bg_min_invalid;
+        assert_eq!(min, 64);
+        assert_eq!(a.background_gain(&d), Some(min));
+        // Line 1 has 10 invalid pages of the 64 a victim needs: 54 more invalidations first.
+        a.idle(&d, min);
+        for p in &pages[l1 + 10..l1 + 63] {
+            d.invalidate(*p).unwrap();
+            assert_eq!(a.background_gain(&d), None);
+        }
+        d.invalidate(pages[l1 + 63]).unwrap();
+        assert_eq!(a.background_gain(&d), Some(min));
+        // A line that closes (it may hold invalid pages already) ends the wait.
+        a.idle(&d, 100);
+        assert_eq!(a.background_gain(&d), None);
+        a.close(Stream::DATA);
+        assert_eq!(a.background_gain(&d), Some(min));
+    }
+
+    #[test]
+    fn cost_benefit_prefers_old_lines_to_young_emptier_ones() {
+        // Line 0 (oldest) has 100 invalid pages of 512, line 2 (youngest) 150, line 1 none.
+        let (d, mut a, _) = three_lines([100, 0, 150]);
+        assert_eq!(a.victim(&d), Some(2), "greedy: fewest valid pages");
+        a.policy.victim = VictimRule::CostBenefit;
+        // Ages in blocks opened since each line's first block (8 blocks a line, 32 opened):
+        // line 0's 31, line 2's 15, and 100 / 924 * 31 > 150 / 874 * 15.
+        assert_eq!(a.victim(&d), Some(0));
+        assert!(a.better(&d, (0, 412), (2, 362)));
+        assert!(!a.better(&d, (2, 362), (0, 412)));
+        assert_eq!(a.victim_where(&d, |l| l != 0), Some(2));
+        // A line without an invalid page is never a victim, however old.
+        assert_eq!(a.victim_where(&d, |l| l == 1), None);
+        assert!(policy(&["gc_victim=cost-benefit"], 2).unwrap().victim == VictimRule::CostBenefit);
+        refused(&["gc_victim=oldest"], 2, "gc_victim");
     }
 }

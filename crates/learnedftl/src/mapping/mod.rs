@@ -25,7 +25,7 @@ pub mod table;
 pub mod tpcache;
 pub mod trims;
 
-pub use alloc::{Allocator, GcPolicy, GcRule, LineState, Stream};
+pub use alloc::{Allocator, GcPolicy, GcRule, LineState, Stream, VictimRule};
 pub use bits::Bits;
 pub use budget::Budget;
 pub use credit::Credit;

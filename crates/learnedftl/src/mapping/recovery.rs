@@ -279,7 +279,7 @@ impl Allocator {
                     continue;
                 }
             }
-            a.state[line as usize] = LineState::Closed(stream);
+            a.set_closed(line, stream);
         }
         a
     }

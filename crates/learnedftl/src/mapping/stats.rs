@@ -15,9 +15,9 @@ pub struct FtlStats {
     pub gc_events: u64,
     /// Of which in the background (after a request, not blocking a write).
     pub gc_background: u64,
-    /// Of which took another line than the greedy one, whose collection would not fit in the
-    /// free lines (docs/device.md "Which victim").
-    pub gc_not_greedy: u64,
+    /// Of which took another line than the victim rule's first choice, whose collection would
+    /// not fit in the free lines (docs/device.md "Which victim").
+    pub gc_passed_over: u64,
     /// Valid pages moved by GC (data and translation).
     pub gc_pages_moved: u64,
 }
@@ -41,7 +41,7 @@ impl FtlStats {
         self.model_hits += other.model_hits;
         self.gc_events += other.gc_events;
         self.gc_background += other.gc_background;
-        self.gc_not_greedy += other.gc_not_greedy;
+        self.gc_passed_over += other.gc_passed_over;
         self.gc_pages_moved += other.gc_pages_moved;
     }
 }

@@ -128,8 +128,9 @@ pub struct GcSummary {
     pub events: u64,
     /// Of which in the background.
     pub background: u64,
-    /// Of which passed over the greedy victim because its collection would not fit.
-    pub not_greedy: u64,
+    /// Of which passed over the victim rule's first choice because its collection would not
+    /// fit.
+    pub passed_over: u64,
     /// Valid pages moved.
     pub pages_moved: u64,
 }
@@ -427,7 +428,7 @@ impl Collector {
             gc: GcSummary {
                 events: s.gc_events,
                 background: s.gc_background,
-                not_greedy: s.gc_not_greedy,
+                passed_over: s.gc_passed_over,
                 pages_moved: s.gc_pages_moved,
             },
             wear: dev.wear(),

@@ -330,6 +330,7 @@ impl HpFtl {
         let spare = geo.pages() - lp;
         // GC relocates into free pages of any block: one line's worth is enough to progress.
         let gc = GcPolicy::from_params(geo, params, 1)?;
+        gc.greedy_only("HP-FTL (blocks by invalid pages)")?;
         let (page_reserve, gc_free_low_pages, gc_free_high_pages, bg_min_invalid) = match gc.rule {
             // The shared reserve (SPEC §3.5), in pages: foreground GC at the reserve lines'
             // worth of free pages; background GC while free pages are at most the background

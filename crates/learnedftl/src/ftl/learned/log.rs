@@ -361,12 +361,12 @@ impl LearnedFtl {
         (emptiest, invalid)
     }
 
-    /// The reclaim among those freeing at least `min_gain` pages now: an empty line is erased;
-    /// else the line with the fewest valid pages (greedy, as every FTL) — if it is a group line
-    /// its group is merged while the merge credit covers it, and otherwise the log line with
-    /// the fewest valid pages is collected instead (a group line's pages leave it only through
-    /// a merge, so its models survive); a group line is collected alone only when the log has
-    /// no candidate.
+    /// The reclaim, if it frees at least `min_gain` pages now: an empty line is erased; else
+    /// the best line by the victim rule (greedy by default: the fewest valid pages, as every
+    /// FTL; `gc_victim`) — if it is a group line its group is merged while the merge credit
+    /// covers it, and otherwise the log line with the fewest valid pages is collected instead
+    /// (a group line's pages leave it only through a merge, so its models survive); a group
+    /// line is collected alone only when the log has no candidate.
     fn log_victim(&mut self, dev: &Device, min_gain: u32) -> Option<Victim> {
         let ppl = self.geo.pages_per_line();
         let valid = dev.lines_valid();
@@ -394,23 +394,36 @@ impl LearnedFtl {
             if v == 0 {
                 return Some(Victim::Empty(line));
             }
-            if ppl - v < min_gain.max(1) {
+            if v == ppl {
                 continue;
             }
+            // Ranked by the victim rule (greedy: fewest valid pages; `gc_victim`); the first
+            // choice must free `min_gain` itself, as in the baselines' GC (`mapping::gc`).
+            let better = |(bv, bl): (u32, u32)| self.alloc.better(dev, (line, v), (bl, bv));
+            let gain = ppl - v >= min_gain.max(1);
             let is_trans = self.alloc.state(line) == LineState::Closed(Stream::TRANS);
-            if is_trans && trans.is_none_or(|(bv, _)| v < bv) {
+            if is_trans && gain && trans.is_none_or(better) {
                 trans = Some((v, line));
             }
             match group {
-                None if log.is_none_or(|(bv, _)| v < bv) => log = Some((v, line)),
-                Some(g) if grp.is_none_or(|(bv, ..)| v < bv) => grp = Some((v, line, g)),
+                None if log.is_none_or(better) => log = Some((v, line)),
+                Some(g) if grp.is_none_or(|(bv, bl, _)| better((bv, bl))) => {
+                    grp = Some((v, line, g))
+                }
                 _ => {}
             }
         }
-        // Greedy: the line with the fewest valid pages. A group line's group is merged instead
-        // while the merge credit (earned per host page written) covers the merge, which moves
-        // every live page of the group, its log pages included, into fresh lines.
-        let group_best = grp.filter(|&(gv, ..)| log.is_none_or(|(lv, _)| gv < lv));
+        // The best line by the victim rule (greedy by default: the fewest valid pages). A
+        // group line's group is merged instead while the merge credit (earned per host page
+        // written) covers the merge, which moves every live page of the group, its log pages
+        // included, into fresh lines.
+        let group_best = grp.filter(|&(gv, gl, _)| {
+            log.is_none_or(|(lv, ll)| self.alloc.better(dev, (gl, gv), (ll, lv)))
+        });
+        let (first_valid, _) = group_best.map(|(v, l, _)| (v, l)).or(log)?;
+        if ppl - first_valid < min_gain.max(1) {
+            return None;
+        }
         let victim = match (group_best, log) {
             (Some((_, line, g)), _) => {
                 let mapped = self.groups.mapped[g as usize];
@@ -437,7 +450,7 @@ impl LearnedFtl {
         let fits = |line| gc::fits(dev, &self.alloc, line, |v| v.min(tps));
         Some(match (victim, trans) {
             (Victim::Line(line), Some((_, t))) if !fits(line) && fits(t) => {
-                self.stats.gc_not_greedy += 1;
+                self.stats.gc_passed_over += 1;
                 Victim::Trans(t)
             }
             _ => victim,

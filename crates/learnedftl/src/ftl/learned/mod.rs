@@ -335,6 +335,9 @@ impl LearnedFtl {
             1
         };
         let policy = GcPolicy::from_params(&geo, params, min_reserve)?;
+        if design == Design::Paper {
+            policy.greedy_only("LearnedFTL's design=paper (whole groups)")?;
+        }
         let gc_reserve_lines = match policy.rule {
             GcRule::Reserve => policy.fg_free_lines,
             // `gc=femu` reproduces the setup before the shared reserve: FEMU's thresholds for
