@@ -173,21 +173,47 @@ impl Progress for NoProgress {
     fn finish(&mut self) {}
 }
 
-/// Where the engine sends the pages a read returns: counts unmapped reads and forwards every
-/// page to the oracle when reads are verified.
+/// Where the engine sends the pages a read returns: counts unmapped reads, forwards every
+/// page to the oracle when reads are verified, and copies its data into the read's buffer
+/// when the request moves data.
 struct Delivery<'a> {
     oracle: Option<&'a mut Oracle>,
     unmapped: u64,
-    /// Every page served, when the request moves data.
-    served: Option<&'a mut Vec<(Lpn, Served)>>,
+    /// The read's buffer and its first LPN, when the request moves data.
+    out: Option<(Lpn, &'a mut [u8])>,
+    /// The first error reading a payload back.
+    error: Option<std::io::Error>,
 }
 
 impl ReadSink for Delivery<'_> {
     #[inline]
-    fn deliver(&mut self, lpn: Lpn, from: Served) {
+    fn deliver(&mut self, dev: &Device, lpn: Lpn, from: Served) {
         self.unmapped += (from == Served::Unmapped) as u64;
-        if let Some(s) = self.served.as_deref_mut() {
-            s.push((lpn, from));
+        if let Some((first, buf)) = self.out.as_mut() {
+            // Copied now, as the data leaves the flash: work later in the same request (a
+            // write-back's GC) may erase the page it was served from.
+            let ps = dev.geo().page_size as usize;
+            let at = lpn.0.wrapping_sub(first.0) as usize * ps;
+            if let Some(dst) = buf.get_mut(at..at + ps) {
+                let store = dev.payloads().expect("checked: payloads kept");
+                let found = match from {
+                    Served::Flash { ppa, .. } => store.read(ppa, dst).unwrap_or_else(|e| {
+                        self.error.get_or_insert(e);
+                        false
+                    }),
+                    Served::Buffer { stamp } => match store.staged(lpn, stamp) {
+                        Some(page) => {
+                            dst.copy_from_slice(page);
+                            true
+                        }
+                        None => false,
+                    },
+                    Served::Unmapped => false,
+                };
+                if !found {
+                    dst.fill(0);
+                }
+            }
         }
         if let Some(o) = self.oracle.as_deref_mut() {
             o.deliver(lpn, from);
@@ -219,8 +245,6 @@ pub struct Simulator {
     last_arrival: SimTime,
     phase: Collector,
     requests: u64,
-    /// Pages served by the current request, when it moves data (reused).
-    served: Vec<(Lpn, Served)>,
     /// The FTL's name and parameters, to rebuild it after a power cut.
     recipe: Option<(String, Params)>,
     /// Planned power cuts, and host requests served since they were planned.
@@ -280,7 +304,6 @@ impl Simulator {
             last_arrival: SimTime::ZERO,
             phase: Collector::new("initial", SimTime::ZERO),
             requests: 0,
-            served: Vec::new(),
             recipe: None,
             cuts: None,
             ckpt_due: 0,
@@ -463,7 +486,8 @@ impl Simulator {
     /// [`Simulator::submit`] moving host data (emulator mode; the device must keep payloads):
     /// a write's data is staged page by page before the FTL sees it, so it lands at whatever
     /// PPA the FTL programs; a read's pages are copied from where the FTL served them (flash
-    /// page, write buffer, or zeroes when unmapped) before background work can move them.
+    /// page, write buffer, or zeroes when unmapped) as it serves them, before any later work
+    /// (its own write-backs' GC in the same request, background work) can move them.
     /// The request must cover whole pages and the buffer must be as long as the request.
     pub fn submit_data(&mut self, io: HostIo, data: Payload<'_>) -> Result<SimTime, EngineError> {
         let geo = self.dev.geo();
@@ -509,15 +533,19 @@ impl Simulator {
             arrival: io.arrival,
             stamp,
         };
-        let moves_data = !matches!(data, Payload::None);
-        if moves_data {
+        if !matches!(data, Payload::None) {
             self.check_payload(&io, &data)?;
         }
-        if let Payload::Write(bytes) = data {
-            let store = self.dev.payloads_mut().expect("checked: payloads kept");
-            for (lpn, page) in req.lpns().zip(bytes.chunks(ps as usize)) {
-                store.stage(lpn, stamp, page);
+        let mut out = None;
+        match data {
+            Payload::Write(bytes) => {
+                let store = self.dev.payloads_mut().expect("checked: payloads kept");
+                for (lpn, page) in req.lpns().zip(bytes.chunks(ps as usize)) {
+                    store.stage(lpn, stamp, page);
+                }
             }
+            Payload::Read(buf) => out = Some(buf),
+            Payload::None => {}
         }
         let ftl_error = |source| EngineError::Ftl {
             op: io.op,
@@ -533,7 +561,7 @@ impl Simulator {
         if let Some(cut) = planned {
             self.dev.arm_power_cut(cut);
         }
-        let (result, mut unmapped) = self.serve(&req, moves_data)?;
+        let (result, mut unmapped) = self.serve(&req, out.as_deref_mut())?;
         let done = match result {
             Ok(done) => done,
             Err(e) if e.is_power_lost() => {
@@ -551,16 +579,12 @@ impl Simulator {
                     arrival: recovered,
                     ..req
                 };
-                let (result, n) = self.serve(&retry, moves_data)?;
+                let (result, n) = self.serve(&retry, out)?;
                 unmapped = n;
                 result.map_err(ftl_error)?
             }
             Err(e) => return Err(ftl_error(e)),
         };
-        if let Payload::Read(buf) = data {
-            self.copy_out(req.lpn, buf)
-                .map_err(|e| EngineError::Payload(format!("reading back {lpn}+{pages}: {e}")))?;
-        }
         if let Some(store) = self.dev.payloads_mut() {
             match io.op {
                 // Acknowledged: the versions this write superseded are programmed or replaced.
@@ -610,23 +634,29 @@ impl Simulator {
         Ok(done)
     }
 
-    /// Has the FTL serve `req`, its pages delivered to the oracle (when reads are verified) and,
-    /// when the request moves data, to `self.served`; returns the FTL's result and how
-    /// many pages it read unmapped. A wrong read under fail-fast verification is the error.
+    /// Has the FTL serve `req`, its pages delivered to the oracle (when reads are verified) and
+    /// their data into `out` (a read that moves data); returns the FTL's result and how many
+    /// pages it read unmapped. A wrong read under fail-fast verification is the error.
     fn serve(
         &mut self,
         req: &Request,
-        moves_data: bool,
+        out: Option<&mut [u8]>,
     ) -> Result<(Result<SimTime, FtlError>, u64), EngineError> {
         let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
-        self.served.clear();
         let mut sink = Delivery {
             oracle: self.oracle.as_mut(),
             unmapped: 0,
-            served: moves_data.then_some(&mut self.served),
+            out: out.map(|buf| (req.lpn, buf)),
+            error: None,
         };
         let result = self.ftl.submit(&mut self.dev, req, &mut sink);
         let unmapped = sink.unmapped;
+        if let Some(e) = sink.error {
+            return Err(EngineError::Payload(format!(
+                "reading back {}+{}: {e}",
+                req.lpn, req.pages
+            )));
+        }
         if let Some(o) = self.oracle.as_ref() {
             if self.opts.verify == Verify::FailFast && o.failures() > failures_before {
                 return Err(EngineError::Verify(
@@ -686,33 +716,6 @@ impl Simulator {
             ))),
             None => Ok(()),
         }
-    }
-
-    /// Copies the pages a read from `first` was served (in `self.served`) into `buf`.
-    fn copy_out(&self, first: Lpn, buf: &mut [u8]) -> std::io::Result<()> {
-        let ps = self.dev.geo().page_size as usize;
-        let store = self.dev.payloads().expect("checked: payloads kept");
-        for &(lpn, from) in &self.served {
-            let at = lpn.0.wrapping_sub(first.0) as usize * ps;
-            let Some(dst) = buf.get_mut(at..at + ps) else {
-                continue;
-            };
-            let found = match from {
-                Served::Flash { ppa, .. } => store.read(ppa, dst)?,
-                Served::Buffer { stamp } => match store.staged(lpn, stamp) {
-                    Some(page) => {
-                        dst.copy_from_slice(page);
-                        true
-                    }
-                    None => false,
-                },
-                Served::Unmapped => false,
-            };
-            if !found {
-                dst.fill(0);
-            }
-        }
-        Ok(())
     }
 }
 

@@ -2,7 +2,7 @@
 //! returns against it.
 
 use crate::addr::Lpn;
-use crate::ftl::{ReadSink, Served};
+use crate::ftl::Served;
 
 /// How many failure messages are kept for the report.
 const KEEP: usize = 10;
@@ -107,11 +107,10 @@ impl Oracle {
         }
         self.last = Some(msg);
     }
-}
 
-impl ReadSink for Oracle {
+    /// Checks that `lpn` was served in the version it expects.
     #[inline]
-    fn deliver(&mut self, lpn: Lpn, from: Served) {
+    pub fn deliver(&mut self, lpn: Lpn, from: Served) {
         self.checked += 1;
         let want = self.stamps[lpn.idx()];
         let ok = match from {

@@ -10,7 +10,7 @@
 
 use super::{EngineError, Oracle, Simulator};
 use crate::addr::{Lpn, SimTime};
-use crate::device::PowerCut;
+use crate::device::{Device, PowerCut};
 use crate::ftl::{self, ReadSink, Served, Unflushed};
 use crate::request::{Op, Request};
 
@@ -46,7 +46,7 @@ struct Found {
 }
 
 impl ReadSink for Found {
-    fn deliver(&mut self, lpn: Lpn, from: Served) {
+    fn deliver(&mut self, _: &Device, lpn: Lpn, from: Served) {
         let stamp = match from {
             Served::Flash { oob, .. } if oob.lpn() == Some(lpn) => oob.stamp,
             Served::Flash { .. } => WRONG_PAGE,

@@ -2,6 +2,8 @@
 //! through GC and flushes.
 
 use super::*;
+use crate::addr::Ppa;
+use crate::device::{Cause, Oob, Src};
 use crate::seed::mix;
 use crate::workload::{JobSpec, RwKind};
 
@@ -392,4 +394,114 @@ fn gc_keeps_data_correct_under_overwrites() {
     assert_eq!(m.verify.failures, 0);
     assert_eq!(m.verify.checked, 5000);
     s.ftl().check_invariants(s.device()).unwrap();
+}
+
+/// An FTL that, like μ-FTL writing back a node during a read, moves a page right after serving
+/// it from flash: each LPN has a block of its own, and a read copies its page to a fresh block
+/// and erases the old one before the request returns.
+#[derive(Clone, Default)]
+struct MovesWhatItReads {
+    map: Vec<Option<Ppa>>,
+    next_block: u32,
+    stats: crate::mapping::FtlStats,
+}
+
+impl MovesWhatItReads {
+    fn place(&mut self, dev: &mut Device, lpn: Lpn, oob: Oob, src: Src, t: SimTime) -> Ppa {
+        let ppa = Ppa(self.next_block * dev.geo().pages_per_block);
+        self.next_block += 1;
+        dev.program(ppa, oob, src, Cause::User, t).unwrap();
+        if let Some(old) = self.map[lpn.idx()].replace(ppa) {
+            dev.invalidate(old).unwrap();
+            dev.erase(dev.geo().block_of(old), Cause::GcData, t)
+                .unwrap();
+        }
+        ppa
+    }
+}
+
+impl Ftl for MovesWhatItReads {
+    fn name(&self) -> &'static str {
+        "moves-what-it-reads"
+    }
+    fn submit(
+        &mut self,
+        dev: &mut Device,
+        req: &Request,
+        sink: &mut dyn ReadSink,
+    ) -> Result<SimTime, FtlError> {
+        self.map.resize(dev.geo().logical_pages as usize, None);
+        for lpn in req.lpns() {
+            match req.op {
+                Op::Write => {
+                    let oob = Oob::data(lpn, req.stamp);
+                    self.place(dev, lpn, oob, Src::Host, req.arrival);
+                }
+                Op::Read => {
+                    let ppa = self.map[lpn.idx()].unwrap();
+                    let (oob, _) = dev.read(ppa, Cause::User, req.arrival)?;
+                    sink.deliver(dev, lpn, Served::Flash { ppa, oob });
+                    self.place(dev, lpn, oob, Src::Page(ppa), req.arrival);
+                }
+                _ => {}
+            }
+        }
+        Ok(req.arrival)
+    }
+    fn background(&mut self, _: &mut Device, _: SimTime) -> Result<(), FtlError> {
+        Ok(())
+    }
+    fn idle(&mut self, _: &mut Device, _: SimTime) -> Result<Option<SimTime>, FtlError> {
+        Ok(None)
+    }
+    fn stats(&self) -> &crate::mapping::FtlStats {
+        &self.stats
+    }
+    fn reset_stats(&mut self) {}
+    fn dram(&self) -> ftl::DramUsage {
+        ftl::DramUsage::default()
+    }
+    fn params(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    fn check_invariants(&self, _: &Device) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A read's bytes are taken as the FTL serves each page: μ-FTL with `gc_victim=cost-benefit`
+/// returned zeroes when the GC of a node write-back in the same read erased a block it had
+/// just served (`learnedftl check` found it).
+#[test]
+fn a_read_keeps_the_bytes_of_pages_its_own_request_moves_away() {
+    let mut cfg = DeviceConfig::preset("tiny").unwrap();
+    cfg.payloads = true;
+    let ps = cfg.geometry.page_size as usize;
+    let ftl = Box::new(MovesWhatItReads::default());
+    let mut s = Simulator::with_ftl(&cfg, ftl, SimOptions::checked());
+    let mut buf = vec![0u8; 3 * ps];
+    for (l, page) in buf.chunks_exact_mut(ps).enumerate() {
+        pattern(l as u64, 1, page);
+    }
+    let io = HostIo {
+        arrival: SimTime(0),
+        op: Op::Write,
+        offset: 0,
+        len: buf.len() as u64,
+    };
+    let t = s.submit_data(io, Payload::Write(&buf)).unwrap();
+    for round in 0..2 {
+        let mut got = vec![0u8; 3 * ps];
+        let io = HostIo {
+            arrival: t,
+            op: Op::Read,
+            offset: 0,
+            len: got.len() as u64,
+        };
+        s.submit_data(io, Payload::Read(&mut got)).unwrap();
+        assert!(
+            got == buf,
+            "round {round}: the bytes of a page moved after it was served"
+        );
+    }
 }

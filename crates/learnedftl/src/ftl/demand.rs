@@ -397,13 +397,13 @@ impl<C: Cmt> Demand<C> {
             }
             let Some(ppa) = self.core.table.get(lpn) else {
                 self.stats.lookup(tr.tp_reads);
-                sink.deliver(lpn, Served::Unmapped);
+                sink.deliver(dev, lpn, Served::Unmapped);
                 done = done.max(tr.ready);
                 continue;
             };
             let (oob, d) = dev.read(ppa, Cause::User, tr.ready)?;
             self.stats.lookup(tr.tp_reads + 1);
-            sink.deliver(lpn, Served::Flash { ppa, oob });
+            sink.deliver(dev, lpn, Served::Flash { ppa, oob });
             done = done.max(d);
         }
         Ok(done)

@@ -99,28 +99,27 @@ impl Inject {
 /// reads came before, as an address-dependent bug would.
 struct WrongRead<'a> {
     sink: &'a mut dyn ReadSink,
-    dev: &'a Device,
     n: u64,
 }
 
 impl ReadSink for WrongRead<'_> {
-    fn deliver(&mut self, lpn: Lpn, from: Served) {
+    fn deliver(&mut self, dev: &Device, lpn: Lpn, from: Served) {
         let from = match from {
             Served::Flash { ppa, .. } if crate::seed::mix(0x3A0, lpn.0 as u64, 0) % self.n == 0 => {
                 // The next valid data page of another LPN, if any.
-                let pages = self.dev.geo().pages();
+                let pages = dev.geo().pages();
                 (1..pages.min(1 << 16))
                     .map(|d| Ppa(((ppa.0 as u64 + d) % pages) as u32))
                     .find_map(|p| {
-                        let oob = self.dev.peek_oob(p)?;
-                        (self.dev.is_valid(p) && oob.lpn().is_some_and(|l| l != lpn))
+                        let oob = dev.peek_oob(p)?;
+                        (dev.is_valid(p) && oob.lpn().is_some_and(|l| l != lpn))
                             .then_some(Served::Flash { ppa: p, oob })
                     })
                     .unwrap_or(from)
             }
             f => f,
         };
-        self.sink.deliver(lpn, from);
+        self.sink.deliver(dev, lpn, from);
     }
 }
 
@@ -138,14 +137,7 @@ impl Ftl for Inject {
         match (self.fault, req.op) {
             (Fault::DropTrim, Op::Trim) | (Fault::LoseFlush, Op::Flush) => Ok(req.arrival),
             (Fault::WrongRead { n }, Op::Read) => {
-                // The device is read after the inner FTL returns: the sink only records.
-                let mut served = Vec::new();
-                let done = self.inner.submit(dev, req, &mut Collect(&mut served))?;
-                let mut wrong = WrongRead { sink, dev, n };
-                for (lpn, from) in served {
-                    wrong.deliver(lpn, from);
-                }
-                Ok(done)
+                self.inner.submit(dev, req, &mut WrongRead { sink, n })
             }
             _ => self.inner.submit(dev, req, sink),
         }
@@ -205,14 +197,5 @@ impl Ftl for Inject {
 
     fn check_invariants(&self, dev: &Device) -> Result<(), String> {
         self.inner.check_invariants(dev)
-    }
-}
-
-/// Records the pages a read serves.
-struct Collect<'a>(&'a mut Vec<(Lpn, Served)>);
-
-impl ReadSink for Collect<'_> {
-    fn deliver(&mut self, lpn: Lpn, from: Served) {
-        self.0.push((lpn, from));
     }
 }

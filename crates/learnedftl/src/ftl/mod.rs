@@ -59,15 +59,16 @@ pub struct Unflushed {
 
 /// Receives every page a read returns (the engine's oracle, the NBD server's data path).
 pub trait ReadSink {
-    /// `lpn` was served from `from`.
-    fn deliver(&mut self, lpn: Lpn, from: Served);
+    /// `lpn` was served from `from` on `dev`, now: a page served from flash holds the data
+    /// until the FTL's next flash work, which may move it (GC in the same request).
+    fn deliver(&mut self, dev: &Device, lpn: Lpn, from: Served);
 }
 
 /// A sink that ignores what it is given.
 pub struct NullSink;
 
 impl ReadSink for NullSink {
-    fn deliver(&mut self, _: Lpn, _: Served) {}
+    fn deliver(&mut self, _: &Device, _: Lpn, _: Served) {}
 }
 
 /// Mapping DRAM in use, by part.
@@ -309,12 +310,12 @@ pub fn read_from_dram_map(
 ) -> Result<SimTime, FtlError> {
     let Some(ppa) = ppa else {
         stats.lookup(0);
-        sink.deliver(lpn, Served::Unmapped);
+        sink.deliver(dev, lpn, Served::Unmapped);
         return Ok(t);
     };
     let (oob, done) = dev.read(ppa, Cause::User, t)?;
     stats.lookup(1);
     stats.cmt_hits += 1;
-    sink.deliver(lpn, Served::Flash { ppa, oob });
+    sink.deliver(dev, lpn, Served::Flash { ppa, oob });
     Ok(done)
 }

@@ -836,7 +836,7 @@ impl Leaftl {
             if let Some(stamp) = self.buf.stamp(lpn.0) {
                 self.map.c.buffer_read_hits += 1;
                 self.stats.lookup(0);
-                sink.deliver(lpn, Served::Buffer { stamp });
+                sink.deliver(dev, lpn, Served::Buffer { stamp });
                 continue;
             }
             let g = Mapping::group(lpn.0);
@@ -852,7 +852,7 @@ impl Leaftl {
                         )));
                     }
                     self.stats.lookup(tp_reads);
-                    sink.deliver(lpn, Served::Unmapped);
+                    sink.deliver(dev, lpn, Served::Unmapped);
                     done = done.max(ready);
                 }
                 Some(seg) => {
@@ -865,7 +865,7 @@ impl Leaftl {
                         }
                     }
                     self.stats.lookup(tp_reads + reads);
-                    sink.deliver(lpn, Served::Flash { ppa, oob });
+                    sink.deliver(dev, lpn, Served::Flash { ppa, oob });
                     done = done.max(d);
                 }
             }

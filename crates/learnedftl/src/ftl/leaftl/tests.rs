@@ -23,7 +23,7 @@ fn req(op: Op, lpn: u32, pages: u32, t: u64, stamp: u32) -> Request {
 struct Got(Vec<(Lpn, Served)>);
 
 impl ReadSink for Got {
-    fn deliver(&mut self, lpn: Lpn, from: Served) {
+    fn deliver(&mut self, _: &Device, lpn: Lpn, from: Served) {
         self.0.push((lpn, from));
     }
 }

@@ -579,12 +579,12 @@ impl LearnedFtl {
             match self.table.get(lpn) {
                 None => {
                     self.stats.lookup(0);
-                    sink.deliver(lpn, Served::Unmapped);
+                    sink.deliver(dev, lpn, Served::Unmapped);
                 }
                 Some(ppa) => {
                     let (oob, d) = dev.read(ppa, Cause::User, at)?;
                     self.stats.lookup(reads);
-                    sink.deliver(lpn, Served::Flash { ppa, oob });
+                    sink.deliver(dev, lpn, Served::Flash { ppa, oob });
                     done = done.max(d);
                 }
             }

@@ -762,7 +762,7 @@ impl MuFtl {
             };
             let Some(e) = ext else {
                 self.stats.lookup(reads as usize);
-                sink.deliver(lpn, Served::Unmapped);
+                sink.deliver(dev, lpn, Served::Unmapped);
                 done = done.max(ready);
                 continue;
             };
@@ -770,7 +770,7 @@ impl MuFtl {
             let (oob, d) = dev.read(ppa, Cause::User, ready)?;
             self.stats.lookup(1 + reads as usize);
             self.stats.cmt_hits += (reads == 0) as u64;
-            sink.deliver(lpn, Served::Flash { ppa, oob });
+            sink.deliver(dev, lpn, Served::Flash { ppa, oob });
             done = done.max(d);
         }
         Ok(done)
