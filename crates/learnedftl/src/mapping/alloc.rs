@@ -95,6 +95,18 @@ impl GcPolicy {
             self.bg_min_invalid
         }
     }
+
+    /// Refuses `gc_victim` other than greedy for an FTL (`who`) whose GC picks its victims by
+    /// its own rule, so that the setting does not pass silently.
+    pub fn greedy_only(&self, who: &str) -> Result<(), ConfigError> {
+        match self.victim {
+            VictimRule::Greedy => Ok(()),
+            VictimRule::CostBenefit => Err(ConfigError::invalid(
+                "gc_victim",
+                format!("{who} picks its GC victims by its own rule; only greedy applies"),
+            )),
+        }
+    }
 }
 
 keys! {
@@ -218,20 +230,6 @@ impl GcPolicy {
             bg_min_invalid: ((geo.pages_per_line() as f64 * inv).ceil() as u32).max(1),
             bg_victims,
         })
-    }
-}
-
-impl GcPolicy {
-    /// Refuses `gc_victim` other than greedy for an FTL (`who`) whose GC picks its victims by
-    /// its own rule, so that the setting does not pass silently.
-    pub fn greedy_only(&self, who: &str) -> Result<(), ConfigError> {
-        match self.victim {
-            VictimRule::Greedy => Ok(()),
-            VictimRule::CostBenefit => Err(ConfigError::invalid(
-                "gc_victim",
-                format!("{who} picks its GC victims by its own rule; only greedy applies"),
-            )),
-        }
     }
 }
 
