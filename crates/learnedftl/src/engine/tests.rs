@@ -211,6 +211,16 @@ fn a_phase_too_large_to_allocate_is_an_error() {
 }
 
 /// A page's content: its LPN and version in every 8-byte word.
+/// A request of `len` bytes from the device's first byte.
+fn from_start(op: Op, arrival: SimTime, len: usize) -> HostIo {
+    HostIo {
+        arrival,
+        op,
+        offset: 0,
+        len: len as u64,
+    }
+}
+
 fn pattern(lpn: u64, version: u64, page: &mut [u8]) {
     for w in page.chunks_exact_mut(8) {
         w.copy_from_slice(&(lpn << 32 | version).to_le_bytes());
@@ -321,12 +331,7 @@ fn a_flush_inside_a_write_keeps_each_versions_bytes() {
     write(&mut s, 0, 5, 2);
     let mut want = vec![0u8; ps];
     let mut got = vec![0u8; 5 * ps];
-    let io = HostIo {
-        arrival: t,
-        op: Op::Read,
-        offset: 0,
-        len: got.len() as u64,
-    };
+    let io = from_start(Op::Read, t, got.len());
     s.submit_data(io, Payload::Read(&mut got)).unwrap();
     for (l, page) in got.chunks_exact(ps).enumerate() {
         pattern(l as u64, 2, &mut want);
@@ -483,22 +488,12 @@ fn a_read_keeps_the_bytes_of_pages_its_own_request_moves_away() {
     for (l, page) in buf.chunks_exact_mut(ps).enumerate() {
         pattern(l as u64, 1, page);
     }
-    let io = HostIo {
-        arrival: SimTime(0),
-        op: Op::Write,
-        offset: 0,
-        len: buf.len() as u64,
-    };
+    let io = from_start(Op::Write, SimTime(0), buf.len());
     let t = s.submit_data(io, Payload::Write(&buf)).unwrap();
     for round in 0..2 {
         let mut got = vec![0u8; 3 * ps];
-        let io = HostIo {
-            arrival: t,
-            op: Op::Read,
-            offset: 0,
-            len: got.len() as u64,
-        };
-        s.submit_data(io, Payload::Read(&mut got)).unwrap();
+        s.submit_data(from_start(Op::Read, t, got.len()), Payload::Read(&mut got))
+            .unwrap();
         assert!(
             got == buf,
             "round {round}: the bytes of a page moved after it was served"
