@@ -275,18 +275,20 @@ pub struct Allocator {
     pub(super) ptrs: Vec<Pointer>,
     /// Lines each stream owns (open or closed), so that a quota check need not scan the lines.
     pub(super) owned: Vec<u32>,
-    /// `(invalidations, free lines, lines closed, blocks opened)` when the last background
-    /// check found no victim: until a page is invalidated, a line changes hands or a block
-    /// opens (cost-benefit ages lines by blocks opened), the answer stays the same.
+    /// `(invalidations, free lines, line changes, blocks opened)` when the last background
+    /// check found no victim: until a page is invalidated, a line changes hands, fills or
+    /// closes, or a block opens (cost-benefit ages lines by blocks opened), the answer stays
+    /// the same.
     idle_at: Option<(u64, u32, u64, u32)>,
-    /// With it, while free lines stay `.1` and no line closes (`.2`, `closes`): no background
-    /// victim until the invalidations reach `.0`, as no closed line had the invalid pages one
-    /// needs and each invalidation adds one to one line. Under random writes the best victim
-    /// sits just below the background minimum for long stretches, and each request would
-    /// otherwise scan every line again.
+    /// With it, while free lines stay `.1` and no line fills or closes (`.2`, `changes`): no
+    /// background victim until the invalidations reach `.0`, as no candidate line had the
+    /// invalid pages one needs and each invalidation adds one to one line. Under random writes
+    /// the best victim sits just below the background minimum for long stretches, and each
+    /// request would otherwise scan every line again.
     idle_until: Option<(u64, u32, u64)>,
-    /// Lines closed so far (any line turning [`LineState::Closed`]).
-    closes: u64,
+    /// Lines filled or closed so far: each may make a line a GC candidate (a closed line, or
+    /// for LearnedFTL's reclaim a full open one).
+    changes: u64,
     /// Scratch space of [`collect_line`](super::gc::collect_line): the victim's pages between
     /// their reads and their programs, kept so a collection allocates nothing.
     pub(super) gc_buffer: Vec<(u32, Ppa, Oob, SimTime)>,
@@ -315,7 +317,7 @@ impl Allocator {
             owned: vec![0; streams as usize],
             idle_at: None,
             idle_until: None,
-            closes: 0,
+            changes: 0,
             gc_buffer: Vec::new(),
             gc_scratch: Vec::new(),
             policy,
@@ -376,6 +378,7 @@ impl Allocator {
         }
         let p = &mut self.ptrs[s];
         p.next += 1;
+        self.changes += (p.next == ppl) as u64;
         Ok(p.stripe.next_ppa())
     }
 
@@ -450,10 +453,10 @@ impl Allocator {
     pub fn background_gain(&self, dev: &Device) -> Option<u32> {
         let (inv, free) = (dev.invalidations(), self.free_lines());
         if free > self.policy.bg_free_lines
-            || self.idle_at == Some((inv, free, self.closes, dev.blocks_opened()))
+            || self.idle_at == Some((inv, free, self.changes, dev.blocks_opened()))
             || self
                 .idle_until
-                .is_some_and(|(until, f, c)| inv < until && f == free && c == self.closes)
+                .is_some_and(|(until, f, c)| inv < until && f == free && c == self.changes)
         {
             return None;
         }
@@ -461,20 +464,31 @@ impl Allocator {
     }
 
     /// Records that background GC found no victim needing `min_invalid` invalid pages: until a
-    /// page is invalidated, a line changes hands or a block opens, the answer stays the same;
-    /// and while no line is freed or closed, until enough pages are invalidated to give the
-    /// line with the most invalid pages `min_invalid`.
+    /// page is invalidated, a line changes hands, fills or closes, or a block opens, the answer
+    /// stays the same; and while no line is freed, filled or closed, until enough pages are
+    /// invalidated to give the candidate with the most invalid pages `min_invalid`. Candidates
+    /// are closed lines and full open ones (which LearnedFTL's reclaim takes; for the shared
+    /// GC, which does not, counting them only shortens the wait).
     pub fn idle(&mut self, dev: &Device, min_invalid: u32) {
         let (inv, free) = (dev.invalidations(), self.free_lines());
-        self.idle_at = Some((inv, free, self.closes, dev.blocks_opened()));
+        self.idle_at = Some((inv, free, self.changes, dev.blocks_opened()));
         let valid = dev.lines_valid();
         let most_invalid = (self.state.iter().zip(valid))
-            .filter(|(st, _)| matches!(st, LineState::Closed(_)))
+            .filter(|(st, _)| match st {
+                LineState::Closed(_) => true,
+                LineState::Open(s) => self.room(*s) == 0,
+                LineState::Free => false,
+            })
             .map(|(_, &v)| self.ppl - v)
             .max()
             .unwrap_or(0);
-        self.idle_until = (most_invalid < min_invalid)
-            .then(|| (inv + (min_invalid - most_invalid) as u64, free, self.closes));
+        self.idle_until = (most_invalid < min_invalid).then(|| {
+            (
+                inv + (min_invalid - most_invalid) as u64,
+                free,
+                self.changes,
+            )
+        });
     }
 
     /// Pages left in `stream`'s open line (0 if it has none).
@@ -507,7 +521,7 @@ impl Allocator {
     /// Marks `line` closed (owned by `stream`): a GC candidate from now on.
     pub(super) fn set_closed(&mut self, line: u32, stream: Stream) {
         self.state[line as usize] = LineState::Closed(stream);
-        self.closes += 1;
+        self.changes += 1;
     }
 
     /// Lines `stream` owns (open or closed), ascending.
@@ -751,6 +765,21 @@ mod tests {
         a.idle(&d, 100);
         assert_eq!(a.background_gain(&d), None);
         a.close(Stream::DATA);
+        assert_eq!(a.background_gain(&d), Some(min));
+    }
+
+    #[test]
+    fn an_open_line_that_fills_ends_the_wait() {
+        let (d, mut a, _) = three_lines([5, 10, 0]);
+        a.policy.bg_free_lines = a.free_lines();
+        let min = a.policy.bg_min_invalid;
+        a.idle(&d, min);
+        // Line 3, open with one page written, fills: LearnedFTL's reclaim may take it now.
+        for _ in 2..d.geo().pages_per_line() {
+            a.next_page(Stream::DATA).unwrap();
+            assert_eq!(a.background_gain(&d), None);
+        }
+        a.next_page(Stream::DATA).unwrap();
         assert_eq!(a.background_gain(&d), Some(min));
     }
 

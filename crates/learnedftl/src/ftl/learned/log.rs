@@ -135,20 +135,16 @@ impl LearnedFtl {
         dev: &mut Device,
         now: SimTime,
     ) -> Result<Option<SimTime>, FtlError> {
-        let pol = &self.alloc.policy;
-        if self.alloc.free_lines() > pol.bg_free_lines {
+        // The shared GC's rule and its memo of fruitless searches (`Allocator::idle`: reads
+        // and most writes would otherwise each scan every line).
+        let Some(min_gain) = self.alloc.background_gain(dev) else {
             return Ok(None);
-        }
-        // Until a page is invalidated or a line changes hands, a search that found nothing
-        // would find nothing again (reads would otherwise each scan every line).
-        let state = (dev.invalidations(), self.alloc.free_lines());
-        if self.bg_idle_at == Some(state) {
-            return Ok(None);
-        }
-        let min_gain = pol.bg_min_gain(self.alloc.free_lines());
+        };
         let done = self.reclaim(dev, now, min_gain)?;
         self.stats.gc_background += done.is_some() as u64;
-        self.bg_idle_at = done.is_none().then_some(state);
+        if done.is_none() {
+            self.alloc.idle(dev, min_gain);
+        }
         Ok(done)
     }
 

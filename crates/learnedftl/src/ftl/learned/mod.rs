@@ -222,8 +222,6 @@ pub struct LearnedFtl {
     /// `design=log`: pages a merge may move per host page written (`merge_budget`; `inf`: a
     /// group line chosen by GC always merges its group, `0`: never), and what is unspent.
     merge_credit: Credit,
-    /// `design=log`: (invalidations, free lines) when background GC last found nothing.
-    bg_idle_at: Option<(u64, u32)>,
     /// `design=log`: pages idling may move per host page written (`idle_merge_budget`), and
     /// what is unspent.
     idle_credit: Credit,
@@ -458,7 +456,6 @@ impl LearnedFtl {
             points: Vec::new(),
             fit: Vec::new(),
             merge_credit,
-            bg_idle_at: None,
             idle_credit,
             host_pages: 0,
             idle_merge_none_at: None,
