@@ -280,12 +280,12 @@ pub struct Allocator {
     /// closes, or a block opens (cost-benefit ages lines by blocks opened), the answer stays
     /// the same.
     idle_at: Option<(u64, u32, u64, u32)>,
-    /// With it, while free lines stay `.1` and no line fills or closes (`.2`, `changes`): no
-    /// background victim until the invalidations reach `.0`, as no candidate line had the
-    /// invalid pages one needs and each invalidation adds one to one line. Under random writes
-    /// the best victim sits just below the background minimum for long stretches, and each
-    /// request would otherwise scan every line again.
-    idle_until: Option<(u64, u32, u64)>,
+    /// With it, while free lines stay `.1`, no line fills or closes (`.2`, `changes`) and, for
+    /// cost-benefit, no block opens (`.3`, ages): no background victim until the invalidations
+    /// reach `.0` (see [`Allocator::idle`]). Under random writes the best victim sits just
+    /// below the background minimum for long stretches, and each request would otherwise scan
+    /// every line again.
+    idle_until: Option<(u64, u32, u64, Option<u32>)>,
     /// Lines filled or closed so far: each may make a line a GC candidate (a closed line, or
     /// for LearnedFTL's reclaim a full open one).
     changes: u64,
@@ -454,41 +454,98 @@ impl Allocator {
         let (inv, free) = (dev.invalidations(), self.free_lines());
         if free > self.policy.bg_free_lines
             || self.idle_at == Some((inv, free, self.changes, dev.blocks_opened()))
-            || self
-                .idle_until
-                .is_some_and(|(until, f, c)| inv < until && f == free && c == self.changes)
+            || self.idle_until.is_some_and(|(until, f, c, b)| {
+                inv < until
+                    && f == free
+                    && c == self.changes
+                    && b.is_none_or(|b| b == dev.blocks_opened())
+            })
         {
             return None;
         }
         Some(self.policy.bg_min_gain(free))
     }
 
-    /// Records that background GC found no victim needing `min_invalid` invalid pages: until a
-    /// page is invalidated, a line changes hands, fills or closes, or a block opens, the answer
-    /// stays the same; and while no line is freed, filled or closed, until enough pages are
-    /// invalidated to give the candidate with the most invalid pages `min_invalid`. Candidates
-    /// are closed lines and full open ones (which LearnedFTL's reclaim takes; for the shared
-    /// GC, which does not, counting them only shortens the wait).
-    pub fn idle(&mut self, dev: &Device, min_invalid: u32) {
+    /// Records that background GC found no victim needing `min_invalid` invalid pages among
+    /// the candidates: closed lines, and full open lines of the streams `open_full` names
+    /// (LearnedFTL's reclaim takes its groups'). Until a page is invalidated, a line changes
+    /// hands, fills or closes, or a block opens, the answer stays the same. And while no line
+    /// is freed, filled or closed (and, for cost-benefit, no block opens), a victim needs at
+    /// least as many invalidations as the candidate nearest to one lacks: each invalidation
+    /// adds one page to one line, and a victim must both rank first and have `min_invalid`
+    /// (or, for LearnedFTL, be wholly invalid).
+    pub fn idle(&mut self, dev: &Device, min_invalid: u32, open_full: impl Fn(Stream) -> bool) {
         let (inv, free) = (dev.invalidations(), self.free_lines());
         self.idle_at = Some((inv, free, self.changes, dev.blocks_opened()));
         let valid = dev.lines_valid();
-        let most_invalid = (self.state.iter().zip(valid))
-            .filter(|(st, _)| match st {
-                LineState::Closed(_) => true,
-                LineState::Open(s) => self.room(*s) == 0,
-                LineState::Free => false,
-            })
-            .map(|(_, &v)| self.ppl - v)
-            .max()
-            .unwrap_or(0);
-        self.idle_until = (most_invalid < min_invalid).then(|| {
-            (
-                inv + (min_invalid - most_invalid) as u64,
-                free,
-                self.changes,
-            )
-        });
+        let ppl = self.ppl;
+        let candidates = || {
+            (0u32..)
+                .zip(self.state.iter().zip(valid))
+                .filter(|(_, (st, _))| match st {
+                    LineState::Closed(_) => true,
+                    LineState::Open(s) => self.room(*s) == 0 && open_full(*s),
+                    LineState::Free => false,
+                })
+                .map(|(l, (_, &v))| (l, v))
+        };
+        let key = |l, v| match self.policy.victim {
+            VictimRule::Greedy => v as f64,
+            VictimRule::CostBenefit => self.cost_benefit(dev, l, v),
+        };
+        // The first choice, as `lowest` ranks them (lines with an invalid page, ties to the
+        // lower line).
+        let mut first: Option<(u32, f64)> = None;
+        for (l, v) in candidates().filter(|&(_, v)| v < ppl) {
+            let k = key(l, v);
+            if first.is_none_or(|(_, fk)| k < fk) {
+                first = Some((l, k));
+            }
+        }
+        // Invalidations line `l` with `v` valid pages needs to rank at or above the first
+        // choice (a lower bound: ties count as ranking above).
+        let to_rank = |l: u32, v: u32| -> u32 {
+            let Some((_, fk)) = first.filter(|&(fl, _)| fl != l) else {
+                return 0;
+            };
+            match self.policy.victim {
+                VictimRule::Greedy => v.saturating_sub(fk as u32),
+                // The key is `-m * age / (2P - m)` with `m` invalid pages, falling as `m`
+                // grows: it reaches the first choice's `-k` near `m = 2Pk / (age + k)`; the
+                // exact `m` is found from there with the key's own arithmetic.
+                VictimRule::CostBenefit => {
+                    let (n, k) = (ppl - v, -fk);
+                    let beats = |m: u32| self.cost_benefit(dev, l, ppl - m) <= fk;
+                    let first_block = self.geo.block_in_line(l, 0);
+                    let age = dev.blocks_opened().wrapping_sub(dev.block_seq(first_block)) as f64;
+                    let mut m = if k <= 0.0 {
+                        n
+                    } else {
+                        ((2.0 * ppl as f64 * k / (age + k)) as u32).clamp(n, ppl + 1)
+                    };
+                    while m > n && beats(m - 1) {
+                        m -= 1;
+                    }
+                    while m <= ppl && !beats(m) {
+                        m += 1;
+                    }
+                    if m > ppl {
+                        u32::MAX
+                    } else {
+                        m - n
+                    }
+                }
+            }
+        };
+        let mut wait = min_invalid;
+        for (l, v) in candidates() {
+            let gain = min_invalid.saturating_sub(ppl - v).min(v);
+            if gain < wait {
+                wait = wait.min(to_rank(l, v).max(gain).min(v));
+            }
+        }
+        let ages = (self.policy.victim == VictimRule::CostBenefit).then(|| dev.blocks_opened());
+        self.idle_until = (wait > 0).then(|| (inv + wait as u64, free, self.changes, ages));
     }
 
     /// Pages left in `stream`'s open line (0 if it has none).
@@ -715,7 +772,7 @@ mod tests {
         a.policy.bg_free_lines = a.free_lines();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
         // A fruitless search is remembered until a page is invalidated.
-        a.idle(&d, a.policy.bg_min_invalid);
+        a.idle(&d, a.policy.bg_min_invalid, |_| false);
         assert_eq!(a.background_gain(&d), None);
         d.invalidate(pages[l1 + 100]).unwrap();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
@@ -754,7 +811,7 @@ mod tests {
         assert_eq!(min, 64);
         assert_eq!(a.background_gain(&d), Some(min));
         // Line 1 has 10 invalid pages of the 64 a victim needs: 54 more invalidations first.
-        a.idle(&d, min);
+        a.idle(&d, min, |_| false);
         for p in &pages[l1 + 10..l1 + 63] {
             d.invalidate(*p).unwrap();
             assert_eq!(a.background_gain(&d), None);
@@ -762,7 +819,7 @@ mod tests {
         d.invalidate(pages[l1 + 63]).unwrap();
         assert_eq!(a.background_gain(&d), Some(min));
         // A line that closes (it may hold invalid pages already) ends the wait.
-        a.idle(&d, 100);
+        a.idle(&d, 100, |_| false);
         assert_eq!(a.background_gain(&d), None);
         a.close(Stream::DATA);
         assert_eq!(a.background_gain(&d), Some(min));
@@ -773,7 +830,7 @@ mod tests {
         let (d, mut a, _) = three_lines([5, 10, 0]);
         a.policy.bg_free_lines = a.free_lines();
         let min = a.policy.bg_min_invalid;
-        a.idle(&d, min);
+        a.idle(&d, min, |_| true);
         // Line 3, open with one page written, fills: LearnedFTL's reclaim may take it now.
         for _ in 2..d.geo().pages_per_line() {
             a.next_page(Stream::DATA).unwrap();
@@ -781,6 +838,53 @@ mod tests {
         }
         a.next_page(Stream::DATA).unwrap();
         assert_eq!(a.background_gain(&d), Some(min));
+    }
+
+    proptest::proptest! {
+        /// The background memo and its wait never hide a victim: whenever `background_gain`
+        /// answers `None`, a fresh search finds no first choice with the invalid pages a
+        /// background victim needs, under either rule, as pages are written (opening blocks,
+        /// so cost-benefit's ages move) and invalidated.
+        #[test]
+        fn the_background_wait_never_hides_a_victim(
+            cost_benefit: bool,
+            ops in proptest::collection::vec((0u32..100_000, proptest::bool::weighted(0.4)), 1..800),
+        ) {
+            let (mut d, mut a) = setup();
+            if cost_benefit {
+                a.policy.victim = VictimRule::CostBenefit;
+            }
+            (a.policy.fg_free_lines, a.policy.bg_free_lines) = (0, u32::MAX);
+            let (ppl, min) = (d.geo().pages_per_line(), a.policy.bg_min_invalid);
+            let mut live = Vec::new();
+            let write = |d: &mut Device, a: &mut Allocator, live: &mut Vec<Ppa>| {
+                let p = a.next_page(Stream::DATA).unwrap();
+                let oob = Oob::data(Lpn(live.len() as u32), 1);
+                d.program(p, oob, Src::None, Cause::User, SimTime(0)).unwrap();
+                live.push(p);
+            };
+            for _ in 0..5 * ppl {
+                write(&mut d, &mut a, &mut live);
+            }
+            for (pick, is_write) in ops {
+                if is_write {
+                    write(&mut d, &mut a, &mut live);
+                } else {
+                    let p = live.swap_remove(pick as usize % live.len());
+                    d.invalidate(p).unwrap();
+                }
+                let found = a.victim(&d).is_some_and(|l| ppl - d.line_valid(l) >= min);
+                match a.background_gain(&d) {
+                    None => proptest::prop_assert!(!found),
+                    Some(m) => {
+                        proptest::prop_assert_eq!(m, min);
+                        if !found {
+                            a.idle(&d, min, |_| false);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -143,7 +143,10 @@ impl LearnedFtl {
         let done = self.reclaim(dev, now, min_gain)?;
         self.stats.gc_background += done.is_some() as u64;
         if done.is_none() {
-            self.alloc.idle(dev, min_gain);
+            // Full open group lines are candidates too (`log_victim`).
+            let groups = &self.groups;
+            self.alloc
+                .idle(dev, min_gain, |s| groups.of_stream(s).is_some());
         }
         Ok(done)
     }
