@@ -841,14 +841,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        // Cheap cases, and a wrong wait shows only in some.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
         /// The background memo and its wait never hide a victim: whenever `background_gain`
         /// answers `None`, a fresh search finds no first choice with the invalid pages a
         /// background victim needs, under either rule, as pages are written (opening blocks,
-        /// so cost-benefit's ages move) and invalidated.
+        /// so cost-benefit's ages move) and invalidated; with full open lines among the
+        /// candidates and wholly invalid ones always taken (LearnedFTL's reclaim) or not.
         #[test]
         fn the_background_wait_never_hides_a_victim(
             cost_benefit: bool,
-            ops in proptest::collection::vec((0u32..100_000, proptest::bool::weighted(0.4)), 1..800),
+            open_full: bool,
+            writes in 1u8..100,
+            ops in proptest::collection::vec((0u32..100_000, 0u8..100), 1..800),
         ) {
             let (mut d, mut a) = setup();
             if cost_benefit {
@@ -866,20 +872,48 @@ mod tests {
             for _ in 0..5 * ppl {
                 write(&mut d, &mut a, &mut live);
             }
-            for (pick, is_write) in ops {
-                if is_write {
-                    write(&mut d, &mut a, &mut live);
+            // `writes` in 100 operations write, the others invalidate.
+            for (pick, roll) in ops {
+                if roll < writes {
+                    // Up to a tenth of a line, so that lines fill (and stay full while open)
+                    // between invalidations.
+                    for _ in 0..=pick % (ppl / 10) {
+                        write(&mut d, &mut a, &mut live);
+                    }
                 } else {
-                    let p = live.swap_remove(pick as usize % live.len());
+                    // Three times in four among the last line's worth written, mostly the
+                    // open line's pages.
+                    let (n, pick) = (live.len(), pick as usize);
+                    let i = if pick % 4 == 0 {
+                        pick % n
+                    } else {
+                        n - 1 - (pick / 4) % n.min(ppl as usize)
+                    };
+                    let p = live.swap_remove(i);
                     d.invalidate(p).unwrap();
                 }
-                let found = a.victim(&d).is_some_and(|l| ppl - d.line_valid(l) >= min);
+                // A fresh search over the candidates, as `lowest` or LearnedFTL's reclaim ranks.
+                let candidates = (0..d.geo().lines()).filter(|&l| match a.state(l) {
+                    LineState::Closed(_) => true,
+                    LineState::Open(s) => open_full && a.room(s) == 0,
+                    LineState::Free => false,
+                });
+                let mut first: Option<(u32, u32)> = None;
+                let mut empty = false;
+                for l in candidates {
+                    let v = d.line_valid(l);
+                    empty |= open_full && v == 0;
+                    if v < ppl && first.is_none_or(|b| a.better(&d, (l, v), b)) {
+                        first = Some((l, v));
+                    }
+                }
+                let found = empty || first.is_some_and(|(_, v)| ppl - v >= min);
                 match a.background_gain(&d) {
                     None => proptest::prop_assert!(!found),
                     Some(m) => {
                         proptest::prop_assert_eq!(m, min);
                         if !found {
-                            a.idle(&d, min, |_| false);
+                            a.idle(&d, min, |_| open_full);
                         }
                     }
                 }
