@@ -363,9 +363,9 @@ impl LearnedFtl {
     /// The reclaim, if it frees at least `min_gain` pages now: an empty line is erased; else
     /// the best line by the victim rule (greedy by default: the fewest valid pages, as every
     /// FTL; `gc_victim`) — if it is a group line its group is merged while the merge credit
-    /// covers it, and otherwise the log line with the fewest valid pages is collected instead
-    /// (a group line's pages leave it only through a merge, so its models survive); a group
-    /// line is collected alone only when the log has no candidate.
+    /// covers it and its lines fit, and otherwise the line is collected alone, like a log line
+    /// (its survivors go home or to the log; rank pieces keep predicting them). A line collected
+    /// alone whose copies would not fit gives way to the emptiest translation line.
     fn log_victim(&mut self, dev: &Device, min_gain: u32) -> Option<Victim> {
         let ppl = self.geo.pages_per_line();
         let valid = dev.lines_valid();
