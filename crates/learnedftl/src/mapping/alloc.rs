@@ -394,35 +394,44 @@ impl Allocator {
     /// A linear scan over the lines' valid counts: a scan of a contiguous array is cheaper
     /// than keeping a heap ordered on every invalidation.
     pub fn victim_where(&self, dev: &Device, ok: impl Fn(u32) -> bool) -> Option<u32> {
-        match self.policy.victim {
-            VictimRule::Greedy => self.lowest(dev, ok, |_, v| v),
-            VictimRule::CostBenefit => self.lowest(dev, ok, |l, v| self.cost_benefit(dev, l, v)),
-        }
+        let closed = |st: LineState| matches!(st, LineState::Closed(_));
+        self.lowest(dev, closed, ok).map(|(l, _)| l)
     }
 
-    /// The closed line with an invalid page that `ok` accepts and the lowest `key(line,
-    /// valid)`; ties go to the lower line.
+    /// The line in a state `candidate` accepts, with an invalid page, that `ok` accepts and
+    /// has the lowest key by the victim rule ([`Allocator::key`]), with its key; ties go to
+    /// the lower line.
     #[inline]
-    fn lowest<K: PartialOrd>(
+    fn lowest(
         &self,
         dev: &Device,
+        candidate: impl Fn(LineState) -> bool,
         ok: impl Fn(u32) -> bool,
-        key: impl Fn(u32, u32) -> K,
-    ) -> Option<u32> {
+    ) -> Option<(u32, f64)> {
         let valid = dev.lines_valid();
-        let mut best: Option<(u32, K)> = None;
-        for (line, st) in self.state.iter().enumerate() {
-            if let LineState::Closed(_) = st {
+        let mut best: Option<(u32, f64)> = None;
+        for (line, &st) in self.state.iter().enumerate() {
+            if candidate(st) {
                 let (l, v) = (line as u32, valid[line]);
                 if v < self.ppl {
-                    let k = key(l, v);
-                    if best.as_ref().is_none_or(|(_, bk)| k < *bk) && ok(l) {
+                    let k = self.key(dev, l, v);
+                    if best.is_none_or(|(_, bk)| k < bk) && ok(l) {
                         best = Some((l, k));
                     }
                 }
             }
         }
-        best.map(|(l, _)| l)
+        best
+    }
+
+    /// Line `line`'s rank by the victim rule, given its `valid` pages, lowest best: greedy's
+    /// valid pages, or cost-benefit's key.
+    #[inline]
+    fn key(&self, dev: &Device, line: u32, valid: u32) -> f64 {
+        match self.policy.victim {
+            VictimRule::Greedy => valid as f64,
+            VictimRule::CostBenefit => self.cost_benefit(dev, line, valid),
+        }
     }
 
     /// `gc_victim=cost-benefit`'s key of line `line` with `valid` valid pages, lowest best:
@@ -439,12 +448,7 @@ impl Allocator {
     /// (LearnedFTL's reclaim).
     #[inline]
     pub fn better(&self, dev: &Device, a: (u32, u32), b: (u32, u32)) -> bool {
-        match self.policy.victim {
-            VictimRule::Greedy => a.1 < b.1,
-            VictimRule::CostBenefit => {
-                self.cost_benefit(dev, a.0, a.1) < self.cost_benefit(dev, b.0, b.1)
-            }
-        }
+        self.key(dev, a.0, a.1) < self.key(dev, b.0, b.1)
     }
 
     /// Whether background GC may run now: if free lines are at or below the background
@@ -479,29 +483,12 @@ impl Allocator {
         self.idle_at = Some((inv, free, self.changes, dev.blocks_opened()));
         let valid = dev.lines_valid();
         let ppl = self.ppl;
-        let candidates = || {
-            (0u32..)
-                .zip(self.state.iter().zip(valid))
-                .filter(|(_, (st, _))| match st {
-                    LineState::Closed(_) => true,
-                    LineState::Open(s) => self.room(*s) == 0 && open_full(*s),
-                    LineState::Free => false,
-                })
-                .map(|(l, (_, &v))| (l, v))
+        let candidate = |st: LineState| match st {
+            LineState::Closed(_) => true,
+            LineState::Open(s) => self.room(s) == 0 && open_full(s),
+            LineState::Free => false,
         };
-        let key = |l, v| match self.policy.victim {
-            VictimRule::Greedy => v as f64,
-            VictimRule::CostBenefit => self.cost_benefit(dev, l, v),
-        };
-        // The first choice, as `lowest` ranks them (lines with an invalid page, ties to the
-        // lower line).
-        let mut first: Option<(u32, f64)> = None;
-        for (l, v) in candidates().filter(|&(_, v)| v < ppl) {
-            let k = key(l, v);
-            if first.is_none_or(|(_, fk)| k < fk) {
-                first = Some((l, k));
-            }
-        }
+        let first = self.lowest(dev, candidate, |_| true);
         // Invalidations line `l` with `v` valid pages needs to rank at or above the first
         // choice (a lower bound: ties count as ranking above).
         let to_rank = |l: u32, v: u32| -> u32 {
@@ -538,7 +525,8 @@ impl Allocator {
             }
         };
         let mut wait = min_invalid;
-        for (l, v) in candidates() {
+        let candidates = (0u32..).zip(self.state.iter().zip(valid));
+        for (l, (_, &v)) in candidates.filter(|(_, (&st, _))| candidate(st)) {
             let gain = min_invalid.saturating_sub(ppl - v).min(v);
             if gain < wait {
                 wait = wait.min(to_rank(l, v).max(gain).min(v));
