@@ -438,9 +438,15 @@ impl Allocator {
     /// minus `(P - valid) * age / (P + valid)`.
     #[inline]
     fn cost_benefit(&self, dev: &Device, line: u32, valid: u32) -> f64 {
-        let first = self.geo.block_in_line(line, 0);
-        let age = dev.blocks_opened().wrapping_sub(dev.block_seq(first));
+        let age = self.age(dev, line);
         -((self.ppl - valid) as f64 * age as f64 / (self.ppl + valid) as f64)
+    }
+
+    /// Line `line`'s age for cost-benefit: blocks opened since its first block was.
+    #[inline]
+    fn age(&self, dev: &Device, line: u32) -> u32 {
+        let first = self.geo.block_in_line(line, 0);
+        dev.blocks_opened().wrapping_sub(dev.block_seq(first))
     }
 
     /// Whether line `a` is a better victim than line `b` by the victim rule, each given as
@@ -503,8 +509,7 @@ impl Allocator {
                 VictimRule::CostBenefit => {
                     let (n, k) = (ppl - v, -fk);
                     let beats = |m: u32| self.cost_benefit(dev, l, ppl - m) <= fk;
-                    let first_block = self.geo.block_in_line(l, 0);
-                    let age = dev.blocks_opened().wrapping_sub(dev.block_seq(first_block)) as f64;
+                    let age = self.age(dev, l) as f64;
                     let mut m = if k <= 0.0 {
                         n
                     } else {
