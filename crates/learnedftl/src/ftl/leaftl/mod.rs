@@ -936,6 +936,11 @@ impl Ftl for Leaftl {
         // LPN's group: the flush's stages of the same hint, the header when the request comes
         // later, what it points at when it comes next, and the cache links a use rewrites.
         self.buf.index.prefetch(lpn.0);
+        // A write reaches only the buffer: the flush that programs it, thousands of requests
+        // later, hints its entry, the page it replaces and its group itself.
+        if op == Op::Write {
+            return;
+        }
         let g = Mapping::group(lpn.0);
         if (g as usize) < self.map.groups.len() {
             match when {

@@ -111,6 +111,10 @@ impl FromIterator<u8> for Offsets {
 
 const NO_OWNER: u16 = u16::MAX;
 
+/// Levels whose segments [`GroupTable::prefetch`] hints: most groups have one to three, and a
+/// fragmented group's deep levels are rarely reached.
+const HINTED_LEVELS: usize = 3;
+
 /// One level of a group's table: its segments, sorted and not overlapping, and the offsets
 /// they encode (its cover): a lookup tests the covers top-down and searches only the level
 /// that has its offset (a fragmented group has tens of levels). Kept together, a new level is
@@ -171,13 +175,20 @@ impl GroupTable {
         self.segments() as u64 * SEGMENT_BYTES + self.crb_bytes()
     }
 
-    /// Hints into cache what inserting a segment reads after this table's header: its top
-    /// level (segment list and cover), or with `top`, that level's segments (reading the
-    /// level, best once an earlier call hinted it).
+    /// Hints into cache what inserting a segment or compacting reads after this table's
+    /// header: its top level (segment list and cover), or with `top`, the segments of its
+    /// first levels (reading the level list, best once an earlier call hinted it). A segment
+    /// an insert demotes goes to the next level, and a compaction reads every level: after
+    /// random writes a group has a level of single points over the level its fill left.
     #[inline]
     pub fn prefetch(&self, top: bool) {
         if top {
-            if let Some(seg) = self.levels.first().and_then(|l| l.segs.first()) {
+            for seg in self
+                .levels
+                .iter()
+                .take(HINTED_LEVELS)
+                .filter_map(|l| l.segs.first())
+            {
                 crate::host::prefetch(seg);
             }
         } else if let Some(l) = self.levels.first() {
