@@ -223,6 +223,10 @@ pub struct Device {
     blk_seq: Vec<u32>,
     opened: u32,
     line_valid: Vec<u32>,
+    /// Per line, the valid count below which an invalidation raises `line_alarm` (0: never);
+    /// see [`Device::arm_line_alarms`].
+    line_alarm_below: Vec<u32>,
+    line_alarm: bool,
     lun_busy: Vec<u64>,
     ch_busy: Vec<u64>,
     xfer_ns: u64,
@@ -277,6 +281,8 @@ impl Device {
             blk_seq: vec![0; blocks],
             opened: 0,
             line_valid: vec![0; geo.lines() as usize],
+            line_alarm_below: vec![0; geo.lines() as usize],
+            line_alarm: false,
             lun_busy: vec![0; geo.luns() as usize],
             ch_busy: vec![0; geo.channels as usize],
             counters: FlashCounters::default(),
@@ -498,6 +504,19 @@ impl Device {
     pub fn lines_valid(&self) -> &[u32] {
         &self.line_valid
     }
+    /// Arms the line alarms and lowers the alarm: from now on an invalidation that leaves line
+    /// `l` with fewer than `below[l]` valid pages raises it (0: never). A GC that found no
+    /// victim learns this way when a line it waits on has lost the pages it needed, rather than
+    /// scanning every line again after every request.
+    pub fn arm_line_alarms(&mut self, below: &[u32]) {
+        self.line_alarm_below.copy_from_slice(below);
+        self.line_alarm = false;
+    }
+    /// Whether an invalidation raised the alarm since [`Device::arm_line_alarms`].
+    #[inline]
+    pub fn line_alarm(&self) -> bool {
+        self.line_alarm
+    }
     /// When the LUN holding `ppa` is next idle (after its last booked operation; under
     /// `timing=backfill` it may have idle gaps before that).
     #[inline]
@@ -630,7 +649,9 @@ impl Device {
         self.invalidations += 1;
         let blk = self.math.block_of(ppa);
         self.blk_valid[blk as usize] -= 1;
-        self.line_valid[self.math.line_of_block(blk) as usize] -= 1;
+        let line = self.math.line_of_block(blk) as usize;
+        self.line_valid[line] -= 1;
+        self.line_alarm |= self.line_valid[line] < self.line_alarm_below[line];
         Ok(())
     }
 
@@ -706,7 +727,7 @@ impl Device {
                 + self.blk_seq.capacity()
                 + self.ckpt_written.capacity())
                 * 4
-            + self.line_valid.capacity() * 4
+            + (self.line_valid.capacity() + self.line_alarm_below.capacity()) * 4
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
             + self.backfill.as_ref().map_or(0, |b| b.state_bytes())
     }

@@ -113,6 +113,9 @@ impl Device {
         self.valid.fill(0);
         self.blk_valid.fill(0);
         self.line_valid.fill(0);
+        // Recovery starts its GC afresh: nothing waits on the counts just cleared.
+        self.line_alarm_below.fill(0);
+        self.line_alarm = false;
         self.power = Power::On;
     }
 

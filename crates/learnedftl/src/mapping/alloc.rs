@@ -280,12 +280,15 @@ pub struct Allocator {
     /// closes, or a block opens (cost-benefit ages lines by blocks opened), the answer stays
     /// the same.
     idle_at: Option<(u64, u32, u64, u32)>,
-    /// With it, while free lines stay `.1`, no line fills or closes (`.2`, `changes`) and, for
-    /// cost-benefit, no block opens (`.3`, ages): no background victim until the invalidations
-    /// reach `.0` (see [`Allocator::idle`]). Under random writes the best victim sits just
-    /// below the background minimum for long stretches, and each request would otherwise scan
-    /// every line again.
-    idle_until: Option<(u64, u32, u64, Option<u32>)>,
+    /// With it, while free lines stay `.0`, no line fills or closes (`.1`, `changes`), for
+    /// cost-benefit no block opens (`.2`, ages), and the device's line alarm is down: no
+    /// background victim (see [`Allocator::idle`]). Under random writes the best victim sits
+    /// just below the background minimum for long stretches, and each request would otherwise
+    /// scan every line again.
+    idle_until: Option<(u32, u64, Option<u32>)>,
+    /// The line alarms [`Allocator::idle`] computes for the device, kept so that it allocates
+    /// nothing.
+    alarms: Vec<u32>,
     /// Lines filled or closed so far: each may make a line a GC candidate (a closed line, or
     /// for LearnedFTL's reclaim a full open one).
     changes: u64,
@@ -317,6 +320,7 @@ impl Allocator {
             owned: vec![0; streams as usize],
             idle_at: None,
             idle_until: None,
+            alarms: Vec::new(),
             changes: 0,
             gc_buffer: Vec::new(),
             gc_scratch: Vec::new(),
@@ -464,8 +468,8 @@ impl Allocator {
         let (inv, free) = (dev.invalidations(), self.free_lines());
         if free > self.policy.bg_free_lines
             || self.idle_at == Some((inv, free, self.changes, dev.blocks_opened()))
-            || self.idle_until.is_some_and(|(until, f, c, b)| {
-                inv < until
+            || self.idle_until.is_some_and(|(f, c, b)| {
+                !dev.line_alarm()
                     && f == free
                     && c == self.changes
                     && b.is_none_or(|b| b == dev.blocks_opened())
@@ -480,13 +484,15 @@ impl Allocator {
     /// the candidates: closed lines, and full open lines of the streams `open_full` names
     /// (LearnedFTL's reclaim takes its groups'). Until a page is invalidated, a line changes
     /// hands, fills or closes, or a block opens, the answer stays the same. And while no line
-    /// is freed, filled or closed (and, for cost-benefit, no block opens), a victim needs at
-    /// least as many invalidations as the candidate nearest to one lacks: each invalidation
-    /// adds one page to one line, and a victim must both rank first and have `min_invalid`
-    /// (or, for LearnedFTL, be wholly invalid).
-    pub fn idle(&mut self, dev: &Device, min_invalid: u32, open_full: impl Fn(Stream) -> bool) {
+    /// is freed, filled or closed (and, for cost-benefit, no block opens), a victim needs some
+    /// candidate to lose as many valid pages as it lacks, itself: to rank first (its key moves
+    /// only with its own pages, and the first choice's can only get better) and to have
+    /// `min_invalid` invalid pages (or, for LearnedFTL, to be wholly invalid). The device's
+    /// line alarms say when one has ([`Device::arm_line_alarms`]).
+    pub fn idle(&mut self, dev: &mut Device, min_invalid: u32, open_full: impl Fn(Stream) -> bool) {
         let (inv, free) = (dev.invalidations(), self.free_lines());
         self.idle_at = Some((inv, free, self.changes, dev.blocks_opened()));
+        let mut alarms = std::mem::take(&mut self.alarms);
         let valid = dev.lines_valid();
         let ppl = self.ppl;
         let candidate = |st: LineState| match st {
@@ -529,16 +535,24 @@ impl Allocator {
                 }
             }
         };
-        let mut wait = min_invalid;
+        // Per candidate, the valid count below which it may become a victim (never below
+        // zero: a line cannot lose more pages than it holds).
+        alarms.clear();
+        alarms.resize(valid.len(), 0);
+        let mut waits = true;
         let candidates = (0u32..).zip(self.state.iter().zip(valid));
         for (l, (_, &v)) in candidates.filter(|(_, (&st, _))| candidate(st)) {
             let gain = min_invalid.saturating_sub(ppl - v).min(v);
-            if gain < wait {
-                wait = wait.min(to_rank(l, v).max(gain).min(v));
-            }
+            let need = to_rank(l, v).max(gain).min(v);
+            waits &= need > 0;
+            alarms[l as usize] = v - need + 1;
         }
         let ages = (self.policy.victim == VictimRule::CostBenefit).then(|| dev.blocks_opened());
-        self.idle_until = (wait > 0).then(|| (inv + wait as u64, free, self.changes, ages));
+        self.idle_until = waits.then_some((free, self.changes, ages));
+        if waits {
+            dev.arm_line_alarms(&alarms);
+        }
+        self.alarms = alarms;
     }
 
     /// Pages left in `stream`'s open line (0 if it has none).
@@ -765,7 +779,7 @@ mod tests {
         a.policy.bg_free_lines = a.free_lines();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
         // A fruitless search is remembered until a page is invalidated.
-        a.idle(&d, a.policy.bg_min_invalid, |_| false);
+        a.idle(&mut d, a.policy.bg_min_invalid, |_| false);
         assert_eq!(a.background_gain(&d), None);
         d.invalidate(pages[l1 + 100]).unwrap();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
@@ -804,7 +818,7 @@ mod tests {
         assert_eq!(min, 64);
         assert_eq!(a.background_gain(&d), Some(min));
         // Line 1 has 10 invalid pages of the 64 a victim needs: 54 more invalidations first.
-        a.idle(&d, min, |_| false);
+        a.idle(&mut d, min, |_| false);
         for p in &pages[l1 + 10..l1 + 63] {
             d.invalidate(*p).unwrap();
             assert_eq!(a.background_gain(&d), None);
@@ -812,18 +826,37 @@ mod tests {
         d.invalidate(pages[l1 + 63]).unwrap();
         assert_eq!(a.background_gain(&d), Some(min));
         // A line that closes (it may hold invalid pages already) ends the wait.
-        a.idle(&d, 100, |_| false);
+        a.idle(&mut d, 100, |_| false);
         assert_eq!(a.background_gain(&d), None);
         a.close(Stream::DATA);
         assert_eq!(a.background_gain(&d), Some(min));
     }
 
     #[test]
-    fn an_open_line_that_fills_ends_the_wait() {
-        let (d, mut a, _) = three_lines([5, 10, 0]);
+    fn invalidations_on_lines_that_do_not_need_them_leave_the_wait() {
+        // Line 0 lacks 59 invalid pages of the 64 a victim needs, line 1 54, line 2 64: the
+        // wait lasts until one of them alone has them, however many land elsewhere.
+        let (mut d, mut a, pages) = three_lines([5, 10, 0]);
+        let ppl = d.geo().pages_per_line() as usize;
         a.policy.bg_free_lines = a.free_lines();
         let min = a.policy.bg_min_invalid;
-        a.idle(&d, min, |_| true);
+        a.idle(&mut d, min, |_| false);
+        for p in pages[5..63].iter().chain(&pages[2 * ppl..2 * ppl + 63]) {
+            d.invalidate(*p).unwrap();
+            assert_eq!(a.background_gain(&d), None);
+        }
+        // Line 0 ranks first with 63 invalid pages; its 64th makes it a victim.
+        assert_eq!(a.victim(&d), Some(0));
+        d.invalidate(pages[63]).unwrap();
+        assert_eq!(a.background_gain(&d), Some(min));
+    }
+
+    #[test]
+    fn an_open_line_that_fills_ends_the_wait() {
+        let (mut d, mut a, _) = three_lines([5, 10, 0]);
+        a.policy.bg_free_lines = a.free_lines();
+        let min = a.policy.bg_min_invalid;
+        a.idle(&mut d, min, |_| true);
         // Line 3, open with one page written, fills: LearnedFTL's reclaim may take it now.
         for _ in 2..d.geo().pages_per_line() {
             a.next_page(Stream::DATA).unwrap();
@@ -906,7 +939,7 @@ mod tests {
                     Some(m) => {
                         proptest::prop_assert_eq!(m, min);
                         if !found {
-                            a.idle(&d, min, |_| open_full);
+                            a.idle(&mut d, min, |_| open_full);
                         }
                     }
                 }
