@@ -347,10 +347,11 @@ impl Allocator {
         p.line == Pointer::NONE || p.next == self.ppl
     }
 
-    /// Whether foreground GC must run before `stream` takes a new line.
+    /// Whether foreground GC must run before `stream` takes `pages` pages: they need a new
+    /// line and free lines are at or below the foreground threshold.
     #[inline]
-    pub fn must_collect(&self, stream: Stream) -> bool {
-        self.needs_line(stream) && self.free_lines() <= self.policy.fg_free_lines
+    pub fn must_collect(&self, stream: Stream, pages: u32) -> bool {
+        self.room(stream) < pages && self.free_lines() <= self.policy.fg_free_lines
     }
 
     /// Closes `stream`'s line if it is full, so that GC may choose it before the pointer takes

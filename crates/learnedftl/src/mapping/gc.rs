@@ -325,17 +325,20 @@ pub fn alloc_page(
     hooks: &mut impl GcHooks,
     stats: &mut FtlStats,
 ) -> Result<Ppa, FtlError> {
-    make_room(dev, alloc, stream, t, hooks, stats)?;
+    make_room(dev, alloc, stream, 1, t, hooks, stats)?;
     alloc.next_page(stream)
 }
 
-/// The foreground GC [`alloc_page`] runs before taking a page, alone: for an FTL that must run
-/// it before it decides what to write (GC may change that), then takes its few pages with
-/// [`Allocator::next_page`], which the reserve covers.
+/// The foreground GC [`alloc_page`] runs before taking a page, for `pages` pages of `stream`
+/// at once: for an FTL that must run it before it decides what to write (GC may change that),
+/// then takes those pages with [`Allocator::next_page`]. Asking for fewer pages than it then
+/// takes would let each such write spill into the reserve without GC running: μ-FTL's
+/// multi-page tree writes drained it that way to "device full" under random writes.
 pub fn make_room(
     dev: &mut Device,
     alloc: &mut Allocator,
     stream: Stream,
+    pages: u32,
     t: SimTime,
     hooks: &mut impl GcHooks,
     stats: &mut FtlStats,
@@ -343,7 +346,7 @@ pub fn make_room(
     // A full open line is a GC candidate too (a translation line can be mostly invalid by the
     // time it fills, and may be the only line GC can reclaim).
     alloc.close_full(stream);
-    while alloc.must_collect(stream) {
+    while alloc.must_collect(stream, pages) {
         // Nothing reclaimable yet (e.g. every data page valid and the translation line still
         // open), or no collection fits: dip into the reserve; next_page fails only when no
         // free line is left.
@@ -524,5 +527,48 @@ mod tests {
         // No line free: nothing fits.
         let (d, a) = full_device(0);
         assert_eq!(victim(&d, &a, &costly, 1), None);
+    }
+
+    #[test]
+    fn room_is_made_for_every_page_a_write_takes() {
+        // A translation line open with one page left, free lines down to the reserve (its
+        // pages rewritten at once, as TPs are): one page needs no collection; two would take a
+        // reserve line, so GC runs first.
+        let mut hooks = Hooks { tp_per_page: false };
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let fg = GcPolicy::from_params(&geo, &mut Params::new(), 2)
+            .unwrap()
+            .fg_free_lines;
+        let (mut d, mut a) = full_device(fg + 1);
+        while a.free_lines() > fg || a.room(Stream::TRANS) != 1 {
+            let p = a.next_page(Stream::TRANS).unwrap();
+            d.program(p, Oob::tp(Tpn(0)), Src::None, Cause::User, SimTime(0))
+                .unwrap();
+            d.invalidate(p).unwrap();
+        }
+        let (mut d2, mut a2) = (d.clone(), a.clone());
+        let mut stats = FtlStats::default();
+        make_room(
+            &mut d,
+            &mut a,
+            Stream::TRANS,
+            1,
+            SimTime(0),
+            &mut hooks,
+            &mut stats,
+        )
+        .unwrap();
+        assert_eq!((stats.gc_events, a.free_lines()), (0, fg));
+        make_room(
+            &mut d2,
+            &mut a2,
+            Stream::TRANS,
+            2,
+            SimTime(0),
+            &mut hooks,
+            &mut stats,
+        )
+        .unwrap();
+        assert!(stats.gc_events > 0);
     }
 }

@@ -564,13 +564,14 @@ impl MuFtl {
         }
     }
 
-    /// Runs foreground GC if a translation page may need a new line (before deciding what to
-    /// write: GC changes the tree).
-    fn make_room(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
+    /// Runs foreground GC if `pages` translation pages may need a new line (before deciding
+    /// what to write: GC changes the tree).
+    fn make_room(&mut self, dev: &mut Device, pages: u32, t: SimTime) -> Result<(), FtlError> {
         gc::make_room(
             dev,
             &mut self.alloc,
             Stream::TRANS,
+            pages,
             t,
             &mut self.core,
             &mut self.stats,
@@ -587,7 +588,11 @@ impl MuFtl {
         cause: Cause,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
-        self.make_room(dev, t)?;
+        // Room for a path from a leaf to the root a level taller than the tree (GC's updates
+        // may split nodes): the leaf's two quarters and an inner node's one per level, four
+        // quarters to a page.
+        let pages = (self.core.tree.height() + 2).div_ceil(4);
+        self.make_room(dev, pages, t)?;
         let c = &mut self.core;
         c.path.clear();
         c.path_shape = None; // `path` now holds `n`'s ancestors
@@ -650,7 +655,7 @@ impl MuFtl {
         cause: Cause,
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
-        self.make_room(dev, t)?;
+        self.make_room(dev, 1, t)?;
         let ppa = self.alloc.next_page(Stream::TRANS)?;
         let done = dev.program(ppa, Oob::tp(Tpn(bp)), Src::None, cause, t)?;
         let old = std::mem::replace(&mut self.core.bitmap_ppa[bp as usize], ppa.0);
