@@ -340,13 +340,6 @@ impl Allocator {
         self.state[line as usize]
     }
 
-    /// Whether the next allocation of `stream` must take a new line.
-    #[inline]
-    pub fn needs_line(&self, stream: Stream) -> bool {
-        let p = self.ptrs[stream.0 as usize];
-        p.line == Pointer::NONE || p.next == self.ppl
-    }
-
     /// Whether foreground GC must run before `stream` takes `pages` pages: they need a new
     /// line and free lines are at or below the foreground threshold.
     #[inline]
@@ -746,7 +739,7 @@ mod tests {
             d.program(p, Oob::data(Lpn(0), 0), Src::None, Cause::User, SimTime(0))
                 .ok();
         }
-        assert!(a.needs_line(Stream::DATA));
+        assert_eq!(a.room(Stream::DATA), 0);
         let p = a.next_page(Stream::DATA).unwrap();
         assert_eq!(g.line_of(p), 2);
         assert_eq!(a.state(0), LineState::Closed(Stream::DATA));
