@@ -823,7 +823,7 @@ fn bad_capacities_are_refused_naming_the_option_and_the_value() {
             "paper",
             "512MiB",
             "--capacity: \"512MiB\" is below the smallest paper device the geometry checks \
-             allow, 3.75GiB",
+             allow, 7.5GiB",
         ),
         (
             "paper",

@@ -48,8 +48,9 @@ const VARIANTS: &[(&str, &[&str])] = &[
     // with the switches that apply to both designs.
     ("learnedftl", &["merge_budget=inf"]),
     ("learnedftl", &["merge_budget=8", "gc_reserve_lines=1"]),
-    // A reserve of 3 of tiny's 4 spare lines: the log lives on the reserve's edge.
-    ("learnedftl", &["gc_reserve_lines=3"]),
+    // A reserve of 3 with 5 spare lines, the fewest it may have: the log lives on the
+    // reserve's edge.
+    ("learnedftl", &["gc_reserve_lines=3", "logical_ratio=0.92"]),
     (
         "learnedftl",
         &["sequential_init=off", "training=equal-count-ls"],

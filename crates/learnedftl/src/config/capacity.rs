@@ -529,9 +529,17 @@ mod tests {
                 "512MiB",
                 &[],
                 "\"512MiB\" is below the smallest paper device the geometry checks allow, \
-                 3.75GiB",
+                 7.5GiB",
             ),
             ("tiny", "1MiB", &[], "smallest tiny device"),
+            // Enough lines, but 3 spare: GC's reserve of 2 and its working lines do not fit.
+            (
+                "quick",
+                "720MiB",
+                &[],
+                "smallest quick device the geometry checks allow, 960MiB (invalid \
+                 logical_pages: over-provisioning of 12288 pages holds 3 whole line(s)",
+            ),
             (
                 "paper",
                 "16TiB",
@@ -545,16 +553,16 @@ mod tests {
             assert!(e.contains(says), "{capacity} {set:?}: {e}");
         }
         // The smallest allowed is accepted, and one that rounds to a line fewer refused.
-        assert_eq!(sized("paper", "3.75GiB", &[]).unwrap().geometry.lines(), 32);
-        assert_eq!(sized("paper", "3.7GiB", &[]).unwrap().geometry.lines(), 32);
-        assert!(sized("paper", "3.6GiB", &[]).is_err());
+        assert_eq!(sized("paper", "7.5GiB", &[]).unwrap().geometry.lines(), 64);
+        assert_eq!(sized("paper", "7.4GiB", &[]).unwrap().geometry.lines(), 64);
+        assert!(sized("paper", "7.3GiB", &[]).is_err());
         // With a smaller over-provisioning the least is larger, and it is accepted.
         let e = sized("paper", "3.75GiB", &["logical_ratio=0.99"]).unwrap_err();
         assert!(
-            e.contains("smallest paper device the geometry checks allow, 23.4375GiB"),
+            e.contains("smallest paper device the geometry checks allow, 46.875GiB"),
             "{e}"
         );
-        sized("paper", "23.4375GiB", &["logical_ratio=0.99"]).unwrap();
+        sized("paper", "46.875GiB", &["logical_ratio=0.99"]).unwrap();
         // Not a matter of size: the parameter's own error.
         let e = sized("quick", "1TiB", &["logical_ratio=2"]).unwrap_err();
         assert!(

@@ -27,6 +27,14 @@ pub const MAX_PAGES_PER_BLOCK: u32 = 1 << 16;
 /// its page-level table (4 B) and whatever else it keeps per page or per TP. Every registered
 /// FTL keeps at most 4.2 (`tests/state_per_page.rs`, docs/device.md "Memory").
 pub const FTL_BYTES_PER_LPN: u64 = 5;
+/// Free lines foreground GC keeps in reserve unless `gc_reserve_lines` says otherwise
+/// (SPEC §3.5; the same for every FTL).
+pub const DEFAULT_GC_RESERVE_LINES: u32 = 2;
+/// Spare lines GC needs beside its reserve: one being written and one line's worth of invalid
+/// pages for a victim to give back. With fewer (measured on `quick` with 2–3 spare lines and a
+/// 2-line reserve), foreground GC finds no victim worth collecting: the demand-paged FTLs stop
+/// with "device full" and the rest copy thousands of pages per host write.
+pub const GC_WORKING_LINES: u32 = 2;
 
 /// NAND geometry and logical capacity.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -79,6 +87,10 @@ impl Geometry {
     #[inline]
     pub fn pages_per_line(&self) -> u32 {
         self.blocks_per_line() * self.pages_per_block
+    }
+    /// Whole lines the over-provisioning (physical minus logical pages) holds.
+    pub fn spare_lines(&self) -> u64 {
+        self.pages().saturating_sub(self.logical_pages) / self.pages_per_line() as u64
     }
     /// Mapping entries (8 B each) per translation page.
     #[inline]
@@ -294,15 +306,18 @@ impl Geometry {
                 ),
             ));
         }
-        // GC needs the spare (over-provisioned) space to hold at least two whole lines, or a
-        // greedy victim could have no invalid page at all.
-        let spare = self.pages() - self.logical_pages;
-        if spare < 2 * self.pages_per_line() as u64 {
+        // GC's default reserve and its working lines must fit in the spare (over-provisioned)
+        // space; a larger `gc_reserve_lines` is checked against it by the GC policy.
+        let need = DEFAULT_GC_RESERVE_LINES + GC_WORKING_LINES;
+        if self.spare_lines() < need as u64 {
             return Err(ConfigError::invalid(
                 "logical_pages",
                 format!(
-                    "over-provisioning of {spare} pages is less than two lines ({} pages each); \
-                     garbage collection could not make progress",
+                    "over-provisioning of {} pages holds {} whole line(s) of {} pages; garbage \
+                     collection needs {need}: its reserve of {DEFAULT_GC_RESERVE_LINES} free lines, \
+                     one line being written and one line of invalid pages to reclaim",
+                    self.pages() - self.logical_pages,
+                    self.spare_lines(),
                     self.pages_per_line()
                 ),
             ));

@@ -6,7 +6,7 @@
 //! takes the next line from the FIFO free list.
 
 use crate::addr::{Ppa, SimTime};
-use crate::config::{Geometry, Stripe};
+use crate::config::{Geometry, Stripe, DEFAULT_GC_RESERVE_LINES, GC_WORKING_LINES};
 use crate::device::Device;
 use crate::device::Oob;
 use crate::error::{quote, ConfigError, FtlError};
@@ -185,13 +185,29 @@ impl GcPolicy {
         let lines = geo.lines();
         let (fg_free_lines, bg_free_lines) = match rule {
             GcRule::Reserve => {
-                let reserve = params.take_or(&GC_RESERVE_LINES, 2u32)?;
+                let reserve = params.take_or(&GC_RESERVE_LINES, DEFAULT_GC_RESERVE_LINES)?;
                 if reserve < min_reserve || reserve + 4 > lines {
                     return Err(ConfigError::invalid(
                         "gc_reserve_lines",
                         format!(
                             "{reserve}: need at least {min_reserve} (a collection's \
                              destinations) and 4 of {lines} lines left for data"
+                        ),
+                    ));
+                }
+                // The reserve and GC's working lines must fit in the over-provisioning (the
+                // device checks this for the default reserve). FEMU's fractions are FEMU's,
+                // whatever they leave (docs/device.md).
+                let need = reserve + GC_WORKING_LINES;
+                if geo.spare_lines() < need as u64 {
+                    return Err(ConfigError::invalid(
+                        "gc_reserve_lines",
+                        format!(
+                            "{reserve}: a reserve of {reserve} free lines needs an \
+                             over-provisioning of {need} lines (the reserve, one line being \
+                             written and one line of invalid pages to reclaim), but the \
+                             device's holds {}",
+                            geo.spare_lines()
                         ),
                     ));
                 }
@@ -654,8 +670,10 @@ mod tests {
         (Device::new(&cfg), Allocator::new(&cfg.geometry, 2, pol))
     }
 
+    /// The policy `kv` gives on tiny with 16 spare lines (its own has 4).
     fn policy(kv: &[&str], min_reserve: u32) -> Result<GcPolicy, ConfigError> {
-        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let mut geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        geo.logical_pages = geo.pages() * 3 / 4;
         let mut p = Params::new();
         for a in kv {
             p.insert_assignment(a, "t").unwrap();
@@ -713,6 +731,20 @@ mod tests {
         refused(&["gc_bg_ratio=0.3", "gc_bg_lines=3"], 2, "gc_bg_lines");
         refused(&["gc_fg_ratio=0.99"], 2, "gc_fg_ratio");
         refused(&["gc_bg_min_invalid=2"], 2, "gc_bg_min_invalid");
+        // A reserve the over-provisioning cannot hold beside GC's working lines: tiny's own
+        // 4 spare lines hold the default reserve, not 3.
+        let geo = DeviceConfig::preset("tiny").unwrap().geometry;
+        let with = |v: &str| {
+            let mut p = Params::new();
+            p.insert("gc_reserve_lines", v, "t");
+            GcPolicy::from_params(&geo, &mut p, 2).map_err(|e| e.to_string())
+        };
+        assert_eq!(with("2").unwrap().fg_free_lines, 2);
+        let e = with("3").unwrap_err();
+        assert!(
+            e.contains("gc_reserve_lines") && e.contains("device's holds 4"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -696,11 +696,11 @@ mod tests {
         for j in JOB_FILES {
             assert!(job_text(j, &s).is_some(), "{j}");
         }
-        let e = Scale::for_config(&config("quick", "512MiB"))
+        let e = Scale::for_config(&config("quick", "1GiB"))
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("capacity: \"512MiB\" is too small for the quick suite"),
+            e.starts_with("capacity: \"1GiB\" is too small for the quick suite"),
             "{e}"
         );
         let e = Scale::for_config(&config("paper", "1MiB"))
