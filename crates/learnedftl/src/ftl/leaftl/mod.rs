@@ -196,6 +196,20 @@ impl Mapping {
         }
     }
 
+    /// Hints the groups [`Self::learn_group`] will learn next, `pages` (sorted by LPN) being
+    /// learned group by group and `at` the first page not learned yet: each stage of
+    /// [`Self::prefetch_group`] a few pages further ahead. By pages rather than by groups: under
+    /// random writes a group gets a page or two (a flush's or a victim's), and hinting a group
+    /// twice costs little.
+    #[inline]
+    fn prefetch_ahead(&self, dev: &Device, pages: &[(u32, Ppa)], at: usize) {
+        for stage in 0..3u8 {
+            if let Some(&(ahead, _)) = pages.get(at + (stage as usize + 1) * PREFETCH_AHEAD) {
+                self.prefetch_group(dev, Self::group(ahead), stage);
+            }
+        }
+    }
+
     /// Learns segments from `moves` (one group's pages, sorted by LPN, each `(lpn, page)`) that
     /// still hold their LPN's latest copy, and inserts them into the group's table on top.
     fn learn_group(&mut self, g: u32, moves: &[(u32, Ppa)]) {
@@ -304,6 +318,18 @@ impl Mapping {
 }
 
 impl GcHooks for Mapping {
+    #[inline]
+    fn prefetch_moved(&self, oob: Oob) {
+        match oob.tpn() {
+            Some(tpn) => self.gtd.prefetch(tpn),
+            None => {
+                if let Some(lpn) = oob.lpn() {
+                    crate::host::prefetch(&self.l2p[lpn.idx()]);
+                }
+            }
+        }
+    }
+
     fn moved(
         &mut self,
         dev: &mut Device,
@@ -350,7 +376,11 @@ impl GcHooks for Mapping {
         t: SimTime,
     ) -> Result<(), FtlError> {
         let moves = std::mem::take(&mut self.gc_moves);
+        let mut at = 0;
         for chunk in moves.chunk_by(|a, b| Self::group(a.0) == Self::group(b.0)) {
+            // A victim's pages are scattered over the groups as a flush's are.
+            self.prefetch_ahead(dev, &moves, at);
+            at += chunk.len();
             let g = Self::group(chunk[0].0);
             if self.cache.contains(g) {
                 self.learn_group(g, chunk);
@@ -754,13 +784,7 @@ impl Leaftl {
         self.batch.clear();
         let mut at = 0;
         for chunk in placed.chunk_by(|a, b| Mapping::group(a.0) == Mapping::group(b.0)) {
-            // Groups ahead by pages rather than by chunks: a chunk is a page or two under
-            // random writes, and hinting a group twice costs little.
-            for stage in 0..3u8 {
-                if let Some(&(ahead, _)) = placed.get(at + (stage as usize + 1) * PREFETCH_AHEAD) {
-                    self.map.prefetch_group(dev, Mapping::group(ahead), stage);
-                }
-            }
+            self.map.prefetch_ahead(dev, &placed, at);
             at += chunk.len();
             let g = Mapping::group(chunk[0].0);
             self.map.load(dev, g, Cause::TransRead, t)?;
