@@ -306,23 +306,28 @@ impl Geometry {
                 ),
             ));
         }
-        // GC's default reserve and its working lines must fit in the spare (over-provisioned)
-        // space; a larger `gc_reserve_lines` is checked against it by the GC policy.
-        let need = DEFAULT_GC_RESERVE_LINES + GC_WORKING_LINES;
-        if self.spare_lines() < need as u64 {
-            return Err(ConfigError::invalid(
-                "logical_pages",
-                format!(
-                    "over-provisioning of {} pages holds {} whole line(s) of {} pages; garbage \
-                     collection needs {need}: its reserve of {DEFAULT_GC_RESERVE_LINES} free lines, \
-                     one line being written and one line of invalid pages to reclaim",
-                    self.pages() - self.logical_pages,
-                    self.spare_lines(),
-                    self.pages_per_line()
-                ),
-            ));
+        // The default reserve here; a larger `gc_reserve_lines` is checked by the GC policy.
+        self.check_gc_room(DEFAULT_GC_RESERVE_LINES, "logical_pages")
+    }
+
+    /// Whether the spare (over-provisioned) space holds a GC reserve of `reserve` free lines
+    /// and GC's [`GC_WORKING_LINES`]; the error names `field`.
+    pub fn check_gc_room(&self, reserve: u32, field: &str) -> Result<(), ConfigError> {
+        let need = reserve + GC_WORKING_LINES;
+        if self.spare_lines() >= need as u64 {
+            return Ok(());
         }
-        Ok(())
+        Err(ConfigError::invalid(
+            field,
+            format!(
+                "over-provisioning of {} pages holds {} whole line(s) of {} pages; garbage \
+                 collection needs {need}: its reserve of {reserve} free lines, one line being \
+                 written and one line of invalid pages to reclaim",
+                self.pages().saturating_sub(self.logical_pages),
+                self.spare_lines(),
+                self.pages_per_line()
+            ),
+        ))
     }
 }
 

@@ -6,7 +6,7 @@
 //! takes the next line from the FIFO free list.
 
 use crate::addr::{Ppa, SimTime};
-use crate::config::{Geometry, Stripe, DEFAULT_GC_RESERVE_LINES, GC_WORKING_LINES};
+use crate::config::{Geometry, Stripe, DEFAULT_GC_RESERVE_LINES};
 use crate::device::Device;
 use crate::device::Oob;
 use crate::error::{quote, ConfigError, FtlError};
@@ -195,22 +195,8 @@ impl GcPolicy {
                         ),
                     ));
                 }
-                // The reserve and GC's working lines must fit in the over-provisioning (the
-                // device checks this for the default reserve). FEMU's fractions are FEMU's,
-                // whatever they leave (docs/device.md).
-                let need = reserve + GC_WORKING_LINES;
-                if geo.spare_lines() < need as u64 {
-                    return Err(ConfigError::invalid(
-                        "gc_reserve_lines",
-                        format!(
-                            "{reserve}: a reserve of {reserve} free lines needs an \
-                             over-provisioning of {need} lines (the reserve, one line being \
-                             written and one line of invalid pages to reclaim), but the \
-                             device's holds {}",
-                            geo.spare_lines()
-                        ),
-                    ));
-                }
+                // FEMU's fractions are FEMU's, whatever they leave (docs/device.md).
+                geo.check_gc_room(reserve, GC_RESERVE_LINES.name())?;
                 let bg = params.take_or(&GC_BG_LINES, reserve + 2)?;
                 if bg < reserve || bg + 2 > lines {
                     return Err(ConfigError::invalid(
@@ -742,7 +728,7 @@ mod tests {
         assert_eq!(with("2").unwrap().fg_free_lines, 2);
         let e = with("3").unwrap_err();
         assert!(
-            e.contains("gc_reserve_lines") && e.contains("device's holds 4"),
+            e.contains("invalid gc_reserve_lines") && e.contains("holds 4 whole line(s)"),
             "{e}"
         );
     }
