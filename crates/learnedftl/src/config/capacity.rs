@@ -21,11 +21,13 @@ pub const fn default_logical_pages(pages: u64) -> u64 {
 }
 
 /// The binary units `--capacity` takes (case-insensitive; `B` or none: bytes).
-const UNITS: [(&str, &str, u32); 4] = [
+const UNITS: [(&str, &str, u32); 6] = [
     ("k", "kib", 10),
     ("m", "mib", 20),
     ("g", "gib", 30),
     ("t", "tib", 40),
+    ("p", "pib", 50),
+    ("e", "eib", 60),
 ];
 
 /// A capacity asked for (`--capacity`): the text as given and the bytes it means.
@@ -60,13 +62,13 @@ impl FromStr for Capacity {
         };
         let shift = match unit.as_str() {
             "" | "b" => 0,
-            "kb" | "mb" | "gb" | "tb" => {
+            "kb" | "mb" | "gb" | "tb" | "pb" | "eb" => {
                 return Err(refused(format!(
                     "{} is in decimal units, which are ambiguous (10^{} bytes for a drive's \
                      label, 2^{} for fio): write {}{}iB for the binary size, or the bytes",
                     quote(text),
-                    3 * (1 + "kmgt".find(&unit[..1]).unwrap_or(0)),
-                    10 * (1 + "kmgt".find(&unit[..1]).unwrap_or(0)),
+                    3 * (1 + "kmgtpe".find(&unit[..1]).unwrap_or(0)),
+                    10 * (1 + "kmgtpe".find(&unit[..1]).unwrap_or(0)),
                     num,
                     unit[..1].to_ascii_uppercase()
                 )))
@@ -379,6 +381,8 @@ mod tests {
             ("4096", 4096),
             ("4096B", 4096),
             ("0.5k", 512),
+            ("1PiB", 1 << 50),
+            ("2e", 2 << 60),
         ] {
             assert_eq!(parse(text), Ok(bytes), "{text}");
         }
@@ -398,6 +402,8 @@ mod tests {
             ("1TB", "write 1TiB"),
             ("32gb", "10^9 bytes"),
             ("99999999999TiB", "too large"),
+            ("16EiB", "\"16EiB\" is too large"),
+            ("2PB", "10^15 bytes"),
             ("99999999999999999999999", "too large"),
         ] {
             let e = parse(text).unwrap_err();
@@ -546,6 +552,12 @@ mod tests {
                 &[],
                 "more than 2^32-1 (page addresses are 32-bit); the largest on this geometry \
                  is 14.99TiB",
+            ),
+            (
+                "quick",
+                "1PiB",
+                &[],
+                "\"1PiB\" needs 71582789 blocks per plane",
             ),
             ("quick", "1TiB", &["channels=0"], "invalid channels"),
         ] {
