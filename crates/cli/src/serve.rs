@@ -121,6 +121,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     let opts = SimOptions {
         verify: Verify::Count,
         check_invariants: false,
+        ..SimOptions::default()
     };
     let mut sim = Simulator::new(&device, &o.ftl, params, opts)
         .map_err(|e| crate::params_error(e, &[&o.ftl]))?;

@@ -114,11 +114,42 @@ impl MemoryEstimate {
 
 /// `MemAvailable` of a `/proc/meminfo` text, in bytes.
 fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    kib_field(meminfo, "MemAvailable:")
+}
+
+/// The `key  N kB` line of a `/proc` text, in bytes.
+fn kib_field(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find_map(|l| l.strip_prefix(key))?;
     let kib = line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?;
     kib.checked_mul(1024)
+}
+
+/// The memory left on the machine below which a run stops with an error rather than grow
+/// further ([`crate::engine::SimOptions::memory_floor`]): an FTL whose tables grow with the
+/// writes (LeaFTL's segments under small random writes) can pass the estimate made before the
+/// run and then exhaust the machine hours in, where the kernel would kill the largest process.
+pub const MEMORY_FLOOR_BYTES: u64 = 256 << 20;
+
+/// The machine's memory as a run sees it while it grows: what the system has left
+/// ([`AvailableMemory::now`]) and what this process holds (`VmRSS`), when the system says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryReading {
+    /// What is left.
+    pub available: AvailableMemory,
+    /// Resident bytes of this process, if known.
+    pub resident: Option<u64>,
+}
+
+impl MemoryReading {
+    /// Reads both now.
+    pub fn now() -> MemoryReading {
+        MemoryReading {
+            available: AvailableMemory::now(),
+            resident: std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|text| kib_field(&text, "VmRSS:")),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -131,5 +162,9 @@ mod tests {
         assert_eq!(mem_available(text), Some(8_192_000_000));
         assert_eq!(mem_available("MemFree: 1 kB\n"), None);
         assert!(AvailableMemory::now().bytes > 0);
+        assert_eq!(
+            kib_field("Name: x\nVmRSS:\t  2048 kB\n", "VmRSS:"),
+            Some(2 << 20)
+        );
     }
 }

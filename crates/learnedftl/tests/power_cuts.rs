@@ -26,6 +26,7 @@ fn prepared(ftl: &str, kv: &[&str], seed: u64) -> Simulator {
     let opts = SimOptions {
         verify: Verify::FailFast,
         check_invariants: false,
+        ..SimOptions::default()
     };
     let mut sim = Simulator::new(&cfg, ftl, params, opts).unwrap();
     let mut fill = JobSpec::new("fill", RwKind::Write);
@@ -506,6 +507,7 @@ fn payloads_survive_random_cuts(ftl: &str, seed: u64) {
     let opts = SimOptions {
         verify: Verify::FailFast,
         check_invariants: false,
+        ..SimOptions::default()
     };
     let mut sim = Simulator::new(&cfg, ftl, params, opts).unwrap();
     let lp = sim.device().geo().logical_pages;

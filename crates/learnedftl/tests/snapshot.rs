@@ -12,6 +12,7 @@ fn sim(ftl: &str) -> Simulator {
     let opts = SimOptions {
         verify: Verify::FailFast,
         check_invariants: false,
+        ..SimOptions::default()
     };
     Simulator::new(&cfg, ftl, Params::new(), opts).unwrap()
 }

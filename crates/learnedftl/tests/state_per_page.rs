@@ -84,6 +84,7 @@ fn peak_bytes(cfg: &DeviceConfig, ftl: &str, verify: Verify) -> (f64, f64) {
     let opts = SimOptions {
         verify,
         check_invariants: false,
+        ..SimOptions::default()
     };
     let before = LIVE.load(Relaxed);
     PEAK.store(before, Relaxed);

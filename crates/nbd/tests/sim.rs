@@ -40,6 +40,7 @@ fn sim(ftl: &str, set: &[&str]) -> Simulator {
     let opts = SimOptions {
         verify: Verify::Count,
         check_invariants: false,
+        ..SimOptions::default()
     };
     Simulator::new(&cfg, ftl, params, opts).unwrap()
 }

@@ -278,6 +278,7 @@ pub fn prepare(spec: &CheckSpec) -> Result<Prepared, CheckError> {
     let opts = SimOptions {
         verify: Verify::Count,
         check_invariants: false,
+        ..SimOptions::default()
     };
     let sim = Simulator::new(&cfg, &spec.ftl, params, opts)?;
     if spec.cut_every > 0 {

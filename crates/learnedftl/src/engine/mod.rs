@@ -107,6 +107,9 @@ pub enum EngineError {
         /// Why.
         message: String,
     },
+    /// The machine's memory fell below [`SimOptions::memory_floor`] while the run grew.
+    #[error("memory: {0}")]
+    Memory(String),
     /// The workload source failed (a bad trace line, say).
     #[error("{0}")]
     Input(String),
@@ -133,6 +136,10 @@ pub struct SimOptions {
     pub verify: Verify,
     /// Run the FTL's invariant check after every request (slow: for tests).
     pub check_invariants: bool,
+    /// Stop a phase of jobs or a replay with [`EngineError::Memory`] when the machine's
+    /// available memory falls below this many bytes (looked at about once a second; 0: never).
+    /// Default [`crate::host::MEMORY_FLOOR_BYTES`].
+    pub memory_floor: u64,
 }
 
 impl Default for SimOptions {
@@ -140,6 +147,7 @@ impl Default for SimOptions {
         SimOptions {
             verify: Verify::Off,
             check_invariants: false,
+            memory_floor: crate::host::MEMORY_FLOOR_BYTES,
         }
     }
 }
@@ -150,6 +158,7 @@ impl SimOptions {
         SimOptions {
             verify: Verify::FailFast,
             check_invariants: true,
+            ..SimOptions::default()
         }
     }
 }

@@ -4,35 +4,96 @@
 
 use super::{EngineError, Progress, Simulator};
 use crate::addr::{Lpn, SimTime};
+use crate::error::quote;
+use crate::host::MemoryReading;
 use crate::request::{Op, Upcoming};
 use crate::seed::mix;
 use crate::stats::Metrics;
+use crate::units::human_bytes;
 use crate::workload::{HostIo, JobGen, JobSpec, Settle};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
 
-/// Reports progress in batches, so a progress bar costs nothing per request.
+/// Reports progress in batches, so a progress bar costs nothing per request, and looks at the
+/// machine's memory between batches at most once a second ([`SimOptions::memory_floor`]).
 struct Ticker<'a> {
     progress: &'a mut dyn Progress,
     since: u64,
+    done: u64,
+    phase: &'a str,
+    ftl: &'static str,
+    floor: u64,
+    next_look: Instant,
 }
 
 impl<'a> Ticker<'a> {
     /// How many requests between progress updates.
     const EVERY: u64 = 4096;
+    /// The least time between two looks at the machine's memory.
+    const LOOK_EVERY: Duration = Duration::from_secs(1);
 
-    fn start(progress: &'a mut dyn Progress, phase: &str, total: Option<u64>) -> Self {
+    fn start(
+        sim: &Simulator,
+        progress: &'a mut dyn Progress,
+        phase: &'a str,
+        total: Option<u64>,
+    ) -> Self {
         progress.start(phase, total);
-        Ticker { progress, since: 0 }
+        Ticker {
+            progress,
+            since: 0,
+            done: 0,
+            phase,
+            ftl: sim.ftl.name(),
+            floor: sim.opts.memory_floor,
+            next_look: Instant::now(),
+        }
     }
 
+    /// Counts a request; fails when the machine runs short of memory.
     #[inline]
-    fn tick(&mut self) {
+    fn tick(&mut self) -> Result<(), EngineError> {
         self.since += 1;
         if self.since == Self::EVERY {
             self.progress.advance(self.since);
+            self.done += self.since;
             self.since = 0;
+            return self.look();
         }
+        Ok(())
+    }
+
+    /// The memory check: a run whose state outgrows the machine stops here, naming what grew,
+    /// before the kernel kills the largest process (this one, or another's long run).
+    #[inline(never)]
+    fn look(&mut self) -> Result<(), EngineError> {
+        let now = Instant::now();
+        if self.floor == 0 || now < self.next_look {
+            return Ok(());
+        }
+        self.next_look = now + Self::LOOK_EVERY;
+        let m = MemoryReading::now();
+        if m.available.bytes >= self.floor {
+            return Ok(());
+        }
+        let resident = m.resident.map_or_else(
+            || "its own size unknown".to_string(),
+            |b| format!("this process holding {}", human_bytes(b)),
+        );
+        Err(EngineError::Memory(format!(
+            "{} left on the machine ({}), below the floor of {}, {} requests into phase {} of \
+             {}, {resident}: the run's state grew past what the estimate made before it \
+             counts (docs/device.md \"Memory\"; LeaFTL's segments grow with every small \
+             random write); make the device smaller (--capacity), write less, or run fewer \
+             simulations at once",
+            human_bytes(m.available.bytes),
+            m.available.origin,
+            human_bytes(self.floor),
+            self.done,
+            quote(self.phase),
+            self.ftl
+        )))
     }
 
     fn finish(self) {
@@ -103,7 +164,7 @@ impl Simulator {
                 }
             }
         }
-        let mut ticker = Ticker::start(progress, name, total);
+        let mut ticker = Ticker::start(self, progress, name, total);
         // Requests of time-based clones in a row that completed the instant they were issued.
         let mut stalled = 0u64;
         while let Some(Reverse((t, gi))) = heap.pop() {
@@ -136,7 +197,7 @@ impl Simulator {
                 }
             }
             heap.push(Reverse((done.0, gi)));
-            ticker.tick();
+            ticker.tick()?;
         }
         ticker.finish();
         Ok(self.end_phase())
@@ -248,13 +309,13 @@ impl Simulator {
     ) -> Result<Metrics, EngineError> {
         self.begin_phase(name);
         let start = self.clock;
-        let mut ticker = Ticker::start(progress, name, total);
+        let mut ticker = Ticker::start(self, progress, name, total);
         let mut done = None;
         while let Some(io) = next(self, done) {
             let mut io = io.map_err(|e| EngineError::Input(e.to_string()))?;
             io.arrival = start.after(io.arrival.0);
             done = Some(self.submit(io)?.since(start));
-            ticker.tick();
+            ticker.tick()?;
         }
         ticker.finish();
         Ok(self.end_phase())

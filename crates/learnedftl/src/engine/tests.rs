@@ -385,6 +385,7 @@ fn gc_keeps_data_correct_under_overwrites() {
     let opts = SimOptions {
         verify: Verify::FailFast,
         check_invariants: false,
+        ..SimOptions::default()
     };
     let mut s = Simulator::new(&cfg, "ideal", Params::new(), opts).unwrap();
     let mut w = JobSpec::new("w", RwKind::RandWrite);
@@ -399,6 +400,36 @@ fn gc_keeps_data_correct_under_overwrites() {
     assert_eq!(m.verify.failures, 0);
     assert_eq!(m.verify.checked, 5000);
     s.ftl().check_invariants(s.device()).unwrap();
+}
+
+#[test]
+fn a_run_stops_when_the_machine_runs_short_of_memory() {
+    let cfg = DeviceConfig::preset("tiny").unwrap();
+    let mut r = JobSpec::new("r", RwKind::RandRead);
+    r.number_ios = Some(3 * 4096);
+    let run = |floor| {
+        let opts = SimOptions {
+            memory_floor: floor,
+            ..SimOptions::default()
+        };
+        let mut s = Simulator::new(&cfg, "dftl", Params::new(), opts).unwrap();
+        s.run_jobs("measure", std::slice::from_ref(&r), 7, &mut NoProgress)
+    };
+    // No machine has this much left: the first look, after the first 4,096 requests, stops it.
+    let e = run(1 << 50).unwrap_err();
+    assert!(matches!(e, EngineError::Memory(_)), "{e}");
+    let e = e.to_string();
+    for says in [
+        "memory: ",
+        "below the floor of 1024.0 TiB",
+        "4096 requests into phase \"measure\" of dftl",
+        "MemAvailable",
+        "this process holding",
+        "--capacity",
+    ] {
+        assert!(e.contains(says), "{says}: {e}");
+    }
+    assert_eq!(run(0).unwrap().requests.read, 3 * 4096);
 }
 
 /// An FTL that, like μ-FTL writing back a node during a read, moves a page right after serving

@@ -323,6 +323,7 @@ impl Experiment {
         let opts = SimOptions {
             verify: self.verify,
             check_invariants: false,
+            ..SimOptions::default()
         };
         let mut sim = Simulator::by_name(&self.device, name, &self.params, opts)?;
         let logical = self.device.geometry.logical_bytes();

@@ -10,6 +10,7 @@ pub fn sim(ftl: &str, kv: &[&str]) -> Simulator {
     let opts = SimOptions {
         verify: Verify::FailFast,
         check_invariants: false,
+        ..SimOptions::default()
     };
     Simulator::new(&cfg, ftl, p, opts).unwrap()
 }
