@@ -554,7 +554,18 @@ impl DeviceConfig {
                         format!("{r} is not strictly between 0 and 1"),
                     ));
                 }
-                (g.pages() as f64 * r) as u64
+                g.logical_pages = (g.pages() as f64 * r) as u64;
+                // Its faults are the ratio's: name the key that was given.
+                g.validate().map_err(|e| match e {
+                    ConfigError::Invalid { field, reason } if field == "logical_pages" => {
+                        ConfigError::invalid(
+                            "logical_ratio",
+                            format!("{r} makes {} logical pages: {reason}", g.logical_pages),
+                        )
+                    }
+                    e => e,
+                })?;
+                g.logical_pages
             }
             None => {
                 let derived = if geometry_changed {
@@ -796,6 +807,11 @@ mod tests {
             ("channels=0", "channels"),
             ("page_size=1000", "page_size"),
             ("logical_ratio=1.5", "logical_ratio"),
+            (
+                "logical_ratio=0.99",
+                "invalid logical_ratio: 0.99 makes 32440 logical pages: over-provisioning of \
+                 328 pages holds 0 whole line(s)",
+            ),
             ("logical_pages=999999999", "logical_pages"),
             ("blocks_per_plane=4", "blocks_per_plane"),
             ("oob_size=4", "oob_size"),
