@@ -139,20 +139,28 @@ fn specs(o: &CheckOpts) -> Result<Vec<CheckSpec>> {
     } else {
         o.ftl.iter().map(String::as_str).collect()
     };
-    // Unknown parameters and FTL names are refused before anything runs.
+    // Unknown parameters and FTL names are refused before anything runs. As with `compare`,
+    // a key need only be taken by one of the FTLs; each check gets the keys its FTL (or the
+    // device) takes, so its replay command names only those.
     let mut p = Params::from_assignments(o.set.iter().map(String::as_str), "--set")?;
     let device = DeviceConfig::from_params(&o.preset, &mut p)?;
-    for name in &names {
-        let mut q = p.clone();
-        learnedftl::ftl::build(name, &device, &mut q)?;
-        q.finish().map_err(|e| crate::params_error(e, &[name]))?;
-    }
+    let left = learnedftl::ftl::build_each(&names, &device, &p, |_, _| Ok(()))
+        .map_err(|e| crate::params_error(e, &names))?;
     Ok(names
         .iter()
-        .map(|name| CheckSpec {
+        .zip(left)
+        .map(|(name, left)| CheckSpec {
             ftl: name.to_string(),
             preset: o.preset.clone(),
-            set: o.set.clone(),
+            set: o
+                .set
+                .iter()
+                .filter(|a| {
+                    !a.split_once('=')
+                        .is_some_and(|(k, _)| left.contains(k.trim()))
+                })
+                .cloned()
+                .collect(),
             seed: o.seed,
             ops: o.ops,
             cut_every: o.power_cuts.unwrap_or(0),

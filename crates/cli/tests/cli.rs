@@ -1367,6 +1367,39 @@ fn check_passes_and_writes_one_json_object_per_ftl() {
 }
 
 #[test]
+fn check_passes_each_ftl_the_keys_it_takes_as_compare_does() {
+    // FAST has log blocks, not the shared GC: gc=femu is the ideal FTL's alone.
+    let (ok, stdout, stderr) = learnedftl(&[
+        "check",
+        "--ftl",
+        "ideal,fast",
+        "--ops",
+        "2000",
+        "--set",
+        "gc=femu",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let command = |i: usize| v[i]["command"].as_str().unwrap().to_string();
+    assert!(
+        command(0).ends_with(
+            "--ftl ideal --preset tiny --seed 1 --ops 2000 --through engine --set gc=femu"
+        ),
+        "{}",
+        command(0)
+    );
+    assert!(!command(1).contains("--set"), "{}", command(1));
+    // A key no FTL asked for takes is still refused.
+    refused(
+        &["check", "--ftl", "ideal,fast", "--set", "gc_victm=greedy"],
+        "not a parameter of ideal, fast",
+    );
+}
+
+#[test]
 fn a_failed_check_exits_1_with_a_replay_that_fails_again() {
     let dir = Scratch::new("check-fail");
     let failures = dir.join("failures");

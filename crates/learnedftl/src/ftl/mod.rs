@@ -26,6 +26,7 @@ use crate::mapping::FtlStats;
 use crate::params::Params;
 use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a page read was served from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -230,6 +231,51 @@ pub fn build(
             name: name.to_string(),
             known: FTLS.join(", "),
         }),
+    }
+}
+
+/// Builds each of `ftls` in turn on `dev` from a copy of `params` (one set of parameters for
+/// several FTLs, as `compare` and `check` take them), showing each to `each` and dropping it:
+/// every key must be taken by at least one of them (each FTL leaves keys meant for others
+/// alone), and each FTL must accept the values it takes. Returns, per FTL, the keys it left.
+pub fn build_each(
+    ftls: &[&str],
+    dev: &DeviceConfig,
+    params: &Params,
+    mut each: impl FnMut(&str, &dyn Ftl) -> Result<(), ConfigError>,
+) -> Result<Vec<BTreeSet<String>>, ConfigError> {
+    let mut left_by = Vec::with_capacity(ftls.len());
+    // key → origin, of the keys no FTL so far took.
+    let mut unknown: Option<BTreeMap<String, String>> = None;
+    let mut valid = BTreeSet::new();
+    for &name in ftls {
+        let mut p = params.clone();
+        let built = build(name, dev, &mut p)?;
+        each(name, built.as_ref())?;
+        valid.extend(p.valid_keys());
+        let left: BTreeMap<String, String> = p
+            .left()
+            .map(|(k, origin)| (k.to_string(), origin.to_string()))
+            .collect();
+        left_by.push(left.keys().cloned().collect());
+        unknown = Some(match unknown {
+            None => left,
+            Some(u) => u
+                .into_iter()
+                .filter(|(k, _)| left.contains_key(k))
+                .collect(),
+        });
+    }
+    match unknown {
+        Some(u) if !u.is_empty() => {
+            let u: Vec<(&str, &str)> = u.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
+            Err(crate::params::unknown_keys(
+                &u,
+                valid,
+                Some(&ftls.join(", ")),
+            ))
+        }
+        _ => Ok(left_by),
     }
 }
 

@@ -20,12 +20,11 @@ use crate::ftl;
 use crate::host::{AvailableMemory, MemoryEstimate};
 use crate::mapping::tpcache::ENTRY_BYTES;
 use crate::mapping::Budget;
-use crate::params::{self, parse_size, Params};
+use crate::params::{parse_size, Params};
 use crate::stats::Metrics;
 use crate::trace::{self, Format, ParseOptions, ReplayOptions};
 use crate::workload::{HostIo, JobSpec, Phase, RwKind, Settle};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -217,36 +216,13 @@ impl Experiment {
     /// Checks that every FTL parameter is understood by at least one of `ftls` (each FTL ignores
     /// keys meant for others), and that each of them accepts the values it takes.
     pub fn check_params(&self, ftls: &[&str]) -> Result<(), ConfigError> {
-        // key → origin, of the keys no FTL so far took.
-        let mut unknown: Option<BTreeMap<String, String>> = None;
-        let mut valid = BTreeSet::new();
-        for name in ftls {
-            let mut p = self.params.clone();
-            let built = ftl::build(name, &self.device, &mut p)?;
-            if let Some(why) = self.power_cut_every.and(built.power_cut_refusal()) {
-                return Err(ConfigError::invalid("--power-cut-every", why));
+        ftl::build_each(ftls, &self.device, &self.params, |_, built| {
+            match self.power_cut_every.and(built.power_cut_refusal()) {
+                Some(why) => Err(ConfigError::invalid("--power-cut-every", why)),
+                None => Ok(()),
             }
-            valid.extend(p.valid_keys());
-            let left: BTreeMap<String, String> = p
-                .left()
-                .map(|(k, origin)| (k.to_string(), origin.to_string()))
-                .collect();
-            unknown = Some(match unknown {
-                None => left,
-                Some(u) => u
-                    .into_iter()
-                    .filter(|(k, _)| left.contains_key(k))
-                    .collect(),
-            });
-        }
-        match unknown {
-            Some(u) if !u.is_empty() => {
-                let u: Vec<(&str, &str)> =
-                    u.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
-                Err(params::unknown_keys(&u, valid, Some(&ftls.join(", "))))
-            }
-            _ => Ok(()),
-        }
+        })
+        .map(drop)
     }
 
     /// What one run of this experiment holds at most (docs/device.md "Memory"): the device's
