@@ -249,35 +249,52 @@ pub fn relocate_record(
     Ok(moved)
 }
 
-/// Whether a collection of written line `line` may start now: the lines its copies and the
-/// translation pages it may rewrite (at most `tp_pages_bound` of its valid pages; none for a
-/// translation line) could open are free now, so that the victim, erased, leaves at least one
-/// line free. Without that rule a collection can take more than it gives: on a large device a
-/// data victim's valid pages map to nearly as many TPs, so it programs up to twice its valid
-/// pages, and back-to-back collections of such victims ran DFTL out of lines (docs/device.md
-/// "Which victim").
-pub fn fits(
+/// The lines a collection of written line `line` may open beyond the room left in its
+/// destinations' open lines: those its copies take (a data line's go to `data_to`, a
+/// translation line's to [`Stream::TRANS`]) and those the translation pages it may rewrite take
+/// (at most `tp_pages_bound` of its valid pages; none for a translation line). `None` for a
+/// line not written.
+fn lines_opened(
     dev: &Device,
     alloc: &Allocator,
     line: u32,
+    data_to: Stream,
     tp_pages_bound: impl Fn(u32) -> u32,
-) -> bool {
+) -> Option<u32> {
     let (LineState::Closed(stream) | LineState::Open(stream)) = alloc.state(line) else {
-        return false;
+        return None;
     };
     let ppl = dev.geo().pages_per_line();
     let valid = dev.line_valid(line);
-    let copy_lines = valid.saturating_sub(alloc.room(stream)).div_ceil(ppl);
-    let tps = match stream {
-        Stream::TRANS => 0,
-        _ => tp_pages_bound(valid),
+    let (to, tps) = match stream {
+        Stream::TRANS => (Stream::TRANS, 0),
+        _ => (data_to, tp_pages_bound(valid)),
     };
+    let copy_lines = valid.saturating_sub(alloc.room(to)).div_ceil(ppl);
     // (An FTL without translation pages has no translation stream to ask.)
     let tp_lines = match tps {
         0 => 0,
         _ => tps.saturating_sub(alloc.room(Stream::TRANS)).div_ceil(ppl),
     };
-    copy_lines + tp_lines <= alloc.free_lines()
+    Some(copy_lines + tp_lines)
+}
+
+/// Whether a collection of written line `line` may start now: the lines its copies (a data
+/// line's to `data_to`: [`Stream::DATA`] for [`collect_line`]) and the translation pages it
+/// may rewrite (at most `tp_pages_bound` of its valid pages; none for a translation line)
+/// could open are free now, so that the victim, erased, leaves at least one line free. Without
+/// that rule a collection can take more than it gives: on a large device a data victim's valid
+/// pages map to nearly as many TPs, so it programs up to twice its valid pages, and
+/// back-to-back collections of such victims ran DFTL out of lines (docs/device.md "Which
+/// victim").
+pub fn fits(
+    dev: &Device,
+    alloc: &Allocator,
+    line: u32,
+    data_to: Stream,
+    tp_pages_bound: impl Fn(u32) -> u32,
+) -> bool {
+    lines_opened(dev, alloc, line, data_to, tp_pages_bound).is_some_and(|n| n <= alloc.free_lines())
 }
 
 /// The victim a collection takes now: the best line by the victim rule ([`Allocator::victim`];
@@ -298,7 +315,7 @@ fn victim(
 ) -> Option<(u32, bool)> {
     let ppl = dev.geo().pages_per_line();
     let gain = |l: u32| ppl - dev.line_valid(l) >= min_invalid;
-    let ok = |l| fits(dev, alloc, l, |v| hooks.tp_pages_bound(v));
+    let ok = |l| fits(dev, alloc, l, Stream::DATA, |v| hooks.tp_pages_bound(v));
     let first = alloc.victim(dev).filter(|&l| gain(l))?;
     if ok(first) {
         return Some((first, false));
@@ -363,8 +380,9 @@ pub fn make_room(
 /// victim with the pages it had not copied yet and its destinations open, and possibly fewer
 /// free lines than GC's reserve. While free lines are below the foreground threshold, the best
 /// victim is collected as long as its valid pages fit in the open lines of their streams (as
-/// the interrupted collection's would), restoring the reserve a collection relies on. Returns
-/// when the last collection completes (`t` if none ran).
+/// the interrupted collection's would: it opens no line, TP updates aside), restoring the
+/// reserve a collection relies on. Returns when the last collection completes (`t` if none
+/// ran).
 pub fn finish_interrupted(
     dev: &mut Device,
     alloc: &mut Allocator,
@@ -373,25 +391,11 @@ pub fn finish_interrupted(
     stats: &mut FtlStats,
 ) -> Result<SimTime, FtlError> {
     let mut done = t;
-    let geo = dev.geo().clone();
     while alloc.free_lines() < alloc.policy.fg_free_lines {
         let Some(victim) = alloc.victim(dev) else {
             break;
         };
-        let (mut data, mut tps) = (0, 0);
-        for i in 0..geo.blocks_per_line() {
-            let block = geo.block_in_line(victim, i);
-            for pg in 0..dev.block_written(block) {
-                let p = Ppa(block * geo.pages_per_block + pg);
-                if dev.is_valid(p) {
-                    match dev.peek_oob(p).and_then(|o| o.tpn()) {
-                        Some(_) => tps += 1,
-                        None => data += 1,
-                    }
-                }
-            }
-        }
-        if data > alloc.room(Stream::DATA) || tps > 0 && tps > alloc.room(Stream::TRANS) {
+        if lines_opened(dev, alloc, victim, Stream::DATA, |_| 0) != Some(0) {
             break;
         }
         let out = collect_line(dev, alloc, victim, t, hooks)?;
@@ -512,21 +516,48 @@ mod tests {
         // One line free: line 1's copies take it and its TP updates would need another, so GC
         // takes the translation line, which its own copies fit.
         let (d, a) = full_device(1);
-        assert!(!fits(&d, &a, 1, |v| costly.tp_pages_bound(v)));
-        assert!(fits(&d, &a, 0, |v| costly.tp_pages_bound(v)));
+        assert!(!fits(&d, &a, 1, Stream::DATA, |v| costly.tp_pages_bound(v)));
+        assert!(fits(&d, &a, 0, Stream::DATA, |v| costly.tp_pages_bound(v)));
         assert_eq!(victim(&d, &a, &costly, 1), Some((0, true)));
         // Without TP updates the greedy victim fits.
-        assert!(fits(&d, &a, 1, |v| plain.tp_pages_bound(v)));
+        assert!(fits(&d, &a, 1, Stream::DATA, |v| plain.tp_pages_bound(v)));
         assert_eq!(victim(&d, &a, &plain, 1), Some((1, false)));
         // The victim filter holds for the fallback too (line 0 has only 50 pages invalid).
         assert_eq!(victim(&d, &a, &costly, 51), None);
         // Two lines free: both fit, greedy wins.
         let (d, a) = full_device(2);
-        assert!(fits(&d, &a, 1, |v| costly.tp_pages_bound(v)));
+        assert!(fits(&d, &a, 1, Stream::DATA, |v| costly.tp_pages_bound(v)));
         assert_eq!(victim(&d, &a, &costly, 1), Some((1, false)));
         // No line free: nothing fits.
         let (d, a) = full_device(0);
         assert_eq!(victim(&d, &a, &costly, 1), None);
+    }
+
+    #[test]
+    fn a_collection_counts_the_room_where_its_copies_go() {
+        // A line of a third stream (μ-FTL's partitions) whose 12 valid pages collect_line
+        // copies to the data stream, which has room; its own stream has no open line.
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let geo = cfg.geometry.clone();
+        let pol = GcPolicy::from_params(&geo, &mut Params::new(), 2).unwrap();
+        let (mut d, mut a) = (Device::new(&cfg), Allocator::new(&geo, 3, pol));
+        let part = Stream(2);
+        let mut write = |stream, lpn| {
+            let p = a.next_page(stream).unwrap();
+            d.program(p, Oob::data(Lpn(lpn), 1), Src::None, Cause::User, SimTime(0))
+                .unwrap();
+            p
+        };
+        let pages: Vec<Ppa> = (0..geo.pages_per_line()).map(|i| write(part, i)).collect();
+        write(Stream::DATA, 9999);
+        a.close_full(part);
+        for p in &pages[12..] {
+            d.invalidate(*p).unwrap();
+        }
+        let line = geo.line_of(pages[0]);
+        assert_eq!(a.room(part), 0);
+        assert_eq!(lines_opened(&d, &a, line, Stream::DATA, |_| 0), Some(0));
+        assert_eq!(lines_opened(&d, &a, line, part, |_| 0), Some(1));
     }
 
     #[test]

@@ -443,10 +443,17 @@ impl LearnedFtl {
             (None, None) => return None,
         };
         // A line collected alone starts only if its copies and TP rewrites fit
-        // (`mapping::gc::fits`, as for the baselines); else the emptiest translation line,
-        // whose collection only moves TPs, if that fits.
+        // (`mapping::gc::fits`, as for the baselines; its copies go home to its group's
+        // stream first); else the emptiest translation line, whose collection only moves TPs,
+        // if that fits.
         let tps = self.table.gtd.tps();
-        let fits = |line| gc::fits(dev, &self.alloc, line, |v| v.min(tps));
+        let fits = |line| {
+            let own = match self.alloc.state(line) {
+                LineState::Open(s) | LineState::Closed(s) => s,
+                LineState::Free => Stream::DATA,
+            };
+            gc::fits(dev, &self.alloc, line, own, |v| v.min(tps))
+        };
         Some(match (victim, trans) {
             (Victim::Line(line), Some((_, t))) if !fits(line) && fits(t) => {
                 self.stats.gc_passed_over += 1;
