@@ -544,8 +544,14 @@ mod tests {
         let part = Stream(2);
         let mut write = |stream, lpn| {
             let p = a.next_page(stream).unwrap();
-            d.program(p, Oob::data(Lpn(lpn), 1), Src::None, Cause::User, SimTime(0))
-                .unwrap();
+            d.program(
+                p,
+                Oob::data(Lpn(lpn), 1),
+                Src::None,
+                Cause::User,
+                SimTime(0),
+            )
+            .unwrap();
             p
         };
         let pages: Vec<Ppa> = (0..geo.pages_per_line()).map(|i| write(part, i)).collect();
