@@ -130,26 +130,11 @@ fn kib_field(text: &str, key: &str) -> Option<u64> {
 /// run and then exhaust the machine hours in, where the kernel would kill the largest process.
 pub const MEMORY_FLOOR_BYTES: u64 = 256 << 20;
 
-/// The machine's memory as a run sees it while it grows: what the system has left
-/// ([`AvailableMemory::now`]) and what this process holds (`VmRSS`), when the system says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemoryReading {
-    /// What is left.
-    pub available: AvailableMemory,
-    /// Resident bytes of this process, if known.
-    pub resident: Option<u64>,
-}
-
-impl MemoryReading {
-    /// Reads both now.
-    pub fn now() -> MemoryReading {
-        MemoryReading {
-            available: AvailableMemory::now(),
-            resident: std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|text| kib_field(&text, "VmRSS:")),
-        }
-    }
+/// This process's resident memory (`VmRSS` of `/proc/self/status`), if the system says.
+pub fn resident_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|text| kib_field(&text, "VmRSS:"))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use super::{EngineError, Progress, Simulator};
 use crate::addr::{Lpn, SimTime};
 use crate::error::quote;
-use crate::host::MemoryReading;
+use crate::host::{resident_bytes, AvailableMemory};
 use crate::request::{Op, Upcoming};
 use crate::seed::mix;
 use crate::stats::Metrics;
@@ -73,11 +73,11 @@ impl<'a> Ticker<'a> {
             return Ok(());
         }
         self.next_look = now + Self::LOOK_EVERY;
-        let m = MemoryReading::now();
-        if m.available.bytes >= self.floor {
+        let available = AvailableMemory::now();
+        if available.bytes >= self.floor {
             return Ok(());
         }
-        let resident = m.resident.map_or_else(
+        let resident = resident_bytes().map_or_else(
             || "its own size unknown".to_string(),
             |b| format!("this process holding {}", human_bytes(b)),
         );
@@ -87,8 +87,8 @@ impl<'a> Ticker<'a> {
              counts (docs/device.md \"Memory\"; LeaFTL's segments grow with every small \
              random write); make the device smaller (--capacity), write less, or run fewer \
              simulations at once",
-            human_bytes(m.available.bytes),
-            m.available.origin,
+            human_bytes(available.bytes),
+            available.origin,
             human_bytes(self.floor),
             self.done,
             quote(self.phase),
