@@ -5,7 +5,7 @@ use clap::Args;
 use learnedftl::config::{Capacity, DeviceConfig};
 use learnedftl::engine::{SimOptions, Simulator, Verify};
 use learnedftl::error::ConfigError;
-use learnedftl::host::AvailableMemory;
+use learnedftl::host::{short_of_memory, AvailableMemory, MEMORY_FLOOR_BYTES};
 use learnedftl::params::{parse_duration_ns, Params};
 use learnedftl::report;
 use learnedftl::stats::LatencySummary;
@@ -194,8 +194,21 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         });
     }
     let mut next = interval.map(|i| Instant::now() + i);
+    let mut look = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));
+        // The memory floor, as runs have it (docs/device.md "Memory"): the server stops, with
+        // its report, rather than be killed by the kernel as the FTL's tables grow.
+        if Instant::now() >= look {
+            look = Instant::now() + Duration::from_secs(1);
+            if let Some(short) = short_of_memory(MEMORY_FLOOR_BYTES) {
+                *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                    "memory: {short}: the FTL's state grew past what the estimate made before \
+                     serving counts (docs/device.md \"Memory\"); the server stopped"
+                ));
+                break;
+            }
+        }
         if cut.swap(false, Ordering::SeqCst) {
             // Between two requests (docs/nbd.md); the server keeps serving if refused.
             match backend.cut_power() {

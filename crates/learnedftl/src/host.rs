@@ -137,6 +137,29 @@ pub fn resident_bytes() -> Option<u64> {
         .and_then(|text| kib_field(&text, "VmRSS:"))
 }
 
+/// When the machine has less than `floor` bytes available ([`MEMORY_FLOOR_BYTES`]), what it has
+/// left and what this process holds, for the error that stops a growing run; `None` while it
+/// has more, or when `floor` is 0.
+pub fn short_of_memory(floor: u64) -> Option<String> {
+    if floor == 0 {
+        return None;
+    }
+    let available = AvailableMemory::now();
+    if available.bytes >= floor {
+        return None;
+    }
+    let held = resident_bytes().map_or_else(
+        || "its own size unknown".to_string(),
+        |b| format!("this process holding {}", human_bytes(b)),
+    );
+    Some(format!(
+        "{} left on the machine ({}), below the floor of {}, {held}",
+        human_bytes(available.bytes),
+        available.origin,
+        human_bytes(floor)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +174,8 @@ mod tests {
             kib_field("Name: x\nVmRSS:\t  2048 kB\n", "VmRSS:"),
             Some(2 << 20)
         );
+        assert_eq!(short_of_memory(0), None);
+        let short = short_of_memory(u64::MAX).unwrap();
+        assert!(short.contains("MemAvailable") && short.contains("this process holding"));
     }
 }

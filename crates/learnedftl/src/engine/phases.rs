@@ -5,11 +5,10 @@
 use super::{EngineError, Progress, Simulator};
 use crate::addr::{Lpn, SimTime};
 use crate::error::quote;
-use crate::host::{resident_bytes, AvailableMemory};
+use crate::host::short_of_memory;
 use crate::request::{Op, Upcoming};
 use crate::seed::mix;
 use crate::stats::Metrics;
-use crate::units::human_bytes;
 use crate::workload::{HostIo, JobGen, JobSpec, Settle};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -69,31 +68,22 @@ impl<'a> Ticker<'a> {
     #[inline(never)]
     fn look(&mut self) -> Result<(), EngineError> {
         let now = Instant::now();
-        if self.floor == 0 || now < self.next_look {
+        if now < self.next_look {
             return Ok(());
         }
         self.next_look = now + Self::LOOK_EVERY;
-        let available = AvailableMemory::now();
-        if available.bytes >= self.floor {
-            return Ok(());
+        match short_of_memory(self.floor) {
+            None => Ok(()),
+            Some(short) => Err(EngineError::Memory(format!(
+                "{short}, {} requests into phase {} of {}: the run's state grew past what the \
+                 estimate made before it counts (docs/device.md \"Memory\"; LeaFTL's segments \
+                 grow with every small random write); make the device smaller (--capacity), \
+                 write less, or run fewer simulations at once",
+                self.done,
+                quote(self.phase),
+                self.ftl
+            ))),
         }
-        let resident = resident_bytes().map_or_else(
-            || "its own size unknown".to_string(),
-            |b| format!("this process holding {}", human_bytes(b)),
-        );
-        Err(EngineError::Memory(format!(
-            "{} left on the machine ({}), below the floor of {}, {} requests into phase {} of \
-             {}, {resident}: the run's state grew past what the estimate made before it \
-             counts (docs/device.md \"Memory\"; LeaFTL's segments grow with every small \
-             random write); make the device smaller (--capacity), write less, or run fewer \
-             simulations at once",
-            human_bytes(available.bytes),
-            available.origin,
-            human_bytes(self.floor),
-            self.done,
-            quote(self.phase),
-            self.ftl
-        )))
     }
 
     fn finish(self) {
