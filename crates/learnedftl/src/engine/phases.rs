@@ -15,7 +15,7 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 /// Reports progress in batches, so a progress bar costs nothing per request, and looks at the
-/// machine's memory between batches at most once a second ([`SimOptions::memory_floor`]).
+/// machine's memory between batches at most once a second ([`super::SimOptions::memory_floor`]).
 struct Ticker<'a> {
     progress: &'a mut dyn Progress,
     since: u64,
