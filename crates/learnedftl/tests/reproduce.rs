@@ -135,6 +135,11 @@ fn without_room_for_a_copy_each_run_prepares_its_own_start_with_the_same_results
     // Two workers need room for two states even unshared.
     let e = plan.fit_memory(2, &room(2 * state - 1)).unwrap_err();
     assert!(e.to_string().contains("2 run"), "{e}");
+    assert!(
+        e.to_string()
+            .ends_with("or run fewer at once (--jobs 1, or jobs=1 from Python)"),
+        "{e}"
+    );
     assert!(!plan.fit_memory(1, &room(2 * state - 1)).unwrap());
     let work = plan.work(&cache);
     assert_eq!(work.simulate, shared.simulate);

@@ -273,7 +273,11 @@ impl Plan {
         if !self.share_starts {
             u.experiment
                 .check_memory(workers, available)
-                .map_err(|e| ReproduceError::Memory(e.to_string()))?;
+                .map_err(|e| match workers {
+                    1 => ReproduceError::Memory(e.to_string()),
+                    // Say how: the runs at once are the workers.
+                    _ => ReproduceError::Memory(format!("{e} (--jobs 1, or jobs=1 from Python)")),
+                })?;
         }
         Ok(self.share_starts)
     }
