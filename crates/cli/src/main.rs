@@ -243,6 +243,10 @@ struct Opts {
     /// Draw uniform offsets independently instead of fio's once-per-pass random map.
     #[arg(long, requires = "rw")]
     norandommap: bool,
+    /// A FLUSH after every N writes of each clone (fio's fsync; makes a write buffer's data
+    /// durable).
+    #[arg(long, requires = "rw", value_name = "N")]
+    fsync: Option<u64>,
     /// Idle time after preconditioning, in which each FTL does the work it owes an idle device
     /// (background GC, dirty mapping write-back, buffer flush), reported as phase `settle`:
     /// auto (until it owes nothing), off, or a cap in simulated time (e.g. 100ms).
@@ -307,6 +311,7 @@ impl Opts {
             rwmixread: self.rwmixread,
             random_distribution: self.random_distribution.clone(),
             norandommap: self.norandommap,
+            fsync: self.fsync,
             settle: self.settle.clone(),
             seed: self.seed,
             verify: self.verify,
@@ -405,6 +410,9 @@ fn describe(e: &Experiment) -> String {
     );
     if let Some(note) = e.device.capacity_note() {
         s += &format!("{note}\n");
+    }
+    if let Some(c) = e.device.controller.describe(e.device.power_loss_protection) {
+        s += &format!("{c}\n");
     }
     if let Some(p) = &e.precondition {
         s += &format!(

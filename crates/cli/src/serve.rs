@@ -173,6 +173,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     if let Some(note) = device.capacity_note() {
         eprintln!("{note}");
     }
+    if let Some(c) = device.controller.describe(device.power_loss_protection) {
+        eprintln!("{c}");
+    }
     // Scripts and tests wait for this line.
     println!("listening on {at}");
     std::io::stdout().flush()?;

@@ -139,6 +139,22 @@ impl Params {
         Ok(self.take(key)?.unwrap_or(default))
     }
 
+    /// Removes `key` and parses it as a byte count ([`parse_size`]: `4096`, `64KiB`, `512m`),
+    /// or `default` (remembered as its default) when `key` is not given.
+    pub fn take_size_or(&mut self, key: &'static Key, default: u64) -> Result<u64, ConfigError> {
+        self.defaults.insert(key.name(), default.to_string());
+        self.consult(key);
+        match self.entries.remove(key.name()) {
+            None => Ok(default),
+            Some((v, origin)) => parse_size(&v).ok_or_else(|| ConfigError::Value {
+                key: key.name().to_string(),
+                value: v,
+                origin,
+                expected: "a size in bytes (4096, 64KiB, 512MiB)".to_string(),
+            }),
+        }
+    }
+
     /// Removes `key` and parses it as a boolean (`true/false/on/off/1/0/yes/no`).
     pub fn take_bool(&mut self, key: &'static Key) -> Result<Option<bool>, ConfigError> {
         self.consult(key);

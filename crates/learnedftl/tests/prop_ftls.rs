@@ -165,9 +165,19 @@ const IDLING: &[(&str, &[&str])] = &[
     ("learnedftl", &[]),
 ];
 
-/// The variants of `ftl`: its defaults, then [`VARIANTS`] (without idling), then [`IDLING`].
+/// A controller in front of every FTL (docs/device.md "The controller"): a write buffer of 16
+/// pages that drains only for room, so reads hit it, writes absorb and stall, and requests
+/// larger than it pass by; and a command cost.
+const CONTROLLED: &[&str] = &[
+    "write_buffer=64KiB",
+    "write_buffer_drain=full",
+    "cmd_overhead_ns=1500",
+];
+
+/// The variants of `ftl`: its defaults, behind [`CONTROLLED`], then [`VARIANTS`] (without
+/// idling), then [`IDLING`].
 fn variants(ftl: &str) -> Vec<(Vec<&'static str>, bool)> {
-    let mut v = vec![(vec![], false)];
+    let mut v = vec![(vec![], false), (CONTROLLED.to_vec(), false)];
     for (list, idle) in [(VARIANTS, false), (IDLING, true)] {
         for (name, kv) in list {
             if *name == ftl {

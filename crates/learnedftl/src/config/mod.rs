@@ -387,6 +387,127 @@ impl Timing {
     }
 }
 
+/// When the controller's write buffer hands its pages to the FTL (`write_buffer_drain`;
+/// docs/device.md "The controller").
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DrainPolicy {
+    /// After a write leaves more than `write_buffer_watermark` of the buffer full, the oldest
+    /// pages drain until it is back at the mark.
+    #[default]
+    Watermark,
+    /// Whenever a request finds every LUN idle, the whole buffer drains; otherwise only when
+    /// a write needs room.
+    Idle,
+    /// Only when a write needs room (and at a FLUSH, a power cut with protection, or while
+    /// the device settles).
+    Full,
+}
+
+impl DrainPolicy {
+    /// The `write_buffer_drain=` value naming this policy.
+    pub fn key(self) -> &'static str {
+        match self {
+            DrainPolicy::Watermark => "watermark",
+            DrainPolicy::Idle => "idle",
+            DrainPolicy::Full => "full",
+        }
+    }
+}
+
+/// The controller between the host and the FTL (docs/device.md "The controller"): a
+/// per-command firmware cost and a write buffer in the controller's own DRAM. All off by
+/// default (every preset): FEMU's model has neither.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Controller {
+    /// Write-buffer bytes (`write_buffer`; 0: none, writes go straight to the FTL).
+    pub write_buffer: u64,
+    /// When buffered pages drain to the FTL.
+    pub drain: DrainPolicy,
+    /// Fill fraction above which `drain=watermark` drains.
+    pub watermark: f64,
+    /// Firmware time per host command, ns, before the FTL sees it (`cmd_overhead_ns`).
+    pub cmd_overhead_ns: u64,
+}
+
+impl Controller {
+    /// Default `write_buffer_watermark`.
+    pub const DEFAULT_WATERMARK: f64 = 0.5;
+
+    /// Whether any part is on (off: the FTL sees host requests as they arrive).
+    pub fn is_on(&self) -> bool {
+        self.write_buffer > 0 || self.cmd_overhead_ns > 0
+    }
+
+    /// Whether every part is off (reports then leave the block out).
+    pub fn is_off(&self) -> bool {
+        !self.is_on()
+    }
+
+    /// `base` with the controller keys of `params` applied (and removed from it), checked.
+    fn from_params(params: &mut Params, base: Controller) -> Result<Controller, ConfigError> {
+        let mut c = base;
+        // The drain keys are taken (and checked) with or without a buffer: they describe one.
+        c.write_buffer = params.take_size_or(&WRITE_BUFFER, c.write_buffer)?;
+        c.drain = match params
+            .take_str_or(&WRITE_BUFFER_DRAIN, c.drain.key())
+            .as_str()
+        {
+            "watermark" => DrainPolicy::Watermark,
+            "idle" => DrainPolicy::Idle,
+            "full" => DrainPolicy::Full,
+            other => {
+                return Err(ConfigError::invalid(
+                    "write_buffer_drain",
+                    format!("{}: expected watermark, idle or full", quote(other)),
+                ))
+            }
+        };
+        c.watermark = params.take_or(&WRITE_BUFFER_WATERMARK, c.watermark)?;
+        if !(c.watermark >= 0.0 && c.watermark < 1.0) {
+            return Err(ConfigError::invalid(
+                "write_buffer_watermark",
+                format!("{} is not in [0, 1)", c.watermark),
+            ));
+        }
+        c.cmd_overhead_ns = params.take_or(&CMD_OVERHEAD_NS, c.cmd_overhead_ns)?;
+        Ok(c)
+    }
+
+    /// One line for people describing the controller, when a part is on (`power_loss_protection`
+    /// says which cache contract a write buffer keeps).
+    pub fn describe(&self, power_loss_protection: bool) -> Option<String> {
+        if self.is_off() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if self.write_buffer > 0 {
+            let drain = match self.drain {
+                DrainPolicy::Watermark => format!("watermark {}", self.watermark),
+                d => d.key().to_string(),
+            };
+            parts.push(format!(
+                "write buffer {} (drain={drain}; {})",
+                crate::units::human_bytes(self.write_buffer),
+                if power_loss_protection {
+                    "power-loss protected: nothing acknowledged is lost"
+                } else {
+                    "volatile: writes not flushed are lost at a power cut"
+                }
+            ));
+        }
+        if self.cmd_overhead_ns > 0 {
+            parts.push(format!("{} ns per command", self.cmd_overhead_ns));
+        }
+        Some(format!("controller: {}", parts.join(", ")))
+    }
+
+    /// The write buffer's capacity in pages of `page_size` bytes (0: no buffer).
+    pub fn buffer_pages(&self, page_size: u32) -> u64 {
+        self.write_buffer / page_size as u64
+    }
+}
+
 /// Energy per operation, µJ (defaults from the LearnedFTL paper's energy counters).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Energy {
@@ -419,6 +540,9 @@ pub struct DeviceConfig {
     /// FTL's mapping DRAM to a checkpoint area, and recovery then scans only what was
     /// programmed since (docs/power.md "Checkpoints").
     pub checkpoint_every: u64,
+    /// The controller's write buffer and command cost (all off unless set).
+    #[serde(skip_serializing_if = "Controller::is_off")]
+    pub controller: Controller,
     /// The logical capacity asked for with `--capacity`, bytes, which chose
     /// `geometry.blocks_per_plane` ([`Capacity`]); absent from JSON when none was.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -450,6 +574,15 @@ keys! {
     PAYLOADS = "payloads" ["on/off"] "keep page data (emulator mode; serve and check turn it on)";
     POWER_LOSS_PROTECTION = "power_loss_protection" ["on/off"] "capacitors let the FTL program its volatile buffers at a power cut";
     CHECKPOINT_EVERY = "checkpoint_every" ["host page writes"] "write a mapping checkpoint every N host page writes (0: never; recovery then scans every page)";
+}
+
+keys! {
+    /// The controller's keys (docs/device.md "The controller").
+    pub static CONTROLLER_KEYS = "controller", "the controller above the FTL: write buffer, FLUSH, command cost";
+    WRITE_BUFFER = "write_buffer" ["B"] "write buffer in the controller's DRAM (0: none); a write completes once buffered";
+    WRITE_BUFFER_DRAIN = "write_buffer_drain" ["watermark|idle|full"] "with a write_buffer: when buffered pages go to the FTL (above the watermark, when the LUNs idle, or only for room)";
+    WRITE_BUFFER_WATERMARK = "write_buffer_watermark" ["of the buffer"] "with a write_buffer and drain=watermark: the fill above which it drains, down to it";
+    CMD_OVERHEAD_NS = "cmd_overhead_ns" ["ns"] "firmware time per host command before the FTL sees it";
 }
 
 /// Names of the built-in presets.
@@ -495,6 +628,10 @@ impl DeviceConfig {
             payloads: false,
             power_loss_protection: false,
             checkpoint_every: 0,
+            controller: Controller {
+                watermark: Controller::DEFAULT_WATERMARK,
+                ..Controller::default()
+            },
             capacity: None,
         })
     }
@@ -615,6 +752,7 @@ impl DeviceConfig {
         c.power_loss_protection =
             params.take_bool_or(&POWER_LOSS_PROTECTION, c.power_loss_protection)?;
         c.checkpoint_every = params.take_or(&CHECKPOINT_EVERY, c.checkpoint_every)?;
+        c.controller = Controller::from_params(params, c.controller.clone())?;
         c.capacity = capacity.map(Capacity::bytes);
         c.validate()?;
         Ok(c)
@@ -701,6 +839,22 @@ impl DeviceConfig {
                 "timing",
                 "timing=backfill (the default) cannot be combined with channel_transfer=on \
                  (gap filling models LUN timelines only): add timing=femu",
+            ));
+        }
+        let c = &self.controller;
+        if c.write_buffer > 0 && c.buffer_pages(self.geometry.page_size) == 0 {
+            return Err(ConfigError::invalid(
+                "write_buffer",
+                format!(
+                    "{} B holds no page of {} B",
+                    c.write_buffer, self.geometry.page_size
+                ),
+            ));
+        }
+        if c.buffer_pages(self.geometry.page_size) > u32::MAX as u64 {
+            return Err(ConfigError::invalid(
+                "write_buffer",
+                format!("{} B is more than 2^32 - 1 pages", c.write_buffer),
             ));
         }
         for (f, v) in [

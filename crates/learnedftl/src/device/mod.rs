@@ -250,6 +250,9 @@ pub struct Device {
     ckpt_written: Vec<u32>,
     /// Pages of the last committed checkpoint (0: none yet).
     ckpt_pages: u64,
+    /// The controller's buffered pages (`(lpn, stamp)`) dumped on capacitor energy at the
+    /// last power cut, not restored yet ([`Device::dump_on_capacitors`]).
+    dump: Vec<(Lpn, u32)>,
 }
 
 impl Device {
@@ -296,6 +299,7 @@ impl Device {
             cut_in: None,
             ckpt_written: Vec::new(),
             ckpt_pages: 0,
+            dump: Vec::new(),
             math: AddrMath::new(&geo),
             geo,
             cfg: cfg.clone(),

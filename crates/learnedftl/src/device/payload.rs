@@ -66,6 +66,10 @@ pub struct PayloadStore {
     older: HashMap<(Lpn, u32), Page>,
     /// Freed buffers, most recent last; a snapshot may still share some.
     spare: Vec<Page>,
+    /// Staged versions a controller dumped on capacitor energy at a power cut
+    /// ([`super::Device::dump_on_capacitors`]): they survive the power-on that drops the rest
+    /// of the staged data, until restored.
+    dumped: HashMap<(Lpn, u32), Page>,
 }
 
 /// A page's data. Staged data is held only by the store; programmed data never changes and is
@@ -176,6 +180,7 @@ impl Clone for PayloadStore {
                 .collect(),
             older: self.older.iter().map(|(&k, p)| (k, copy(p))).collect(),
             spare: Vec::new(),
+            dumped: self.dumped.iter().map(|(&k, p)| (k, copy(p))).collect(),
         }
     }
 }
@@ -188,6 +193,7 @@ impl PayloadStore {
             staged: HashMap::new(),
             older: HashMap::new(),
             spare: Vec::new(),
+            dumped: HashMap::new(),
         }
     }
 
@@ -240,6 +246,17 @@ impl PayloadStore {
     /// superseded are programmed or gone from the FTL's buffer by now, so their data goes.
     pub fn settle(&mut self) {
         for (_, page) in std::mem::take(&mut self.older) {
+            self.recycle(page);
+        }
+    }
+
+    /// Drops the data of version `stamp` of `lpn` if it was superseded and not programmed: a
+    /// write buffer above the FTL says so when a version dies without reaching flash (a newer
+    /// one replaced it in the buffer, or reached the FTL, which replaced or programmed it), as
+    /// it acknowledges writes before the FTL sees them and so cannot rely on
+    /// [`PayloadStore::settle`].
+    pub fn discard(&mut self, lpn: Lpn, stamp: u32) {
+        if let Some(page) = self.older.remove(&(lpn, stamp)) {
             self.recycle(page);
         }
     }
@@ -393,6 +410,27 @@ impl PayloadStore {
     }
 
     /// Power comes back: host data staged in controller DRAM and not programmed is gone.
+    /// Keeps the staged data of version `stamp` of `lpn` across the power-on (dumped on
+    /// capacitor energy); false if none is staged (it was programmed).
+    pub(super) fn keep(&mut self, lpn: Lpn, stamp: u32) -> bool {
+        match self.take_staged(lpn, stamp) {
+            Some(page) => {
+                self.dumped.insert((lpn, stamp), page);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stages a kept version again (it is restored from the dump).
+    pub(super) fn restore(&mut self, lpn: Lpn, stamp: u32) {
+        if let Some(page) = self.dumped.remove(&(lpn, stamp)) {
+            if let Some((_, old)) = self.staged.insert(lpn, (stamp, page)) {
+                self.recycle(old);
+            }
+        }
+    }
+
     pub(super) fn on_power_on(&mut self) {
         for (_, (_, page)) in std::mem::take(&mut self.staged) {
             self.recycle(page);

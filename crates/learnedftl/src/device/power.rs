@@ -2,7 +2,7 @@
 //! which forgets what a real SSD keeps in DRAM until recovery revalidates it.
 
 use super::{Cause, Device};
-use crate::addr::Ppa;
+use crate::addr::{Lpn, Ppa};
 use crate::error::DeviceError;
 
 /// When an armed power cut strikes ([`Device::arm_power_cut`]): the operation named is the one
@@ -63,6 +63,34 @@ impl Device {
     /// volatile buffers after a cut; call [`Device::cut_power`] when done.
     pub fn run_on_capacitors(&mut self) {
         self.power = Power::On;
+    }
+
+    /// Power-loss protection for a controller's write buffer: on capacitor energy, the
+    /// buffered versions `pages` (`(lpn, stamp)`, oldest first) and their data go to a
+    /// reserved power-loss area outside the data blocks, as drives do, to be restored at
+    /// power-on ([`Device::take_capacitor_dump`]). The area's programs are not counted: the
+    /// restore's are, when the pages are written again. Replaces an earlier dump not taken.
+    /// With payloads, a version whose data was already programmed (the FTL took it before
+    /// the cut struck) is on flash and left out.
+    pub fn dump_on_capacitors(&mut self, pages: &[(Lpn, u32)]) {
+        self.dump.clear();
+        for &(lpn, stamp) in pages {
+            if self.payload.as_mut().is_none_or(|p| p.keep(lpn, stamp)) {
+                self.dump.push((lpn, stamp));
+            }
+        }
+    }
+
+    /// Takes the pages of the last capacitor dump, their data staged again for programming
+    /// (empty when there was none). Call once powered on.
+    pub fn take_capacitor_dump(&mut self) -> Vec<(Lpn, u32)> {
+        let dump = std::mem::take(&mut self.dump);
+        if let Some(p) = self.payload.as_mut() {
+            for &(lpn, stamp) in &dump {
+                p.restore(lpn, stamp);
+            }
+        }
+        dump
     }
 
     /// Whether the power is lost (a cut struck, [`Device::power_on`] not called yet).

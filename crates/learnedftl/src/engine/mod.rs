@@ -594,10 +594,13 @@ impl Simulator {
             }
             Err(e) => return Err(ftl_error(e)),
         };
+        let buffered = self.dev.config().controller.write_buffer > 0;
         if let Some(store) = self.dev.payloads_mut() {
             match io.op {
-                // Acknowledged: the versions this write superseded are programmed or replaced.
-                Op::Write => store.settle(),
+                // Acknowledged: the versions this write superseded are programmed or replaced
+                // in the FTL's buffer — unless a controller's write buffer acknowledged it,
+                // which drops superseded versions itself as they die (`ftl::controller`).
+                Op::Write if !buffered => store.settle(),
                 Op::Trim => req.lpns().for_each(|l| store.unstage(l)),
                 _ => {}
             }

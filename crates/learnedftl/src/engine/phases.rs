@@ -96,6 +96,9 @@ impl Simulator {
     /// Passes a prefetch hint for the request `op` at byte `offset` to the FTL.
     #[inline]
     fn prefetch(&self, (op, offset): (Op, u64), when: Upcoming) {
+        if op == Op::Flush {
+            return;
+        }
         let lpn = Lpn((offset / self.dev.geo().page_size as u64) as u32);
         self.ftl.prefetch(&self.dev, op, lpn, when);
     }

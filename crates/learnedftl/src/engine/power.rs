@@ -95,7 +95,7 @@ impl Simulator {
         self.cut_after_ack = inflight.is_none();
         let lost = self.check_recovery(inflight, &mut unflushed, cost.done)?;
         self.phase
-            .note_power_cut(old.stats(), lost, cost.flash_reads, cost.sim_ns());
+            .note_power_cut(old.as_ref(), lost, cost.flash_reads, cost.sim_ns());
         // Once per cut, the FTL's invariants are checked whenever reads are verified.
         if self.opts.check_invariants || self.oracle.is_some() {
             self.ftl

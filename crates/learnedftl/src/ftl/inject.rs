@@ -195,6 +195,10 @@ impl Ftl for Inject {
         self.inner.extra_counters()
     }
 
+    fn controller(&self) -> Option<super::controller::ControllerCounters> {
+        self.inner.controller()
+    }
+
     fn check_invariants(&self, dev: &Device) -> Result<(), String> {
         self.inner.check_invariants(dev)
     }

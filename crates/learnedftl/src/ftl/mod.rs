@@ -4,6 +4,7 @@
 //! through the [`Device`], and returns the request's completion time. Each page a read request
 //! returns is reported to a [`ReadSink`] (the engine's oracle) with where it was served from.
 
+pub mod controller;
 pub mod demand;
 pub mod dftl;
 pub mod fast;
@@ -163,6 +164,12 @@ pub trait Ftl: Send + FtlClone {
         None
     }
 
+    /// The controller's counters since the last reset, when a [`controller::Controller`]
+    /// stands in front of the FTL (`None`: no controller).
+    fn controller(&self) -> Option<controller::ControllerCounters> {
+        None
+    }
+
     /// Counters since the last reset.
     fn stats(&self) -> &FtlStats;
 
@@ -217,20 +224,33 @@ pub fn build(
         let inner = build(name, dev, params)?;
         return Ok(Box::new(inject::Inject::new(inner, fault)));
     }
-    match name {
-        "ideal" => Ok(Box::new(ideal::Ideal::new(dev, params)?)),
-        "dftl" => Ok(Box::new(dftl::new(dev, params)?)),
-        "tpftl" => Ok(Box::new(tpftl::new(dev, params)?)),
-        "sftl" => Ok(Box::new(sftl::new(dev, params)?)),
-        "leaftl" => Ok(Box::new(leaftl::Leaftl::new(dev, params)?)),
-        "learnedftl" => Ok(Box::new(learned::LearnedFtl::new(dev, params)?)),
-        "hpftl" => Ok(Box::new(hpftl::HpFtl::new(dev, params)?)),
-        "fast" => Ok(Box::new(fast::Fast::new(dev, params)?)),
-        "mu-ftl" => Ok(Box::new(mu::MuFtl::new(dev, params)?)),
-        _ => Err(ConfigError::UnknownFtl {
-            name: name.to_string(),
-            known: FTLS.join(", "),
-        }),
+    let ftl: Box<dyn Ftl> = match name {
+        "ideal" => Box::new(ideal::Ideal::new(dev, params)?),
+        "dftl" => Box::new(dftl::new(dev, params)?),
+        "tpftl" => Box::new(tpftl::new(dev, params)?),
+        "sftl" => Box::new(sftl::new(dev, params)?),
+        "leaftl" => Box::new(leaftl::Leaftl::new(dev, params)?),
+        "learnedftl" => Box::new(learned::LearnedFtl::new(dev, params)?),
+        "hpftl" => Box::new(hpftl::HpFtl::new(dev, params)?),
+        "fast" => Box::new(fast::Fast::new(dev, params)?),
+        "mu-ftl" => Box::new(mu::MuFtl::new(dev, params)?),
+        _ => {
+            return Err(ConfigError::UnknownFtl {
+                name: name.to_string(),
+                known: FTLS.join(", "),
+            })
+        }
+    };
+    Ok(behind_controller(ftl, dev))
+}
+
+/// `ftl` behind the controller the device configuration describes, if it turns a part on
+/// ([`controller`]).
+fn behind_controller(ftl: Box<dyn Ftl>, dev: &DeviceConfig) -> Box<dyn Ftl> {
+    if dev.controller.is_on() {
+        Box::new(controller::Controller::new(ftl, dev))
+    } else {
+        ftl
     }
 }
 
@@ -332,6 +352,12 @@ pub fn recover(
         "fast" => boxed(fast::Fast::recover(cfg, params, dev, t)?),
         "mu-ftl" => boxed(mu::MuFtl::recover(cfg, params, dev, t)?),
         _ => return Err(unsupported()),
+    };
+    let (ftl, done) = if cfg.controller.is_on() {
+        let (c, done) = controller::Controller::recovered(ftl, cfg, dev, done)?;
+        (Box::new(c) as Box<dyn Ftl>, done)
+    } else {
+        (ftl, done)
     };
     let c = dev.counters();
     let cost = RecoveryCost {

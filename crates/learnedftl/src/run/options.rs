@@ -128,6 +128,8 @@ pub struct RunOptions {
     pub random_distribution: Option<String>,
     /// Draw uniform offsets independently instead of fio's once-per-pass random map.
     pub norandommap: bool,
+    /// A FLUSH after every this many writes of each clone (fio's `fsync`).
+    pub fsync: Option<u64>,
     /// Idle time after preconditioning: auto, off or a duration.
     pub settle: String,
     /// Seed for every random choice.
@@ -171,6 +173,7 @@ impl Default for RunOptions {
             rwmixread: None,
             random_distribution: None,
             norandommap: false,
+            fsync: None,
             settle: "auto".into(),
             seed: 1,
             verify: false,
@@ -308,6 +311,7 @@ impl RunOptions {
             ("rwmixread", self.rwmixread.is_some()),
             ("random_distribution", self.random_distribution.is_some()),
             ("norandommap", self.norandommap),
+            ("fsync", self.fsync.is_some()),
         ];
         let trace_options = [
             ("speed", self.speed != 1.0),
@@ -370,6 +374,7 @@ impl RunOptions {
                 .map_err(|e| bad("random_distribution", e))?;
         }
         j.random_map = !self.norandommap;
+        j.fsync = self.fsync.unwrap_or(0);
         Ok(j)
     }
 

@@ -3,6 +3,7 @@
 
 use crate::addr::SimTime;
 use crate::device::{BackfillCounters, Cause, Device, Wear};
+use crate::ftl::controller::ControllerCounters;
 use crate::ftl::Ftl;
 use crate::mapping::FtlStats;
 use crate::request::Op;
@@ -229,6 +230,10 @@ pub struct Metrics {
     /// Power cuts and recoveries, when the run injects them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power_cuts: Option<PowerCutSummary>,
+    /// The controller's write buffer and FLUSHes, when the device has a controller
+    /// (docs/device.md "The controller").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller: Option<ControllerCounters>,
 }
 
 /// What the engine accumulates during a phase.
@@ -247,6 +252,8 @@ pub struct Collector {
     wall: Instant,
     /// Counters of FTL instances a recovery replaced during the phase.
     carried: FtlStats,
+    /// Counters of the controllers a recovery replaced during the phase.
+    carried_controller: ControllerCounters,
     power_cuts: Option<PowerCutSummary>,
 }
 
@@ -266,6 +273,7 @@ impl Collector {
             dram_peak: 0,
             wall: Instant::now(),
             carried: FtlStats::default(),
+            carried_controller: ControllerCounters::default(),
             power_cuts: None,
         }
     }
@@ -335,11 +343,14 @@ impl Collector {
         self.power_cuts.get_or_insert_with(PowerCutSummary::default);
     }
 
-    /// A power cut struck and a recovery rebuilt the FTL: `old` is the lost FTL's counters
-    /// (kept in the phase's totals), `lost_unflushed` the buffered writes lost, and the
+    /// A power cut struck and a recovery rebuilt the FTL: `old` is the lost FTL, whose
+    /// counters stay in the phase's totals, `lost_unflushed` the buffered writes lost, and the
     /// recovery cost `reads` flash reads and `sim_ns` of simulated time.
-    pub fn note_power_cut(&mut self, old: &FtlStats, lost_unflushed: u64, reads: u64, sim_ns: u64) {
-        self.carried.add(old);
+    pub fn note_power_cut(&mut self, old: &dyn Ftl, lost_unflushed: u64, reads: u64, sim_ns: u64) {
+        self.carried.add(old.stats());
+        if let Some(c) = old.controller() {
+            self.carried_controller.add(&c);
+        }
         let p = self.power_cuts.get_or_insert_with(PowerCutSummary::default);
         p.count += 1;
         p.lost_unflushed_pages += lost_unflushed;
@@ -447,6 +458,10 @@ impl Collector {
                 0.0
             },
             power_cuts: self.power_cuts.clone(),
+            controller: ftl.controller().map(|mut c| {
+                c.add(&self.carried_controller);
+                c
+            }),
         }
     }
 }

@@ -117,6 +117,7 @@ fn apply(
         }
         "norandommap" => job.random_map = !flag(value)?,
         "randseed" => job.seed = Some(int(need()?)?),
+        "fsync" => job.fsync = int(need()?)?,
         "stonewall" | "wait_for_previous" => return flag(value),
         k if IGNORED.contains(&k) => {}
         _ => return Err(format!("unknown option {}", quote(key))),

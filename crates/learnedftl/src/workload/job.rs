@@ -122,6 +122,15 @@ pub struct JobSpec {
     pub random_map: bool,
     /// Seed of this job (`None`: derived from the run's seed and the job's position).
     pub seed: Option<u64>,
+    /// A FLUSH after every this many writes of a clone (fio's `fsync`; 0: never, and absent
+    /// from reports).
+    #[serde(skip_serializing_if = "never")]
+    pub fsync: u64,
+}
+
+/// Whether an `fsync` interval means never.
+fn never(fsync: &u64) -> bool {
+    *fsync == 0
 }
 
 impl JobSpec {
@@ -144,6 +153,7 @@ impl JobSpec {
             dist: Dist::Uniform,
             random_map: true,
             seed: None,
+            fsync: 0,
         }
     }
 
@@ -245,6 +255,9 @@ pub struct JobGen {
     /// prefetch the state it will touch ([`JobGen::upcoming`]). Drawing does not depend on
     /// the issue time, so the requests are those drawn on demand.
     ahead: Option<(Op, u64)>,
+    /// Writes between two FLUSHes (0: none), and writes drawn since the last.
+    fsync: u64,
+    writes_unsynced: u64,
 }
 
 impl JobGen {
@@ -275,6 +288,8 @@ impl JobGen {
             remaining: spec.ios_per_clone(logical_bytes),
             deadline: spec.runtime_ns.map(|r| start.after(r)),
             ahead: None,
+            fsync: spec.fsync,
+            writes_unsynced: 0,
         };
         g.ahead = g.draw();
         g
@@ -291,13 +306,13 @@ impl JobGen {
         if self.deadline.is_some_and(|d| now >= d) {
             return None;
         }
-        let (op, block) = self.ahead?;
+        let (op, offset) = self.upcoming()?;
         self.ahead = self.draw();
         Some(HostIo {
             arrival: now,
             op,
-            offset: self.base + block * self.bs,
-            len: self.bs,
+            offset,
+            len: if op == Op::Flush { 0 } else { self.bs },
         })
     }
 
@@ -305,13 +320,20 @@ impl JobGen {
     /// job's time is up by then), for prefetching; `None` when the job is done.
     #[inline]
     pub fn upcoming(&self) -> Option<(Op, u64)> {
-        self.ahead
-            .map(|(op, block)| (op, self.base + block * self.bs))
+        self.ahead.map(|(op, block)| match op {
+            Op::Flush => (op, 0),
+            _ => (op, self.base + block * self.bs),
+        })
     }
 
     /// Draws the next request's operation and block, or `None` when the amount is issued.
     #[inline]
     fn draw(&mut self) -> Option<(Op, u64)> {
+        // fio's fsync: a FLUSH after every `fsync` writes, not counted in the amount.
+        if self.fsync > 0 && self.writes_unsynced == self.fsync {
+            self.writes_unsynced = 0;
+            return Some((Op::Flush, 0));
+        }
         match &mut self.remaining {
             Some(0) => return None,
             Some(r) => *r -= 1,
@@ -329,6 +351,7 @@ impl JobGen {
                 }
             }
         };
+        self.writes_unsynced += (op == Op::Write) as u64;
         let block = match &mut self.picker {
             Some(p) => p.next(&mut self.rng),
             None => {
@@ -372,6 +395,36 @@ mod tests {
             assert_eq!(g.remaining(), Some(left));
         }
         assert_eq!((g.upcoming(), g.next(SimTime(8))), (None, None));
+    }
+
+    #[test]
+    fn fsync_flushes_after_every_n_writes() {
+        let mut s = JobSpec::new("j", RwKind::RandRw);
+        s.fsync = 3;
+        s.number_ios = Some(200);
+        let mut g = JobGen::new(&s, 0, 1 << 20, 4, SimTime(0));
+        let ops: Vec<Op> = std::iter::from_fn(|| g.next(SimTime(0)))
+            .map(|io| io.op)
+            .collect();
+        let writes = ops.iter().filter(|&&o| o == Op::Write).count();
+        let flushes = ops.iter().filter(|&&o| o == Op::Flush).count();
+        assert_eq!(
+            ops.len() - flushes,
+            200,
+            "flushes are not counted in number_ios"
+        );
+        assert_eq!(flushes, writes / 3);
+        let mut since = 0;
+        for op in ops {
+            match op {
+                Op::Write => since += 1,
+                Op::Flush => {
+                    assert_eq!(since, 3);
+                    since = 0
+                }
+                _ => {}
+            }
+        }
     }
 
     #[test]

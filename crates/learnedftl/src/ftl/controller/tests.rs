@@ -1,0 +1,244 @@
+//! The controller's tests: each part of the write buffer does what docs/device.md says, seen
+//! through the engine (the oracle checks every read) or the FTL interface.
+
+use super::*;
+use crate::config::DeviceConfig;
+use crate::device::Cause;
+use crate::engine::{SimOptions, Simulator};
+use crate::params::Params;
+use crate::workload::HostIo;
+
+const PAGE: u64 = 4096;
+
+fn cfg(sets: &[&str]) -> DeviceConfig {
+    let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+    let c = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    p.finish().unwrap();
+    c
+}
+
+fn sim(ftl: &str, sets: &[&str]) -> Simulator {
+    let mut s = Simulator::new(&cfg(sets), ftl, Params::new(), SimOptions::checked()).unwrap();
+    s.begin_phase("t");
+    s
+}
+
+fn io(t: u64, op: Op, page: u64, pages: u64) -> HostIo {
+    HostIo {
+        arrival: SimTime(t),
+        op,
+        offset: page * PAGE,
+        len: pages * PAGE,
+    }
+}
+
+fn programs(s: &Simulator) -> u64 {
+    s.device().counters().total_programs()
+}
+
+fn counters(s: &Simulator) -> ControllerCounters {
+    s.ftl().controller().expect("a controller")
+}
+
+#[test]
+fn off_by_default_and_on_when_a_part_is_set() {
+    let s = sim("ideal", &[]);
+    assert!(s.ftl().controller().is_none());
+    assert!(s.live_metrics().controller.is_none());
+    let s = sim("ideal", &["cmd_overhead_ns=1000"]);
+    assert_eq!(counters(&s), ControllerCounters::default());
+}
+
+#[test]
+fn a_buffered_write_completes_without_a_program() {
+    // Without a buffer, a one-page write waits for its program (200 µs).
+    let mut s = sim("ideal", &[]);
+    assert_eq!(s.submit(io(0, Op::Write, 3, 1)).unwrap(), SimTime(200_000));
+    // With one, it completes once buffered: the command's cost alone.
+    for ftl in crate::ftl::FTLS {
+        let mut s = sim(ftl, &["write_buffer=64KiB", "write_buffer_drain=full"]);
+        s.set_check_invariants(true);
+        let done = s.submit(io(10, Op::Write, 3, 2)).unwrap();
+        assert_eq!(done, SimTime(10), "{ftl}");
+        assert_eq!(programs(&s), 0, "{ftl}");
+        let mut s = sim(ftl, &["write_buffer=64KiB", "cmd_overhead_ns=2500"]);
+        assert_eq!(
+            s.submit(io(10, Op::Write, 3, 2)).unwrap(),
+            SimTime(2_510),
+            "{ftl}"
+        );
+    }
+}
+
+#[test]
+fn reads_of_buffered_pages_need_no_flash_read() {
+    let mut s = sim("dftl", &["write_buffer=64KiB", "write_buffer_drain=full"]);
+    s.submit(io(0, Op::Write, 8, 2)).unwrap();
+    // Pages 7..11: 8 and 9 from the buffer, 7 and 10 unmapped.
+    let done = s.submit(io(5, Op::Read, 7, 4)).unwrap();
+    assert_eq!(done, SimTime(5));
+    let m = s.live_metrics();
+    assert_eq!(m.verify.checked, 4);
+    assert_eq!(m.lookups.none, 4);
+    assert_eq!(counters(&s).buffer_read_hits, 2);
+    assert_eq!(s.device().counters().total_reads(), 0);
+}
+
+#[test]
+fn a_write_that_finds_the_buffer_full_waits_for_a_program() {
+    // 4 pages of room: the fifth page drains the oldest write and waits for its program.
+    let mut s = sim("ideal", &["write_buffer=16KiB", "write_buffer_drain=full"]);
+    assert_eq!(s.submit(io(0, Op::Write, 0, 2)).unwrap(), SimTime(0));
+    assert_eq!(s.submit(io(0, Op::Write, 10, 2)).unwrap(), SimTime(0));
+    let done = s.submit(io(1_000, Op::Write, 20, 1)).unwrap();
+    // The two drained pages are programmed on two LUNs at once.
+    assert_eq!(done, SimTime(201_000));
+    let c = counters(&s);
+    assert_eq!((c.stalls, c.stall_ns, c.drained_pages), (1, 200_000, 2));
+    assert_eq!(programs(&s), 2);
+    // Rewriting a buffered page takes no room: it replaces the version in place.
+    assert_eq!(
+        s.submit(io(2_000, Op::Write, 10, 1)).unwrap(),
+        SimTime(2_000)
+    );
+    assert_eq!(counters(&s).buffer_absorbed, 1);
+    // A write larger than the buffer goes straight to the FTL.
+    let done = s.submit(io(3_000, Op::Write, 40, 8)).unwrap();
+    assert!(done >= SimTime(203_000), "{done:?}");
+    assert_eq!(counters(&s).bypassed_pages, 8);
+}
+
+#[test]
+fn the_watermark_drains_down_to_the_mark() {
+    let mut s = sim(
+        "ideal",
+        &["write_buffer=32KiB", "write_buffer_watermark=0.5"],
+    );
+    s.submit(io(0, Op::Write, 0, 3)).unwrap();
+    s.submit(io(0, Op::Write, 3, 3)).unwrap();
+    // 6 of 8 pages: above the mark of 4, the first write (3 pages) drained.
+    assert_eq!(counters(&s).drained_pages, 3);
+    assert_eq!(programs(&s), 3);
+}
+
+#[test]
+fn idle_drain_waits_for_idle_luns() {
+    let mut s = sim("ideal", &["write_buffer=64KiB", "write_buffer_drain=idle"]);
+    // The device is idle at the first write: it drains at once.
+    s.submit(io(0, Op::Write, 0, 1)).unwrap();
+    assert_eq!(programs(&s), 1);
+    // Busy programming: the next write stays buffered.
+    s.submit(io(1_000, Op::Write, 1, 1)).unwrap();
+    assert_eq!(programs(&s), 1);
+    s.submit(io(500_000, Op::Write, 2, 1)).unwrap();
+    assert_eq!(programs(&s), 3);
+}
+
+#[test]
+fn flush_makes_every_buffered_write_durable() {
+    let mut s = sim(
+        "learnedftl",
+        &["write_buffer=64KiB", "write_buffer_drain=full"],
+    );
+    s.submit(io(0, Op::Write, 0, 4)).unwrap();
+    s.submit(io(0, Op::Write, 2, 1)).unwrap();
+    let done = s.submit(io(100, Op::Flush, 0, 0)).unwrap();
+    assert!(done >= SimTime(200_100), "{done:?}");
+    assert_eq!(programs(&s), 4, "the absorbed version was never programmed");
+    let mut out = Vec::new();
+    s.ftl().unflushed(s.device(), &mut out);
+    assert!(out.is_empty());
+    assert_eq!(counters(&s).flushes, 1);
+}
+
+#[test]
+fn a_trim_drops_buffered_versions() {
+    let mut s = sim("tpftl", &["write_buffer=64KiB", "write_buffer_drain=full"]);
+    s.submit(io(0, Op::Write, 0, 4)).unwrap();
+    s.submit(io(10, Op::Trim, 1, 2)).unwrap();
+    s.submit(io(20, Op::Read, 0, 4)).unwrap();
+    assert_eq!(counters(&s).buffer_read_hits, 2);
+    s.submit(io(30, Op::Flush, 0, 0)).unwrap();
+    assert_eq!(s.device().counters().programs[Cause::User as usize], 2);
+}
+
+#[test]
+fn unflushed_writes_fall_back_to_their_durable_version() {
+    let mut s = sim("ideal", &["write_buffer=64KiB", "write_buffer_drain=full"]);
+    s.submit(io(0, Op::Write, 5, 1)).unwrap(); // stamp 1
+    s.submit(io(0, Op::Flush, 0, 0)).unwrap();
+    s.submit(io(1, Op::Write, 5, 1)).unwrap(); // stamp 2
+    s.submit(io(1, Op::Write, 6, 1)).unwrap(); // stamp 3
+    let mut out = Vec::new();
+    s.ftl().unflushed(s.device(), &mut out);
+    out.sort_by_key(|u| u.lpn.0);
+    let got: Vec<_> = out.iter().map(|u| (u.lpn.0, u.durable, u.acked)).collect();
+    assert_eq!(got, [(5, 1, 2), (6, 0, 3)]);
+}
+
+/// LeaFTL keeps a buffer of its own: an LPN in both is listed once, falling back to what
+/// LeaFTL had durable.
+#[test]
+fn an_ftl_buffer_beneath_is_merged() {
+    let mut s = sim("leaftl", &["write_buffer=8KiB", "write_buffer_drain=full"]);
+    s.submit(io(0, Op::Write, 5, 1)).unwrap(); // stamp 1, in the controller
+    s.submit(io(0, Op::Write, 6, 2)).unwrap(); // stamp 2: drains stamp 1 into LeaFTL's buffer
+    s.submit(io(0, Op::Write, 5, 1)).unwrap(); // stamp 3: drains stamp 2
+    let mut out = Vec::new();
+    s.ftl().unflushed(s.device(), &mut out);
+    out.sort_by_key(|u| u.lpn.0);
+    let got: Vec<_> = out.iter().map(|u| (u.lpn.0, u.durable, u.acked)).collect();
+    assert_eq!(got, [(5, 0, 3), (6, 0, 2), (7, 0, 2)]);
+}
+
+/// The cache contracts (SPEC §12) through the engine's power cuts: without protection,
+/// unflushed writes may be lost and flushed ones never; with it, nothing acknowledged is.
+#[test]
+fn power_cuts_keep_each_contract() {
+    for (plp, lost) in [("off", true), ("on", false)] {
+        for ftl in crate::ftl::FTLS {
+            let plp = format!("power_loss_protection={plp}");
+            let mut s = sim(
+                ftl,
+                &["write_buffer=64KiB", "write_buffer_drain=full", &plp],
+            );
+            s.submit(io(0, Op::Write, 0, 4)).unwrap();
+            s.submit(io(1, Op::Flush, 0, 0)).unwrap();
+            s.submit(io(2, Op::Write, 2, 4)).unwrap();
+            let t = s.clock();
+            s.cut_power_now(t).unwrap();
+            let m = s.live_metrics();
+            assert_eq!(m.verify.failures, 0, "{ftl} {plp}");
+            let cut = m.power_cuts.unwrap();
+            assert_eq!(cut.lost_unflushed_pages > 0, lost, "{ftl} {plp}");
+            let o = s.oracle().unwrap();
+            // The flushed pages 0 and 1 survive either way.
+            assert_eq!(
+                (o.expected(Lpn(0)), o.expected(Lpn(1))),
+                (1, 1),
+                "{ftl} {plp}"
+            );
+            let want = if lost { 1 } else { 2 };
+            assert_eq!(o.expected(Lpn(2)), want, "{ftl} {plp}");
+        }
+    }
+}
+
+#[test]
+fn bad_settings_are_refused_naming_the_key() {
+    for (set, key) in [
+        ("write_buffer=lots", "write_buffer"),
+        ("write_buffer=100", "write_buffer"),
+        ("write_buffer_drain=never", "write_buffer_drain"),
+        ("write_buffer_watermark=1.5", "write_buffer_watermark"),
+        ("cmd_overhead_ns=-3", "cmd_overhead_ns"),
+    ] {
+        let mut p = Params::from_assignments(["write_buffer=1MiB", set], "test").unwrap();
+        let e = DeviceConfig::from_params("tiny", &mut p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key), "{set}: {e}");
+    }
+    // Sizes take binary units, as fio's do.
+    assert_eq!(cfg(&["write_buffer=2MiB"]).controller.write_buffer, 2 << 20);
+}
