@@ -1,9 +1,11 @@
 //! Device configuration: geometry, timing and energy, with the presets of SPEC §3.1.
 
 mod capacity;
+mod cell;
 mod math;
 
 pub use capacity::{default_logical_pages, format_capacity, largest_capacity, Capacity, Largest};
+pub use cell::Cell;
 pub use math::{AddrMath, FastDiv, Stripe};
 
 use crate::addr::{Ppa, PpaParts, Vppn};
@@ -364,10 +366,20 @@ pub struct Timing {
     pub mode: TimingMode,
     /// Most idle gaps a LUN remembers under `timing=backfill` (the earliest is forgotten first).
     pub backfill_gaps: u32,
-    /// Page read (array to register), ns.
+    /// Page read (array to register), ns: every page's with `cell=slc`, else a page's in SLC
+    /// mode (the checkpoint area).
     pub read_ns: u64,
-    /// Page program, ns.
+    /// Page program, ns (as `read_ns`).
     pub program_ns: u64,
+    /// Bits per cell (`cell`; SLC, one page type, unless set).
+    #[serde(skip_serializing_if = "Cell::is_slc")]
+    pub cell: Cell,
+    /// With more than one bit per cell: the read latency of each page type, LSB first, ns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_ns_pages: Vec<u64>,
+    /// With more than one bit per cell: the program latency of each page type, ns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub program_ns_pages: Vec<u64>,
     /// Block erase, ns.
     pub erase_ns: u64,
     /// Model per-channel transfers (off = FEMU's model: LUN time only).
@@ -377,6 +389,15 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// The shortest operation latency (every page type's included).
+    pub fn shortest_ns(&self) -> u64 {
+        let typed = self.read_ns_pages.iter().chain(&self.program_ns_pages);
+        typed.copied().fold(
+            self.read_ns.min(self.program_ns).min(self.erase_ns),
+            u64::min,
+        )
+    }
+
     /// Transfer time of one page over its channel, ns (0 when the channel model is off).
     pub fn transfer_ns(&self, page_size: u32) -> u64 {
         if self.channel_transfer {
@@ -561,8 +582,11 @@ keys! {
     OOB_SIZE = "oob_size" ["B"] "out-of-band bytes per page (LPN and write stamp; LeaFTL's neighbours)";
     LOGICAL_RATIO = "logical_ratio" ["of the physical pages"] "logical space as a fraction of the physical pages, instead of logical_pages";
     LOGICAL_PAGES = "logical_pages" ["pages"] "logical pages the host sees (15/16 of the physical pages unless given)";
-    READ_NS = "read_ns" ["ns"] "page read latency (array to register)";
-    PROGRAM_NS = "program_ns" ["ns"] "page program latency";
+    READ_NS = "read_ns" ["ns"] "page read latency (array to register): every page's with cell=slc, else SLC mode's";
+    PROGRAM_NS = "program_ns" ["ns"] "page program latency: every page's with cell=slc, else SLC mode's";
+    CELL = "cell" ["slc|mlc|tlc|qlc"] "bits per cell: a block's pages cycle through that many page types (LSB, CSB, MSB, ...), each with its own latencies";
+    READ_NS_PAGES = "read_ns_pages" ["ns,ns,..."] "read latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
+    PROGRAM_NS_PAGES = "program_ns_pages" ["ns,ns,..."] "program latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
     ERASE_NS = "erase_ns" ["ns"] "block erase latency";
     CHANNEL_MB_S = "channel_mb_s" ["MB/s"] "channel bandwidth, with channel_transfer=on";
     CHANNEL_TRANSFER = "channel_transfer" ["on/off"] "model each page's transfer over its channel (needs timing=femu)";
@@ -616,6 +640,9 @@ impl DeviceConfig {
                 backfill_gaps: DEFAULT_BACKFILL_GAPS,
                 read_ns: 40_000,
                 program_ns: 200_000,
+                cell: Cell::Slc,
+                read_ns_pages: Vec::new(),
+                program_ns_pages: Vec::new(),
                 erase_ns: 2_000_000,
                 channel_transfer: false,
                 channel_mb_s: 800,
@@ -721,6 +748,27 @@ impl DeviceConfig {
             (&CHANNEL_MB_S, &mut t.channel_mb_s),
         ] {
             *field = params.take_or(key, *field)?;
+        }
+        t.cell = Cell::parse(&params.take_str_or(&CELL, t.cell.key()))?;
+        if t.cell.is_slc() {
+            for key in [&READ_NS_PAGES, &PROGRAM_NS_PAGES] {
+                if params.contains(key) {
+                    return Err(ConfigError::invalid(
+                        key.name(),
+                        "only applies with cell=mlc, tlc or qlc (with slc, read_ns and \
+                         program_ns are every page's)",
+                    ));
+                }
+            }
+        } else {
+            let (read, program) = t.cell.default_latencies();
+            for (key, field, default) in [
+                (&READ_NS_PAGES, &mut t.read_ns_pages, read),
+                (&PROGRAM_NS_PAGES, &mut t.program_ns_pages, program),
+            ] {
+                let text = params.take_str_or(key, &cell::format_latencies(&default));
+                *field = cell::parse_latencies(key.name(), &text, t.cell)?;
+            }
         }
         t.channel_transfer = params.take_bool_or(&CHANNEL_TRANSFER, t.channel_transfer)?;
         t.mode = match params.take_str_or(&TIMING, t.mode.key()).as_str() {

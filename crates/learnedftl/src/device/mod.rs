@@ -230,6 +230,10 @@ pub struct Device {
     lun_busy: Vec<u64>,
     ch_busy: Vec<u64>,
     xfer_ns: u64,
+    /// Page types per block (`cell`: 1 for SLC), and the read and program latency of each.
+    page_types: u32,
+    read_ns: [u64; 4],
+    program_ns: [u64; 4],
     /// Gap-filling timelines (`timing=backfill`); `None` under FEMU's rule.
     backfill: Option<Box<Backfill>>,
     counters: FlashCounters,
@@ -265,7 +269,7 @@ impl Device {
         let t = &cfg.timing;
         Device {
             backfill: (t.mode == TimingMode::Backfill).then(|| {
-                let shortest = t.read_ns.min(t.program_ns).min(t.erase_ns);
+                let shortest = t.shortest_ns();
                 // Boxed: FEMU's hot fields stay as compact as without it.
                 Box::new(Backfill::new(
                     geo.luns() as usize,
@@ -276,6 +280,9 @@ impl Device {
                 ))
             }),
             xfer_ns: cfg.timing.transfer_ns(geo.page_size),
+            page_types: t.cell.page_types() as u32,
+            read_ns: per_page_type(&t.read_ns_pages, t.read_ns),
+            program_ns: per_page_type(&t.program_ns_pages, t.program_ns),
             oob: vec![Oob::default(); pages],
             valid: vec![0; pages.div_ceil(64)],
             blk_next: vec![0; blocks],
@@ -578,7 +585,11 @@ impl Device {
             return Err(DeviceError::ReadErased(ppa));
         }
         self.counters.reads[cause as usize] += 1;
-        let done = self.occupy(ppa, t, self.cfg.timing.read_ns, Access::Read(ppa.0));
+        let ns = match self.page_types {
+            1 => self.read_ns[0],
+            n => self.read_ns[(self.math.block_page(ppa).1 % n) as usize],
+        };
+        let done = self.occupy(ppa, t, ns, Access::Read(ppa.0));
         Ok((self.oob[ppa.idx()], done))
     }
 
@@ -634,7 +645,11 @@ impl Device {
                 .map_err(|e| DeviceError::Payload(format!("program of {ppa:?}: {e}")))?;
         }
         self.counters.programs[cause as usize] += 1;
-        Ok(self.occupy(ppa, t, self.cfg.timing.program_ns, Access::Program(ppa.0)))
+        let ns = match self.page_types {
+            1 => self.program_ns[0],
+            n => self.program_ns[(pg % n) as usize],
+        };
+        Ok(self.occupy(ppa, t, ns, Access::Program(ppa.0)))
     }
 
     /// Marks a valid page invalid (its data is superseded or trimmed). Costs no time.
@@ -765,6 +780,11 @@ impl Device {
         }
         Ok(())
     }
+}
+
+/// Latencies by page type, LSB first, from a cell's list (`uniform` for SLC's empty one).
+fn per_page_type(list: &[u64], uniform: u64) -> [u64; 4] {
+    std::array::from_fn(|i| list.get(i).copied().unwrap_or(uniform))
 }
 
 #[cfg(test)]

@@ -331,3 +331,58 @@ fn the_device_state_fits_its_memory_estimate() {
     );
     assert!(per_page < 9.0, "{per_page:.2} B per page");
 }
+
+/// `cell=tlc`: pages cycle through lower, center and upper page types by their position in the
+/// block, each read and programmed at its own latency (FEMU's table unless given).
+#[test]
+fn page_types_follow_the_position_in_the_block() {
+    let mut p = crate::params::Params::from_assignments(
+        ["cell=tlc", "timing=femu", "program_ns_pages=100,200,300"],
+        "test",
+    )
+    .unwrap();
+    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    assert_eq!(cfg.timing.read_ns_pages, [56_500, 77_500, 106_000]);
+    let mut d = Device::new(&cfg);
+    let ppb = cfg.geometry.pages_per_block;
+    let mut t = 0;
+    for pg in 0..6 {
+        let ppa = Ppa(5 * ppb + pg);
+        let done = d
+            .program(
+                ppa,
+                Oob::data(Lpn(pg), 1),
+                Src::None,
+                Cause::User,
+                SimTime(t),
+            )
+            .unwrap();
+        assert_eq!(
+            done.0 - t,
+            [100, 200, 300][pg as usize % 3],
+            "program of page {pg}"
+        );
+        t = done.0;
+        let (_, r) = d.read(ppa, Cause::User, SimTime(t)).unwrap();
+        assert_eq!(
+            r.0 - t,
+            [56_500, 77_500, 106_000][pg as usize % 3],
+            "read of page {pg}"
+        );
+        t = r.0;
+    }
+    // A list per page type, no more and no fewer; none with SLC.
+    for bad in [
+        &["cell=tlc", "read_ns_pages=1,2"][..],
+        &["cell=mlc", "read_ns_pages=1,2,x"],
+        &["read_ns_pages=1"],
+        &["cell=plc"],
+    ] {
+        let mut p = crate::params::Params::from_assignments(bad.iter().copied(), "t").unwrap();
+        let e = DeviceConfig::from_params("tiny", &mut p)
+            .unwrap_err()
+            .to_string();
+        let key = bad.last().unwrap().split('=').next().unwrap();
+        assert!(e.contains(key), "{bad:?}: {e}");
+    }
+}
