@@ -165,19 +165,22 @@ const IDLING: &[(&str, &[&str])] = &[
     ("learnedftl", &[]),
 ];
 
-/// A controller in front of every FTL (docs/device.md "The controller"): a write buffer of 16
-/// pages that drains only for room, so reads hit it, writes absorb and stall, and requests
-/// larger than it pass by; and a command cost.
-const CONTROLLED: &[&str] = &[
+/// Every FTL on a drive as built (docs/device.md): a controller with a write buffer of 16
+/// pages that drains only for room (reads hit it, writes absorb and stall, requests larger
+/// than it pass by) and a command cost, TLC page types, and reads that suspend programs.
+const DRIVE: &[&str] = &[
     "write_buffer=64KiB",
     "write_buffer_drain=full",
     "cmd_overhead_ns=1500",
+    "cell=tlc",
+    "suspend=on",
+    "suspend_program_ns=20000",
 ];
 
-/// The variants of `ftl`: its defaults, behind [`CONTROLLED`], then [`VARIANTS`] (without
-/// idling), then [`IDLING`].
+/// The variants of `ftl`: its defaults, on [`DRIVE`], then [`VARIANTS`] (without idling),
+/// then [`IDLING`].
 fn variants(ftl: &str) -> Vec<(Vec<&'static str>, bool)> {
-    let mut v = vec![(vec![], false), (CONTROLLED.to_vec(), false)];
+    let mut v = vec![(vec![], false), (DRIVE.to_vec(), false)];
     for (list, idle) in [(VARIANTS, false), (IDLING, true)] {
         for (name, kv) in list {
             if *name == ftl {

@@ -382,6 +382,9 @@ pub struct Timing {
     pub program_ns_pages: Vec<u64>,
     /// Block erase, ns.
     pub erase_ns: u64,
+    /// Program and erase suspend (`suspend=on`; off, FEMU's model, unless set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<SuspendConfig>,
     /// Model per-channel transfers (off = FEMU's model: LUN time only).
     pub channel_transfer: bool,
     /// Channel bandwidth in MB/s (10^6 B/s) when `channel_transfer` is on.
@@ -404,6 +407,32 @@ impl Timing {
             (page_size as u64 * 1000).div_ceil(self.channel_mb_s)
         } else {
             0
+        }
+    }
+}
+
+/// Program and erase suspend (`suspend=on`; docs/device.md "Program and erase suspend").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SuspendConfig {
+    /// Time to suspend a program before a read can start, ns.
+    pub program_ns: u64,
+    /// Time to suspend an erase, ns.
+    pub erase_ns: u64,
+    /// Time to resume the suspended operation after the read, ns.
+    pub resume_ns: u64,
+    /// Suspensions of the program and erase work pending when the first struck, at most.
+    pub max: u32,
+}
+
+impl SuspendConfig {
+    /// MQSim's defaults (`Suspend_Program_Time` 100 µs, `Suspend_Erase_Time` 700 µs in its
+    /// `Flash_Parameter_Set`); no resume cost; at most 4 suspensions.
+    pub fn defaults() -> SuspendConfig {
+        SuspendConfig {
+            program_ns: 100_000,
+            erase_ns: 700_000,
+            resume_ns: 0,
+            max: 4,
         }
     }
 }
@@ -588,6 +617,11 @@ keys! {
     READ_NS_PAGES = "read_ns_pages" ["ns,ns,..."] "read latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
     PROGRAM_NS_PAGES = "program_ns_pages" ["ns,ns,..."] "program latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
     ERASE_NS = "erase_ns" ["ns"] "block erase latency";
+    SUSPEND = "suspend" ["on/off"] "a host read that finds its LUN programming or erasing suspends it, is served, and the operation resumes";
+    SUSPEND_PROGRAM_NS = "suspend_program_ns" ["ns"] "time to suspend a program before the read starts (MQSim's default)" only with "suspend=on";
+    SUSPEND_ERASE_NS = "suspend_erase_ns" ["ns"] "time to suspend an erase before the read starts (MQSim's default)" only with "suspend=on";
+    RESUME_NS = "resume_ns" ["ns"] "time to resume the suspended operation after the read" only with "suspend=on";
+    SUSPEND_MAX = "suspend_max" ["suspensions"] "suspensions of the program and erase work pending when the first struck, at most" only with "suspend=on";
     CHANNEL_MB_S = "channel_mb_s" ["MB/s"] "channel bandwidth, with channel_transfer=on";
     CHANNEL_TRANSFER = "channel_transfer" ["on/off"] "model each page's transfer over its channel (needs timing=femu)";
     TIMING = "timing" ["backfill|femu"] "how a LUN books operations: backfill fills its idle gaps, femu is FEMU's busy-until rule";
@@ -607,6 +641,35 @@ keys! {
     WRITE_BUFFER_DRAIN = "write_buffer_drain" ["watermark|idle|full"] "with a write_buffer: when buffered pages go to the FTL (above the watermark, when the LUNs idle, or only for room)";
     WRITE_BUFFER_WATERMARK = "write_buffer_watermark" ["of the buffer"] "with a write_buffer and drain=watermark: the fill above which it drains, down to it";
     CMD_OVERHEAD_NS = "cmd_overhead_ns" ["ns"] "firmware time per host command before the FTL sees it";
+}
+
+/// The suspend keys of `params` applied to `base` (and removed): `None` when suspend is off.
+fn suspend_from_params(
+    params: &mut Params,
+    base: Option<SuspendConfig>,
+) -> Result<Option<SuspendConfig>, ConfigError> {
+    let on = params.take_bool_or(&SUSPEND, base.is_some())?;
+    let keys = [
+        &SUSPEND_PROGRAM_NS,
+        &SUSPEND_ERASE_NS,
+        &RESUME_NS,
+        &SUSPEND_MAX,
+    ];
+    if !on {
+        if let Some(k) = keys.into_iter().find(|k| params.contains(k)) {
+            return Err(ConfigError::invalid(
+                k.name(),
+                "only applies with suspend=on",
+            ));
+        }
+        return Ok(None);
+    }
+    let mut s = base.unwrap_or_else(SuspendConfig::defaults);
+    s.program_ns = params.take_or(&SUSPEND_PROGRAM_NS, s.program_ns)?;
+    s.erase_ns = params.take_or(&SUSPEND_ERASE_NS, s.erase_ns)?;
+    s.resume_ns = params.take_or(&RESUME_NS, s.resume_ns)?;
+    s.max = params.take_or(&SUSPEND_MAX, s.max)?;
+    Ok(Some(s))
 }
 
 /// Names of the built-in presets.
@@ -644,6 +707,7 @@ impl DeviceConfig {
                 read_ns_pages: Vec::new(),
                 program_ns_pages: Vec::new(),
                 erase_ns: 2_000_000,
+                suspend: None,
                 channel_transfer: false,
                 channel_mb_s: 800,
             },
@@ -770,6 +834,7 @@ impl DeviceConfig {
                 *field = cell::parse_latencies(key.name(), &text, t.cell)?;
             }
         }
+        t.suspend = suspend_from_params(params, t.suspend.clone())?;
         t.channel_transfer = params.take_bool_or(&CHANNEL_TRANSFER, t.channel_transfer)?;
         t.mode = match params.take_str_or(&TIMING, t.mode.key()).as_str() {
             "femu" => TimingMode::Femu,
@@ -879,6 +944,13 @@ impl DeviceConfig {
         self.geometry.validate()?;
         if self.timing.channel_transfer && self.timing.channel_mb_s == 0 {
             return Err(ConfigError::invalid("channel_mb_s", "must be positive"));
+        }
+        if self.timing.suspend.is_some() && self.timing.channel_transfer {
+            return Err(ConfigError::invalid(
+                "suspend",
+                "suspend=on cannot be combined with channel_transfer=on (a suspending read's \
+                 transfer over the channel is not modelled)",
+            ));
         }
         // Gap filling is defined on LUN timelines only: a read holds its LUN and then the
         // channel, and fitting both into the gaps of two timelines at once is not modelled.

@@ -365,6 +365,28 @@ impl Backfill {
         end
     }
 
+    /// The earliest a read of `page` (of block `blk`) issued at `t` may start: after the
+    /// page's program ([`Access`]).
+    #[inline]
+    pub(super) fn read_issue(&self, blk: usize, page: u32, t: u64) -> u64 {
+        self.order.after(blk, Access::Read(page), t)
+    }
+
+    /// Where an operation of `dur` ns issued at `t` would start in one of `lun`'s gaps, if
+    /// one holds it (books nothing).
+    #[inline]
+    pub(super) fn gap_start(&self, lun: usize, t: u64, dur: u64) -> Option<u64> {
+        let gaps = &self.gaps[lun];
+        gaps.find(t, dur).map(|i| gaps.get(i).start.max(t))
+    }
+
+    /// Records a read of `page` (of block `blk`) placed outside the timelines (a read that
+    /// suspended a program or erase) completing at `end`: an erase of its block follows it.
+    #[inline]
+    pub(super) fn note_read(&mut self, blk: usize, page: u32, end: u64) {
+        self.order.done(blk, Access::Read(page), end, self.floor);
+    }
+
     /// Books an operation of `dur` ns issued at `t` on `lun` outside the data blocks (the
     /// checkpoint area: no page or block order to follow); returns its completion.
     pub(super) fn book_unordered(&mut self, lun: usize, busy: &mut u64, t: u64, dur: u64) -> u64 {

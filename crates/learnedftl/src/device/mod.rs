@@ -10,11 +10,13 @@ mod copies;
 mod payload;
 mod power;
 mod records;
+mod suspend;
 
 pub use backfill::BackfillCounters;
 pub use payload::{PayloadStore, Src};
 pub use power::PowerCut;
 pub use records::TrimRecord;
+pub use suspend::SuspendCounters;
 
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
 use crate::config::{AddrMath, DeviceConfig, Geometry, TimingMode};
@@ -236,6 +238,8 @@ pub struct Device {
     program_ns: [u64; 4],
     /// Gap-filling timelines (`timing=backfill`); `None` under FEMU's rule.
     backfill: Option<Box<Backfill>>,
+    /// Program and erase suspend (`suspend=on`).
+    suspend: Option<Box<suspend::Suspend>>,
     counters: FlashCounters,
     invalidations: u64,
     payload: Option<PayloadStore>,
@@ -279,6 +283,10 @@ impl Device {
                     shortest,
                 ))
             }),
+            suspend: t
+                .suspend
+                .as_ref()
+                .map(|s| Box::new(suspend::Suspend::new(s, geo.luns() as usize))),
             xfer_ns: cfg.timing.transfer_ns(geo.page_size),
             page_types: t.cell.page_types() as u32,
             read_ns: per_page_type(&t.read_ns_pages, t.read_ns),
@@ -338,6 +346,14 @@ impl Device {
         if let Some(b) = self.backfill.as_mut() {
             b.reset_counters();
         }
+        if let Some(s) = self.suspend.as_mut() {
+            s.reset_counters();
+        }
+    }
+
+    /// The suspensions since the last reset (`None` without `suspend=on`).
+    pub fn suspend_counters(&self) -> Option<SuspendCounters> {
+        self.suspend.as_ref().map(|s| s.counters())
     }
     /// The gap-filling counters since the last reset (zero under `timing=femu`).
     pub fn backfill_counters(&self) -> BackfillCounters {
@@ -569,6 +585,36 @@ impl Device {
         SimTime(end)
     }
 
+    /// A host-path read of `ns` issued at `t` under `suspend=on`: it suspends the program or
+    /// erase its LUN is busy with when that is faster than waiting (docs/device.md "Program
+    /// and erase suspend"), else it is booked as any operation.
+    #[inline(never)]
+    fn read_suspending(&mut self, ppa: Ppa, t: SimTime, ns: u64) -> SimTime {
+        let lun = self.math.lun_of(ppa) as usize;
+        let blk = self.math.block_of(ppa) as usize;
+        let busy = self.lun_busy[lun];
+        let (issue, normal) = match self.backfill.as_deref() {
+            Some(b) => {
+                let issue = b.read_issue(blk, ppa.0, t.0);
+                (
+                    issue,
+                    b.gap_start(lun, issue, ns).unwrap_or(issue.max(busy)),
+                )
+            }
+            None => (t.0, t.0.max(busy)),
+        };
+        let s = self.suspend.as_mut().expect("suspend=on");
+        let Some(x) = s.read(lun, issue, ns, normal) else {
+            return self.occupy(ppa, t, ns, Access::Read(ppa.0));
+        };
+        self.lun_busy[lun] = (busy + x.charge).max(x.end);
+        if let Some(b) = self.backfill.as_mut() {
+            b.note_read(blk, ppa.0, x.end);
+        }
+        debug_assert!(x.start >= issue);
+        SimTime(x.end)
+    }
+
     /// Reads a programmed page at `t`; returns its OOB and completion time.
     #[inline]
     pub fn read(
@@ -589,7 +635,12 @@ impl Device {
             1 => self.read_ns[0],
             n => self.read_ns[(self.math.block_page(ppa).1 % n) as usize],
         };
-        let done = self.occupy(ppa, t, ns, Access::Read(ppa.0));
+        let done = match self.suspend {
+            Some(_) if matches!(cause, Cause::User | Cause::TransRead | Cause::Mispredict) => {
+                self.read_suspending(ppa, t, ns)
+            }
+            _ => self.occupy(ppa, t, ns, Access::Read(ppa.0)),
+        };
         Ok((self.oob[ppa.idx()], done))
     }
 
@@ -649,7 +700,11 @@ impl Device {
             1 => self.program_ns[0],
             n => self.program_ns[(pg % n) as usize],
         };
-        Ok(self.occupy(ppa, t, ns, Access::Program(ppa.0)))
+        let done = self.occupy(ppa, t, ns, Access::Program(ppa.0));
+        if let Some(s) = self.suspend.as_mut() {
+            s.booked(self.math.lun_of(ppa) as usize, done.0 - ns, done.0, false);
+        }
+        Ok(done)
     }
 
     /// Marks a valid page invalid (its data is superseded or trimmed). Costs no time.
@@ -718,7 +773,12 @@ impl Device {
         self.forget_checkpointed(b);
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;
-        Ok(self.occupy(first, t, self.cfg.timing.erase_ns, Access::Erase))
+        let ns = self.cfg.timing.erase_ns;
+        let done = self.occupy(first, t, ns, Access::Erase);
+        if let Some(s) = self.suspend.as_mut() {
+            s.booked(self.math.lun_of(first) as usize, done.0 - ns, done.0, true);
+        }
+        Ok(done)
     }
 
     /// Erase counts over all blocks.

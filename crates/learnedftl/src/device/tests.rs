@@ -386,3 +386,111 @@ fn page_types_follow_the_position_in_the_block() {
         assert!(e.contains(key), "{bad:?}: {e}");
     }
 }
+
+fn device_with(sets: &[&str]) -> Device {
+    let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    p.finish().unwrap();
+    Device::new(&cfg)
+}
+
+/// `suspend=on`: a host read that finds its LUN programming suspends the program and goes
+/// through in about a read's time; GC's reads wait; the LUN's later work pays for it.
+#[test]
+fn a_suspended_program_lets_a_read_through() {
+    for timing in ["timing=femu", "timing=backfill"] {
+        let sets = [
+            timing,
+            "suspend=on",
+            "suspend_program_ns=5000",
+            "resume_ns=1000",
+        ];
+        let mut d = device_with(&sets);
+        let mut off = device_with(&[timing]);
+        let ppb = d.geo().pages_per_block;
+        // Block 0 and block 8 share LUN 0 on tiny (8 LUNs): page 0 of block 0 is there to read.
+        let (a, b) = (Ppa(0), Ppa(8 * ppb));
+        assert_eq!(d.math().lun_of(a), d.math().lun_of(b));
+        for dev in [&mut d, &mut off] {
+            dev.program(a, Oob::data(Lpn(1), 1), Src::None, Cause::User, SimTime(0))
+                .unwrap();
+            // A program booked at 300 µs, busy until 500 µs.
+            let p = dev
+                .program(
+                    b,
+                    Oob::data(Lpn(2), 2),
+                    Src::None,
+                    Cause::User,
+                    SimTime(300_000),
+                )
+                .unwrap();
+            assert_eq!(p, SimTime(500_000), "{timing}");
+        }
+        let at = SimTime(310_000);
+        let (_, r) = off.read(a, Cause::User, at).unwrap();
+        assert_eq!(r, SimTime(540_000), "{timing}: waits for the program");
+        let (_, r) = d.read(a, Cause::User, at).unwrap();
+        assert_eq!(
+            r,
+            SimTime(310_000 + 5_000 + 40_000),
+            "{timing}: suspends it"
+        );
+        // A second read right behind it queues behind it without suspending again.
+        let (_, r2) = d.read(a, Cause::TransRead, SimTime(312_000)).unwrap();
+        assert_eq!(r2, SimTime(395_000), "{timing}");
+        // GC's reads do not suspend.
+        let (_, g) = d.read(a, Cause::GcData, SimTime(313_000)).unwrap();
+        assert!(g.0 >= 500_000, "{timing}: {g:?}");
+        let c = d.suspend_counters().unwrap();
+        assert_eq!((c.programs, c.erases, c.reads), (1, 0, 2), "{timing}");
+        // The LUN's tail moved by the suspension (5 + 40 + 1 µs) and the queued read (40 µs).
+        let next = d
+            .program(
+                Ppa(8 * ppb + 1),
+                Oob::data(Lpn(3), 3),
+                Src::None,
+                Cause::User,
+                SimTime(320_000),
+            )
+            .unwrap();
+        assert!(next.0 >= 500_000 + 86_000 + 200_000, "{timing}: {next:?}");
+    }
+}
+
+/// The cap: after `suspend_max` suspensions of the pending work, reads wait.
+#[test]
+fn suspensions_are_capped() {
+    let mut d = device_with(&[
+        "timing=femu",
+        "suspend=on",
+        "suspend_program_ns=1000",
+        "suspend_max=2",
+    ]);
+    let ppb = d.geo().pages_per_block;
+    d.program(
+        Ppa(0),
+        Oob::data(Lpn(1), 1),
+        Src::None,
+        Cause::User,
+        SimTime(0),
+    )
+    .unwrap();
+    // Eight programs queued on LUN 0: 1.6 ms of work from 300 µs.
+    for i in 0..8 {
+        d.program(
+            Ppa(8 * ppb + i),
+            Oob::data(Lpn(2 + i), 2),
+            Src::None,
+            Cause::User,
+            SimTime(300_000),
+        )
+        .unwrap();
+    }
+    let mut t = 400_000;
+    for _ in 0..3 {
+        d.read(Ppa(0), Cause::User, SimTime(t)).unwrap();
+        t += 100_000;
+    }
+    let c = d.suspend_counters().unwrap();
+    assert_eq!((c.programs, c.refused), (2, 1));
+}

@@ -2,7 +2,7 @@
 //! phase runs ([`Collector`]) and the finished, serialisable numbers ([`Metrics`]).
 
 use crate::addr::SimTime;
-use crate::device::{BackfillCounters, Cause, Device, Wear};
+use crate::device::{BackfillCounters, Cause, Device, SuspendCounters, Wear};
 use crate::ftl::controller::ControllerCounters;
 use crate::ftl::Ftl;
 use crate::mapping::FtlStats;
@@ -120,6 +120,9 @@ pub struct FlashOps {
     pub erases: u64,
     /// Gap filling under `timing=backfill` (zeros under `timing=femu`).
     pub backfill: BackfillCounters,
+    /// Program and erase suspensions, with `suspend=on`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<SuspendCounters>,
 }
 
 /// Garbage collection.
@@ -430,6 +433,7 @@ impl Collector {
                 programs: by_cause(&c.programs),
                 erases: c.total_erases(),
                 backfill: dev.backfill_counters(),
+                suspend: dev.suspend_counters(),
             },
             waf: if self.page_writes > 0 {
                 c.total_programs() as f64 / self.page_writes as f64
