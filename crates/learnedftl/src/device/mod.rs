@@ -241,6 +241,11 @@ pub struct Device {
     /// Program and erase suspend (`suspend=on`).
     suspend: Option<Box<suspend::Suspend>>,
     counters: FlashCounters,
+    /// Whether a controller write buffer holds each page's data until its program completes
+    /// (`write_buffer`): reads of a page still being programmed are served from it.
+    buffered: bool,
+    /// Reads served that way since the last reset.
+    in_flight_reads: u64,
     invalidations: u64,
     payload: Option<PayloadStore>,
     /// Contents of the trim record pages programmed and not yet erased, by PPA (few: a sparse
@@ -304,6 +309,8 @@ impl Device {
             lun_busy: vec![0; geo.luns() as usize],
             ch_busy: vec![0; geo.channels as usize],
             counters: FlashCounters::default(),
+            buffered: cfg.controller.write_buffer > 0,
+            in_flight_reads: 0,
             invalidations: 0,
             payload: cfg
                 .payloads
@@ -349,6 +356,14 @@ impl Device {
         if let Some(s) = self.suspend.as_mut() {
             s.reset_counters();
         }
+        self.in_flight_reads = 0;
+    }
+
+    /// Reads of a page whose program had not completed, served from the controller's write
+    /// buffer without a flash read, since the last reset (with `write_buffer` under
+    /// `timing=backfill`; 0 otherwise).
+    pub fn in_flight_reads(&self) -> u64 {
+        self.in_flight_reads
     }
 
     /// The suspensions since the last reset (`None` without `suspend=on`).
@@ -585,9 +600,18 @@ impl Device {
         SimTime(end)
     }
 
-    /// A host-path read of `ns` issued at `t` under `suspend=on`: it suspends the program or
-    /// erase its LUN is busy with when that is faster than waiting (docs/device.md "Program
-    /// and erase suspend"), else it is booked as any operation.
+    /// Whether `ppa`'s program completes after `t` (known under `timing=backfill`, which
+    /// orders a read after its page's program).
+    #[inline(never)]
+    fn in_flight(&self, ppa: Ppa, t: SimTime) -> bool {
+        self.backfill
+            .as_deref()
+            .is_some_and(|b| b.read_issue(self.math.block_of(ppa) as usize, ppa.0, t.0) > t.0)
+    }
+
+    /// A host-path read of `ns` issued at `t` under `suspend=on`: ahead of the programs and
+    /// erases queued on its LUN, suspending the one executing, when that is sooner than its
+    /// normal booking (docs/device.md "Program and erase suspend").
     #[inline(never)]
     fn read_suspending(&mut self, ppa: Ppa, t: SimTime, ns: u64) -> SimTime {
         let lun = self.math.lun_of(ppa) as usize;
@@ -605,13 +629,15 @@ impl Device {
         };
         let s = self.suspend.as_mut().expect("suspend=on");
         let Some(x) = s.read(lun, issue, ns, normal) else {
-            return self.occupy(ppa, t, ns, Access::Read(ppa.0));
+            let done = self.occupy(ppa, t, ns, Access::Read(ppa.0));
+            let s = self.suspend.as_mut().expect("suspend=on");
+            s.booked(lun, done.0 - ns, done.0, suspend::Kind::Read);
+            return done;
         };
         self.lun_busy[lun] = (busy + x.charge).max(x.end);
         if let Some(b) = self.backfill.as_mut() {
             b.note_read(blk, ppa.0, x.end);
         }
-        debug_assert!(x.start >= issue);
         SimTime(x.end)
     }
 
@@ -630,6 +656,10 @@ impl Device {
         if !self.is_programmed(ppa) {
             return Err(DeviceError::ReadErased(ppa));
         }
+        if self.buffered && self.in_flight(ppa, t) {
+            self.in_flight_reads += 1;
+            return Ok((self.oob[ppa.idx()], t));
+        }
         self.counters.reads[cause as usize] += 1;
         let ns = match self.page_types {
             1 => self.read_ns[0],
@@ -639,7 +669,14 @@ impl Device {
             Some(_) if matches!(cause, Cause::User | Cause::TransRead | Cause::Mispredict) => {
                 self.read_suspending(ppa, t, ns)
             }
-            _ => self.occupy(ppa, t, ns, Access::Read(ppa.0)),
+            _ => {
+                let done = self.occupy(ppa, t, ns, Access::Read(ppa.0));
+                if let Some(s) = self.suspend.as_mut() {
+                    let lun = self.math.lun_of(ppa) as usize;
+                    s.booked(lun, done.0 - ns, done.0, suspend::Kind::Read);
+                }
+                done
+            }
         };
         Ok((self.oob[ppa.idx()], done))
     }
@@ -701,8 +738,9 @@ impl Device {
             n => self.program_ns[(pg % n) as usize],
         };
         let done = self.occupy(ppa, t, ns, Access::Program(ppa.0));
+        let lun_of = self.math.lun_of(ppa) as usize;
         if let Some(s) = self.suspend.as_mut() {
-            s.booked(self.math.lun_of(ppa) as usize, done.0 - ns, done.0, false);
+            s.booked(lun_of, done.0 - ns, done.0, suspend::Kind::Program);
         }
         Ok(done)
     }
@@ -775,8 +813,9 @@ impl Device {
         self.counters.erases[cause as usize] += 1;
         let ns = self.cfg.timing.erase_ns;
         let done = self.occupy(first, t, ns, Access::Erase);
+        let lun_of = self.math.lun_of(first) as usize;
         if let Some(s) = self.suspend.as_mut() {
-            s.booked(self.math.lun_of(first) as usize, done.0 - ns, done.0, true);
+            s.booked(lun_of, done.0 - ns, done.0, suspend::Kind::Erase);
         }
         Ok(done)
     }

@@ -1,16 +1,15 @@
 //! Program and erase suspend (`suspend=on`, docs/device.md "Program and erase suspend"): a
-//! host-path read that finds its LUN programming or erasing suspends that operation, is
-//! served, and the operation resumes, instead of waiting behind it and behind the programs and
-//! erases queued after it (controllers give reads priority over queued writes, as MQSim's
-//! transaction scheduler does).
+//! host-path read has priority over the programs and erases queued on its LUN (as in MQSim's
+//! transaction scheduling unit), and one that finds its LUN programming or erasing suspends
+//! that operation, is served, and the operation resumes.
 //!
 //! Completions are decided when an operation is booked, so a suspension cannot move the
 //! completion of work already booked: it charges the LUN instead. The read starts
 //! `suspend_program_ns` (or `suspend_erase_ns`) after it is issued, and every operation booked
-//! on the LUN from then on starts as much later as the suspension took (suspend, read, resume):
-//! LUN time is conserved, reads gain their latency, and the suspended work's own completion is
-//! reported early by that much. Reads arriving while a suspension's read is in progress queue
-//! behind it without suspending again.
+//! on the LUN from then on starts as much later as the read took (with a suspension: suspend,
+//! read, resume): LUN time is conserved, reads gain their latency, and the work already booked
+//! reports its completion early by that much. A read that finds the LUN reading queues behind
+//! that read.
 
 use crate::config::SuspendConfig;
 use serde::Serialize;
@@ -22,26 +21,48 @@ pub struct SuspendCounters {
     pub programs: u64,
     /// Erases suspended by a read.
     pub erases: u64,
-    /// Reads served during a suspension (its own included).
+    /// Reads served ahead of queued programs and erases (in a suspension or not).
     pub reads: u64,
-    /// Reads that found a program or erase to suspend but waited: it had been suspended
-    /// `suspend_max` times.
+    /// Reads that found a program or erase to suspend but waited for it: it had been
+    /// suspended `suspend_max` times already.
     pub refused: u64,
 }
 
-/// One LUN's program and erase work as suspensions see it.
-#[derive(Copy, Clone, Debug, Default)]
+/// What an operation booked on a LUN does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Read,
+    Program,
+    Erase,
+}
+
+/// An operation booked on a LUN, `[start, end)`, and how often a read suspended it.
+#[derive(Copy, Clone, Debug)]
+struct Booked {
+    start: u64,
+    end: u64,
+    kind: Kind,
+    suspended: u32,
+}
+
+/// Operations remembered per LUN: the one executing at a read's issue is among the latest
+/// booked unless more than this many were queued after it (then the read is taken to find the
+/// LUN idle: see docs/device.md).
+const REMEMBERED: usize = 64;
+
+/// The latest operations booked on one LUN, oldest first (a ring).
+#[derive(Clone, Debug, Default)]
 struct Lun {
-    /// Completion of the latest program or erase booked.
-    pe_end: u64,
-    /// The latest erase booked, `[start, end)`.
-    erase: (u64, u64),
-    /// When the latest read served during a suspension completes.
-    read_until: u64,
-    /// Suspensions of the program and erase work pending when the first of them struck, and
-    /// when that work ends (the cap's window).
-    count: u32,
-    window_end: u64,
+    ops: std::collections::VecDeque<Booked>,
+}
+
+impl Lun {
+    fn push(&mut self, b: Booked) {
+        if self.ops.len() == REMEMBERED {
+            self.ops.pop_front();
+        }
+        self.ops.push_back(b);
+    }
 }
 
 /// The suspension state of every LUN.
@@ -52,9 +73,8 @@ pub(super) struct Suspend {
     counters: SuspendCounters,
 }
 
-/// Where a suspending read goes: its start and end, and the LUN time the suspension adds.
+/// Where a suspending read goes: its end, and the LUN time it adds.
 pub(super) struct Suspended {
-    pub start: u64,
     pub end: u64,
     pub charge: u64,
 }
@@ -76,20 +96,22 @@ impl Suspend {
         self.counters = SuspendCounters::default();
     }
 
-    /// Notes a program (or, with `erase`, an erase) booked on `lun` over `[start, end)`.
+    /// Notes an operation booked on `lun` over `[start, end)`.
     #[inline]
-    pub(super) fn booked(&mut self, lun: usize, start: u64, end: u64, erase: bool) {
-        let l = &mut self.luns[lun];
-        l.pe_end = l.pe_end.max(end);
-        if erase {
-            l.erase = (start, end);
-        }
+    pub(super) fn booked(&mut self, lun: usize, start: u64, end: u64, kind: Kind) {
+        self.luns[lun].push(Booked {
+            start,
+            end,
+            kind,
+            suspended: 0,
+        });
     }
 
-    /// A read of `read_ns` issued at `t` on `lun`, whose normal booking would start at
-    /// `normal` (the earliest gap, or the LUN's tail): where it goes if it suspends a program
-    /// or erase instead, `None` if it books normally (nothing to suspend, or waiting is no
-    /// slower, or the cap is reached).
+    /// A host-path read of `read_ns` issued at `t` on `lun`, whose normal booking would start
+    /// at `normal` (the earliest gap, or the LUN's tail): where it goes with priority over the
+    /// queued work — right away on a LUN executing nothing, after a read it is executing, or
+    /// after suspending the program or erase it is executing (at most `suspend_max` times
+    /// each) — or `None` when the normal booking is no later.
     #[inline]
     pub(super) fn read(
         &mut self,
@@ -98,54 +120,65 @@ impl Suspend {
         read_ns: u64,
         normal: u64,
     ) -> Option<Suspended> {
+        let cfg = &self.cfg;
         let l = &mut self.luns[lun];
-        if l.pe_end <= t {
-            return None;
-        }
-        // Behind a read another suspension serves: no new suspension.
-        if t < l.read_until {
-            let start = l.read_until;
-            if start >= normal {
-                return None;
-            }
-            l.read_until = start + read_ns;
-            self.counters.reads += 1;
-            return Some(Suspended {
-                start,
-                end: start + read_ns,
-                charge: read_ns,
-            });
-        }
-        let erasing = l.erase.0 <= t && t < l.erase.1;
-        let pause = if erasing {
-            self.cfg.erase_ns
-        } else {
-            self.cfg.program_ns
+        // Reads in progress, or starting within a suspension's time (the executing operation
+        // is suspended already for them): this one follows them.
+        let soon = t + cfg.program_ns.max(cfg.erase_ns);
+        let reading = l
+            .ops
+            .iter()
+            .filter(|o| o.kind == Kind::Read && o.end > t && o.start <= soon)
+            .map(|o| o.end)
+            .max();
+        let executing = match reading {
+            Some(_) => None,
+            None => l.ops.iter_mut().find(|o| o.start <= t && t < o.end),
         };
-        if t + pause >= normal {
+        let (start, pause) = match (reading, executing) {
+            (Some(end), _) => (end, None),
+            (None, None) => (t, None),
+            (None, Some(o)) if o.kind == Kind::Read => (o.end, None),
+            (None, Some(o)) if o.suspended >= cfg.max => {
+                if o.end < normal {
+                    self.counters.refused += 1;
+                }
+                (o.end, None)
+            }
+            (None, Some(o)) => {
+                let pause = if o.kind == Kind::Erase {
+                    cfg.erase_ns
+                } else {
+                    cfg.program_ns
+                };
+                if t + pause >= normal {
+                    return None;
+                }
+                o.suspended += 1;
+                (t + pause, Some((o.kind, pause)))
+            }
+        };
+        if start >= normal {
             return None;
         }
-        if t >= l.window_end {
-            l.window_end = l.pe_end;
-            l.count = 0;
-        }
-        if l.count >= self.cfg.max {
-            self.counters.refused += 1;
-            return None;
-        }
-        l.count += 1;
-        let start = t + pause;
-        l.read_until = start + read_ns;
+        let charge = match pause {
+            Some((kind, pause)) => {
+                match kind {
+                    Kind::Erase => self.counters.erases += 1,
+                    _ => self.counters.programs += 1,
+                }
+                pause + read_ns + cfg.resume_ns
+            }
+            None => read_ns,
+        };
         self.counters.reads += 1;
-        if erasing {
-            self.counters.erases += 1;
-        } else {
-            self.counters.programs += 1;
-        }
-        Some(Suspended {
+        let end = start + read_ns;
+        l.push(Booked {
             start,
-            end: start + read_ns,
-            charge: pause + read_ns + self.cfg.resume_ns,
-        })
+            end,
+            kind: Kind::Read,
+            suspended: 0,
+        });
+        Some(Suspended { end, charge })
     }
 }

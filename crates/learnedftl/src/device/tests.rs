@@ -486,11 +486,13 @@ fn suspensions_are_capped() {
         )
         .unwrap();
     }
-    let mut t = 400_000;
-    for _ in 0..3 {
-        d.read(Ppa(0), Cause::User, SimTime(t)).unwrap();
-        t += 100_000;
+    // Three reads while the first program runs: two suspend it, the third waits for it (and
+    // still goes before the seven queued after it).
+    let mut ends = vec![];
+    for t in [310_000, 360_000, 410_000] {
+        ends.push(d.read(Ppa(0), Cause::User, SimTime(t)).unwrap().1 .0);
     }
+    assert_eq!(ends, [351_000, 401_000, 540_000]);
     let c = d.suspend_counters().unwrap();
     assert_eq!((c.programs, c.refused), (2, 1));
 }

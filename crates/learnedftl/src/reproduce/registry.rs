@@ -384,6 +384,41 @@ fn leaftl_mapping(c: &Ctx) -> Vec<RunSpec> {
     runs
 }
 
+/// The drive-feature settings compared (docs/device.md): a label and its `--set` keys.
+const DRIVE_SETTINGS: &[(&str, &[(&str, &str)])] = &[
+    ("FEMU model", &[]),
+    ("write_buffer=16MiB", &[("write_buffer", "16MiB")]),
+    ("suspend=on", &[("suspend", "on")]),
+    ("cell=tlc", &[("cell", "tlc")]),
+    ("cell=tlc suspend=on", &[("cell", "tlc"), ("suspend", "on")]),
+    (
+        "all (tlc, suspend, buffer, 2 µs/cmd)",
+        &[
+            ("cell", "tlc"),
+            ("suspend", "on"),
+            ("write_buffer", "16MiB"),
+            ("cmd_overhead_ns", "2000"),
+        ],
+    ),
+];
+
+fn drive_features(_: &Ctx) -> Vec<RunSpec> {
+    DRIVE_SETTINGS
+        .iter()
+        .map(|(label, sets)| {
+            sets.iter().fold(
+                RunSpec::new(
+                    *label,
+                    &["ideal", "tpftl", "learnedftl"],
+                    WorkloadSpec::Job("drive-features"),
+                )
+                .pre("randwrite:512k:1"),
+                |run, (k, v)| run.set(k, v),
+            )
+        })
+        .collect()
+}
+
 /// Every experiment, in report order.
 pub const EXPERIMENTS: &[Def] = &[
     Def {
@@ -524,6 +559,14 @@ pub const EXPERIMENTS: &[Def] = &[
         differences: sections::MU_DIFF,
     },
     Def {
+        name: "drive-features",
+        title: "Drive features: write buffer, suspend, TLC page types (SPEC §12)",
+        runs: drive_features,
+        reads: &["drive-features"],
+        section: sections::drive_features,
+        differences: sections::DRIVE_DIFF,
+    },
+    Def {
         name: "dram",
         title: "Mapping DRAM of every FTL (lecture deck's RAM-usage table)",
         runs: dram,
@@ -605,6 +648,13 @@ pub fn job_text(name: &str, s: &Scale) -> Option<String> {
             }
             t
         }
+        "drive-features" => format!(
+            "; 4 KiB random writes, then 70 % random reads among random writes, 16 jobs each.\n\
+             [global]\nbs=4k\nnumjobs=16\nnumber_ios={n}\n\n\
+             [write]\nrw=randwrite\n\n\
+             [mixed]\nstonewall\nrw=randrw\nrwmixread=70\n",
+            n = s.rw_ios / 4
+        ),
         "fast-mixed" => format!(
             "; one sequential 512 KiB writer and 16 random 4 KiB writers at once\n\
              [seq]\nrw=write\nbs=512k\nnumber_ios={}\n\n\
@@ -617,7 +667,7 @@ pub fn job_text(name: &str, s: &Scale) -> Option<String> {
 }
 
 /// Every job file name the experiments may use.
-pub const JOB_FILES: [&str; 7] = [
+pub const JOB_FILES: [&str; 8] = [
     "randread",
     "seqread",
     "seqread-shared",
@@ -625,6 +675,7 @@ pub const JOB_FILES: [&str; 7] = [
     "tpftl-threads-rand",
     "tpftl-threads-seq",
     "fast-mixed",
+    "drive-features",
 ];
 
 #[cfg(test)]

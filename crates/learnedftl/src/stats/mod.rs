@@ -120,6 +120,10 @@ pub struct FlashOps {
     pub erases: u64,
     /// Gap filling under `timing=backfill` (zeros under `timing=femu`).
     pub backfill: BackfillCounters,
+    /// Reads of a page still being programmed, served from the controller's write buffer
+    /// (no flash read; only with `write_buffer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads_in_flight: Option<u64>,
     /// Program and erase suspensions, with `suspend=on`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspend: Option<SuspendCounters>,
@@ -434,6 +438,8 @@ impl Collector {
                 erases: c.total_erases(),
                 backfill: dev.backfill_counters(),
                 suspend: dev.suspend_counters(),
+                reads_in_flight: (dev.config().controller.write_buffer > 0)
+                    .then(|| dev.in_flight_reads()),
             },
             waf: if self.page_writes > 0 {
                 c.total_programs() as f64 / self.page_writes as f64

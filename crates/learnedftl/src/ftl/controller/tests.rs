@@ -242,3 +242,24 @@ fn bad_settings_are_refused_naming_the_key() {
     // Sizes take binary units, as fio's do.
     assert_eq!(cfg(&["write_buffer=2MiB"]).controller.write_buffer, 2 << 20);
 }
+
+/// A page handed to the FTL stays in the buffer until its program completes: a read of it
+/// meanwhile is served from there, without waiting for the program or reading flash.
+#[test]
+fn a_page_being_programmed_is_read_from_the_buffer() {
+    let mut s = sim("ideal", &["write_buffer=64KiB", "write_buffer_drain=full"]);
+    s.submit(io(0, Op::Write, 4, 1)).unwrap();
+    let flushed = s.submit(io(10, Op::Flush, 0, 0)).unwrap();
+    assert_eq!(flushed, SimTime(200_010));
+    assert_eq!(s.submit(io(20, Op::Read, 4, 1)).unwrap(), SimTime(20));
+    assert_eq!(s.device().in_flight_reads(), 1);
+    assert_eq!(s.device().counters().total_reads(), 0);
+    let m = s.live_metrics();
+    assert_eq!(m.flash.reads_in_flight, Some(1));
+    assert_eq!(m.verify.failures, 0);
+    // Once programmed, from flash.
+    assert_eq!(
+        s.submit(io(300_000, Op::Read, 4, 1)).unwrap(),
+        SimTime(340_000)
+    );
+}

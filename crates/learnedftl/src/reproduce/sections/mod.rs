@@ -4,12 +4,14 @@
 
 mod deck;
 mod differences;
+mod drive;
 mod hpftl;
 mod leaftl;
 mod learnedftl;
 
 pub(super) use deck::{dram, fast_merges, mu_translation};
 pub(super) use differences::*;
+pub(super) use drive::drive_features;
 pub(super) use hpftl::{hpftl_fig2, hpftl_secondary};
 pub(super) use leaftl::leaftl_mapping;
 pub(super) use learnedftl::{
