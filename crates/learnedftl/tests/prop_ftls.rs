@@ -167,8 +167,12 @@ const IDLING: &[(&str, &[&str])] = &[
 
 /// Every FTL on a drive as built (docs/device.md): a controller with a write buffer of 16
 /// pages that drains only for room (reads hit it, writes absorb and stall, requests larger
-/// than it pass by) and a command cost, TLC page types, and reads that suspend programs.
+/// than it pass by) and a command cost, TLC page types, reads that suspend programs, and two
+/// planes per LUN working together.
 const DRIVE: &[&str] = &[
+    "planes_per_lun=2",
+    "multi_plane=on",
+    "independent_plane_reads=on",
     "write_buffer=64KiB",
     "write_buffer_drain=full",
     "cmd_overhead_ns=1500",

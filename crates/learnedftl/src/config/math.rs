@@ -97,6 +97,11 @@ impl AddrMath {
     pub fn channel_of_lun(&self, lun: u32) -> u32 {
         self.lun.quot(lun)
     }
+    /// Plane (within its LUN) of a global block.
+    #[inline]
+    pub fn plane_of_block(&self, block: u32) -> u32 {
+        self.pl.modulo(self.blk.quot(block))
+    }
     /// Line of a global block.
     #[inline]
     pub fn line_of_block(&self, block: u32) -> u32 {

@@ -382,6 +382,14 @@ pub struct Timing {
     pub program_ns_pages: Vec<u64>,
     /// Block erase, ns.
     pub erase_ns: u64,
+    /// Multi-plane programs and erases (`multi_plane=on`): the same page (block) of a line on
+    /// several planes of a LUN in one operation.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub multi_plane: bool,
+    /// With `multi_plane`: reads on different planes of a LUN proceed together, at any page
+    /// offset (`independent_plane_reads=on`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub independent_plane_reads: bool,
     /// Program and erase suspend (`suspend=on`; off, FEMU's model, unless set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspend: Option<SuspendConfig>,
@@ -617,6 +625,8 @@ keys! {
     READ_NS_PAGES = "read_ns_pages" ["ns,ns,..."] "read latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
     PROGRAM_NS_PAGES = "program_ns_pages" ["ns,ns,..."] "program latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
     ERASE_NS = "erase_ns" ["ns"] "block erase latency";
+    MULTI_PLANE = "multi_plane" ["on/off"] "programs (erases) of the same page (block) of a line on several planes of a LUN run as one operation";
+    INDEPENDENT_PLANE_READS = "independent_plane_reads" ["on/off"] "reads on different planes of a LUN run together at any page offset" only with "multi_plane=on";
     SUSPEND = "suspend" ["on/off"] "a host read that finds its LUN programming or erasing suspends it, is served, and the operation resumes";
     SUSPEND_PROGRAM_NS = "suspend_program_ns" ["ns"] "time to suspend a program before the read starts (MQSim's default)" only with "suspend=on";
     SUSPEND_ERASE_NS = "suspend_erase_ns" ["ns"] "time to suspend an erase before the read starts (MQSim's default)" only with "suspend=on";
@@ -707,6 +717,8 @@ impl DeviceConfig {
                 read_ns_pages: Vec::new(),
                 program_ns_pages: Vec::new(),
                 erase_ns: 2_000_000,
+                multi_plane: false,
+                independent_plane_reads: false,
                 suspend: None,
                 channel_transfer: false,
                 channel_mb_s: 800,
@@ -834,6 +846,15 @@ impl DeviceConfig {
                 *field = cell::parse_latencies(key.name(), &text, t.cell)?;
             }
         }
+        t.multi_plane = params.take_bool_or(&MULTI_PLANE, t.multi_plane)?;
+        if !t.multi_plane && params.contains(&INDEPENDENT_PLANE_READS) {
+            return Err(ConfigError::invalid(
+                "independent_plane_reads",
+                "only applies with multi_plane=on",
+            ));
+        }
+        t.independent_plane_reads =
+            params.take_bool_or(&INDEPENDENT_PLANE_READS, t.independent_plane_reads)?;
         t.suspend = suspend_from_params(params, t.suspend.clone())?;
         t.channel_transfer = params.take_bool_or(&CHANNEL_TRANSFER, t.channel_transfer)?;
         t.mode = match params.take_str_or(&TIMING, t.mode.key()).as_str() {
@@ -944,6 +965,13 @@ impl DeviceConfig {
         self.geometry.validate()?;
         if self.timing.channel_transfer && self.timing.channel_mb_s == 0 {
             return Err(ConfigError::invalid("channel_mb_s", "must be positive"));
+        }
+        if self.timing.multi_plane && self.timing.channel_transfer {
+            return Err(ConfigError::invalid(
+                "multi_plane",
+                "multi_plane=on cannot be combined with channel_transfer=on (a multi-plane \
+                 command's transfers are not modelled)",
+            ));
         }
         if self.timing.suspend.is_some() && self.timing.channel_transfer {
             return Err(ConfigError::invalid(

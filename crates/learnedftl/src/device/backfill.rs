@@ -365,11 +365,10 @@ impl Backfill {
         end
     }
 
-    /// The earliest a read of `page` (of block `blk`) issued at `t` may start: after the
-    /// page's program ([`Access`]).
+    /// The earliest an operation on block `blk` issued at `t` may start ([`Access`]).
     #[inline]
-    pub(super) fn read_issue(&self, blk: usize, page: u32, t: u64) -> u64 {
-        self.order.after(blk, Access::Read(page), t)
+    pub(super) fn issue(&self, blk: usize, access: Access, t: u64) -> u64 {
+        self.order.after(blk, access, t)
     }
 
     /// Where an operation of `dur` ns issued at `t` would start in one of `lun`'s gaps, if
@@ -380,11 +379,12 @@ impl Backfill {
         gaps.find(t, dur).map(|i| gaps.get(i).start.max(t))
     }
 
-    /// Records a read of `page` (of block `blk`) placed outside the timelines (a read that
-    /// suspended a program or erase) completing at `end`: an erase of its block follows it.
+    /// Records an operation on block `blk` placed outside the LUN timelines (a read that
+    /// suspended a program, an operation joining another plane's) completing at `end`, so
+    /// that the operations that must follow it do.
     #[inline]
-    pub(super) fn note_read(&mut self, blk: usize, page: u32, end: u64) {
-        self.order.done(blk, Access::Read(page), end, self.floor);
+    pub(super) fn note(&mut self, blk: usize, access: Access, end: u64) {
+        self.order.done(blk, access, end, self.floor);
     }
 
     /// Books an operation of `dur` ns issued at `t` on `lun` outside the data blocks (the

@@ -8,12 +8,14 @@
 mod backfill;
 mod copies;
 mod payload;
+mod planes;
 mod power;
 mod records;
 mod suspend;
 
 pub use backfill::BackfillCounters;
 pub use payload::{PayloadStore, Src};
+pub use planes::PlaneCounters;
 pub use power::PowerCut;
 pub use records::TrimRecord;
 pub use suspend::SuspendCounters;
@@ -240,6 +242,8 @@ pub struct Device {
     backfill: Option<Box<Backfill>>,
     /// Program and erase suspend (`suspend=on`).
     suspend: Option<Box<suspend::Suspend>>,
+    /// Multi-plane operations (`multi_plane=on`).
+    planes: Option<Box<planes::Planes>>,
     counters: FlashCounters,
     /// Whether a controller write buffer holds each page's data until its program completes
     /// (`write_buffer`): reads of a page still being programmed are served from it.
@@ -292,6 +296,12 @@ impl Device {
                 .suspend
                 .as_ref()
                 .map(|s| Box::new(suspend::Suspend::new(s, geo.luns() as usize))),
+            planes: t.multi_plane.then(|| {
+                Box::new(planes::Planes::new(
+                    geo.luns() as usize,
+                    t.independent_plane_reads,
+                ))
+            }),
             xfer_ns: cfg.timing.transfer_ns(geo.page_size),
             page_types: t.cell.page_types() as u32,
             read_ns: per_page_type(&t.read_ns_pages, t.read_ns),
@@ -357,6 +367,15 @@ impl Device {
             s.reset_counters();
         }
         self.in_flight_reads = 0;
+        if let Some(p) = self.planes.as_mut() {
+            p.reset_counters();
+        }
+    }
+
+    /// The operations that ran together with another plane's since the last reset (`None`
+    /// without `multi_plane=on`).
+    pub fn plane_counters(&self) -> Option<PlaneCounters> {
+        self.planes.as_ref().map(|p| p.counters())
     }
 
     /// Reads of a page whose program had not completed, served from the controller's write
@@ -600,13 +619,64 @@ impl Device {
         SimTime(end)
     }
 
+    /// Where an operation on `ppa` runs: its LUN, and the plane, line and page it joins other
+    /// planes' operations by.
+    #[inline]
+    fn plane_at(&self, ppa: Ppa) -> planes::At {
+        let (blk, page) = self.math.block_page(ppa);
+        planes::At {
+            lun: self.math.lun_of(ppa) as usize,
+            plane: self.math.plane_of_block(blk),
+            line: self.math.line_of_block(blk),
+            page,
+        }
+    }
+
+    /// Under `multi_plane=on`: the completion of the queued operation on another plane of
+    /// `ppa`'s LUN that an operation of `kind` and `ns` issued at `t` joins, if it can join
+    /// one (docs/device.md "Multi-plane operations"); it then takes no LUN time of its own.
+    #[inline]
+    fn join_planes(
+        &mut self,
+        kind: planes::Kind,
+        ppa: Ppa,
+        t: SimTime,
+        ns: u64,
+        access: Access,
+    ) -> Option<SimTime> {
+        self.planes.as_ref()?;
+        let at = self.plane_at(ppa);
+        let blk = self.math.block_of(ppa) as usize;
+        let earliest = self
+            .backfill
+            .as_deref()
+            .map_or(t.0, |b| b.issue(blk, access, t.0));
+        let end = self.planes.as_mut()?.join(kind, at, earliest, ns)?;
+        if let Some(b) = self.backfill.as_mut() {
+            b.note(blk, access, end);
+        }
+        Some(SimTime(end))
+    }
+
+    /// Under `multi_plane=on`: an operation of `kind` and `ns` on `ppa` was booked on its own,
+    /// completing at `done`; operations on other planes may join it.
+    #[inline]
+    fn note_planes(&mut self, kind: planes::Kind, ppa: Ppa, done: SimTime, ns: u64) {
+        if self.planes.is_some() {
+            let at = self.plane_at(ppa);
+            if let Some(p) = self.planes.as_mut() {
+                p.booked(kind, at, done.0 - ns, done.0);
+            }
+        }
+    }
+
     /// Whether `ppa`'s program completes after `t` (known under `timing=backfill`, which
     /// orders a read after its page's program).
     #[inline(never)]
     fn in_flight(&self, ppa: Ppa, t: SimTime) -> bool {
-        self.backfill
-            .as_deref()
-            .is_some_and(|b| b.read_issue(self.math.block_of(ppa) as usize, ppa.0, t.0) > t.0)
+        self.backfill.as_deref().is_some_and(|b| {
+            b.issue(self.math.block_of(ppa) as usize, Access::Read(ppa.0), t.0) > t.0
+        })
     }
 
     /// A host-path read of `ns` issued at `t` under `suspend=on`: ahead of the programs and
@@ -619,7 +689,7 @@ impl Device {
         let busy = self.lun_busy[lun];
         let (issue, normal) = match self.backfill.as_deref() {
             Some(b) => {
-                let issue = b.read_issue(blk, ppa.0, t.0);
+                let issue = b.issue(blk, Access::Read(ppa.0), t.0);
                 (
                     issue,
                     b.gap_start(lun, issue, ns).unwrap_or(issue.max(busy)),
@@ -636,7 +706,7 @@ impl Device {
         };
         self.lun_busy[lun] = (busy + x.charge).max(x.end);
         if let Some(b) = self.backfill.as_mut() {
-            b.note_read(blk, ppa.0, x.end);
+            b.note(blk, Access::Read(ppa.0), x.end);
         }
         SimTime(x.end)
     }
@@ -665,12 +735,16 @@ impl Device {
             1 => self.read_ns[0],
             n => self.read_ns[(self.math.block_page(ppa).1 % n) as usize],
         };
+        let access = Access::Read(ppa.0);
+        if let Some(done) = self.join_planes(planes::Kind::Read, ppa, t, ns, access) {
+            return Ok((self.oob[ppa.idx()], done));
+        }
         let done = match self.suspend {
             Some(_) if matches!(cause, Cause::User | Cause::TransRead | Cause::Mispredict) => {
                 self.read_suspending(ppa, t, ns)
             }
             _ => {
-                let done = self.occupy(ppa, t, ns, Access::Read(ppa.0));
+                let done = self.occupy(ppa, t, ns, access);
                 if let Some(s) = self.suspend.as_mut() {
                     let lun = self.math.lun_of(ppa) as usize;
                     s.booked(lun, done.0 - ns, done.0, suspend::Kind::Read);
@@ -678,6 +752,7 @@ impl Device {
                 done
             }
         };
+        self.note_planes(planes::Kind::Read, ppa, done, ns);
         Ok((self.oob[ppa.idx()], done))
     }
 
@@ -737,7 +812,12 @@ impl Device {
             1 => self.program_ns[0],
             n => self.program_ns[(pg % n) as usize],
         };
-        let done = self.occupy(ppa, t, ns, Access::Program(ppa.0));
+        let access = Access::Program(ppa.0);
+        if let Some(done) = self.join_planes(planes::Kind::Program, ppa, t, ns, access) {
+            return Ok(done);
+        }
+        let done = self.occupy(ppa, t, ns, access);
+        self.note_planes(planes::Kind::Program, ppa, done, ns);
         let lun_of = self.math.lun_of(ppa) as usize;
         if let Some(s) = self.suspend.as_mut() {
             s.booked(lun_of, done.0 - ns, done.0, suspend::Kind::Program);
@@ -812,7 +892,11 @@ impl Device {
         self.blk_erases[b] += 1;
         self.counters.erases[cause as usize] += 1;
         let ns = self.cfg.timing.erase_ns;
+        if let Some(done) = self.join_planes(planes::Kind::Erase, first, t, ns, Access::Erase) {
+            return Ok(done);
+        }
         let done = self.occupy(first, t, ns, Access::Erase);
+        self.note_planes(planes::Kind::Erase, first, done, ns);
         let lun_of = self.math.lun_of(first) as usize;
         if let Some(s) = self.suspend.as_mut() {
             s.booked(lun_of, done.0 - ns, done.0, suspend::Kind::Erase);

@@ -496,3 +496,55 @@ fn suspensions_are_capped() {
     let c = d.suspend_counters().unwrap();
     assert_eq!((c.programs, c.refused), (2, 1));
 }
+
+/// `multi_plane=on`: programs of the same page of a line on the two planes of a LUN run as one,
+/// so a sequential fill of a two-plane device takes half the time; independent plane reads
+/// pair reads on different planes.
+#[test]
+fn two_plane_programs_halve_a_sequential_fill() {
+    use crate::engine::{NoProgress, SimOptions, Simulator};
+    use crate::workload::{JobSpec, RwKind};
+    let fill = |sets: &[&str]| {
+        let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+        let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::checked()).unwrap();
+        let mut w = JobSpec::new("fill", RwKind::Write);
+        w.bs = 512 << 10;
+        let m = s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+        (m.sim_seconds, m.flash.multi_plane)
+    };
+    let (one, none) = fill(&["planes_per_lun=2"]);
+    let (two, joined) = fill(&["planes_per_lun=2", "multi_plane=on"]);
+    assert_eq!(none, None);
+    let joined = joined.unwrap();
+    let ratio = two / one;
+    assert!((0.45..0.55).contains(&ratio), "{two} s against {one} s");
+    assert!(joined.programs > 0 && joined.reads == 0, "{joined:?}");
+
+    let mut d = device_with(&[
+        "planes_per_lun=2",
+        "multi_plane=on",
+        "independent_plane_reads=on",
+        "timing=femu",
+    ]);
+    let b = d.geo().blocks_per_plane;
+    // Block 0 and block `b` are the two planes of LUN 0.
+    for blk in [0, b] {
+        let ppa = Ppa(blk * d.geo().pages_per_block);
+        d.program(
+            ppa,
+            Oob::data(Lpn(blk), 1),
+            Src::None,
+            Cause::User,
+            SimTime(0),
+        )
+        .unwrap();
+    }
+    // Both programs ran as one: done at 200 µs.
+    assert_eq!(d.drained_at(), SimTime(200_000));
+    let ppb = d.geo().pages_per_block;
+    let (_, r1) = d.read(Ppa(0), Cause::User, SimTime(300_000)).unwrap();
+    let (_, r2) = d.read(Ppa(b * ppb), Cause::User, SimTime(300_000)).unwrap();
+    assert_eq!((r1, r2), (SimTime(340_000), SimTime(340_000)));
+    assert_eq!(d.plane_counters().unwrap().reads, 1);
+}

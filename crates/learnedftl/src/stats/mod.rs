@@ -2,7 +2,7 @@
 //! phase runs ([`Collector`]) and the finished, serialisable numbers ([`Metrics`]).
 
 use crate::addr::SimTime;
-use crate::device::{BackfillCounters, Cause, Device, SuspendCounters, Wear};
+use crate::device::{BackfillCounters, Cause, Device, PlaneCounters, SuspendCounters, Wear};
 use crate::ftl::controller::ControllerCounters;
 use crate::ftl::Ftl;
 use crate::mapping::FtlStats;
@@ -124,6 +124,9 @@ pub struct FlashOps {
     /// (no flash read; only with `write_buffer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reads_in_flight: Option<u64>,
+    /// Operations that ran together with another plane's, with `multi_plane=on`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multi_plane: Option<PlaneCounters>,
     /// Program and erase suspensions, with `suspend=on`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspend: Option<SuspendCounters>,
@@ -438,6 +441,7 @@ impl Collector {
                 erases: c.total_erases(),
                 backfill: dev.backfill_counters(),
                 suspend: dev.suspend_counters(),
+                multi_plane: dev.plane_counters(),
                 reads_in_flight: (dev.config().controller.write_buffer > 0)
                     .then(|| dev.in_flight_reads()),
             },

@@ -177,6 +177,20 @@ fn handed_over(b: &mut WriteBuffer, dev: &mut Device, req: &Request) {
     }
 }
 
+/// Drops the buffered versions of `req`'s pages, which the FTL has just superseded (a write
+/// larger than the buffer, a trim), with their staged data.
+fn drop_held(b: &mut WriteBuffer, dev: &mut Device, req: &Request) {
+    for l in req.lpns() {
+        let stamp = std::mem::take(&mut b.held[l.idx()]);
+        if stamp != 0 {
+            b.live -= 1;
+            if let Some(store) = dev.payloads_mut() {
+                store.discard(l, stamp);
+            }
+        }
+    }
+}
+
 /// The controller around an FTL.
 #[derive(Clone)]
 pub struct Controller {
@@ -318,15 +332,13 @@ impl Controller {
         let b = self.buf.as_mut().expect("a write buffer");
         b.release(t);
         if req.pages > b.cap {
-            // Larger than the buffer: straight to the FTL; the versions it buffered are stale.
-            for l in req.lpns() {
-                if b.held[l.idx()] != 0 {
-                    b.held[l.idx()] = 0;
-                    b.live -= 1;
-                }
-            }
+            // Larger than the buffer: straight to the FTL. Once it has acknowledged the write,
+            // the versions the buffer held of those pages are stale (until then a power cut
+            // may leave them the newest acknowledged ones).
             let done = self.inner.submit(dev, req, &mut NullSink)?;
-            handed_over(self.buf.as_mut().expect("a write buffer"), dev, req);
+            let b = self.buf.as_mut().expect("a write buffer");
+            drop_held(b, dev, req);
+            handed_over(b, dev, req);
             self.counters.bypassed_pages += req.pages as u64;
             return Ok(done);
         }
@@ -383,15 +395,11 @@ impl Controller {
     }
 
     fn trim(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
-        let b = self.buf.as_mut().expect("a write buffer");
-        for l in req.lpns() {
-            if b.held[l.idx()] != 0 {
-                b.held[l.idx()] = 0;
-                b.live -= 1;
-            }
-        }
+        // The buffered versions go once the FTL has acknowledged the trim (before, a power cut
+        // may leave them the newest acknowledged ones).
         let done = self.inner.submit(dev, req, &mut NullSink)?;
         let b = self.buf.as_mut().expect("a write buffer");
+        drop_held(b, dev, req);
         req.lpns().for_each(|l| b.durable[l.idx()] = 0);
         Ok(done)
     }
