@@ -167,8 +167,8 @@ const IDLING: &[(&str, &[&str])] = &[
 
 /// Every FTL on a drive as built (docs/device.md): a controller with a write buffer of 16
 /// pages that drains only for room (reads hit it, writes absorb and stall, requests larger
-/// than it pass by) and a command cost, TLC page types, reads that suspend programs, and two
-/// planes per LUN working together.
+/// than it pass by) and a command cost, TLC page types with an SLC cache that fills and folds,
+/// reads that suspend programs, and two planes per LUN working together.
 const DRIVE: &[&str] = &[
     "planes_per_lun=2",
     "multi_plane=on",
@@ -177,6 +177,8 @@ const DRIVE: &[&str] = &[
     "write_buffer_drain=full",
     "cmd_overhead_ns=1500",
     "cell=tlc",
+    "slc_cache=256KiB",
+    "slc_cache_dynamic=on",
     "suspend=on",
     "suspend_program_ns=20000",
 ];

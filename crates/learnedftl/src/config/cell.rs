@@ -113,3 +113,49 @@ pub fn parse_latencies(key: &str, text: &str, cell: Cell) -> Result<Vec<u64>, Co
     }
     Ok(ns)
 }
+
+/// What a host program does when the SLC cache is full (`slc_when_full`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SlcWhenFull {
+    /// It goes to the multi-bit cells at their speed.
+    #[default]
+    Direct,
+    /// It waits for the oldest page of its LUN to be folded, then goes to SLC.
+    Fold,
+}
+
+impl SlcWhenFull {
+    /// The `slc_when_full=` value naming it.
+    pub fn key(self) -> &'static str {
+        match self {
+            SlcWhenFull::Direct => "direct",
+            SlcWhenFull::Fold => "fold",
+        }
+    }
+}
+
+/// The hybrid SLC cache (docs/device.md "SLC cache"); off unless `slc_cache` or
+/// `slc_cache_dynamic` is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SlcCache {
+    /// Its static part, pages of host data.
+    pub pages: u64,
+    /// Whether a dynamic part (the multi-bit pages holding no valid data, in SLC mode) adds to
+    /// it, shrinking as the drive fills.
+    pub dynamic: bool,
+    /// What a host program does when it is full.
+    pub when_full: SlcWhenFull,
+}
+
+impl SlcCache {
+    /// Whether there is a cache.
+    pub fn is_on(&self) -> bool {
+        self.pages > 0 || self.dynamic
+    }
+
+    /// Whether there is none (reports then leave it out).
+    pub fn is_off(&self) -> bool {
+        !self.is_on()
+    }
+}

@@ -5,7 +5,7 @@ mod cell;
 mod math;
 
 pub use capacity::{default_logical_pages, format_capacity, largest_capacity, Capacity, Largest};
-pub use cell::Cell;
+pub use cell::{Cell, SlcCache, SlcWhenFull};
 pub use math::{AddrMath, FastDiv, Stripe};
 
 use crate::addr::{Ppa, PpaParts, Vppn};
@@ -598,6 +598,9 @@ pub struct DeviceConfig {
     /// FTL's mapping DRAM to a checkpoint area, and recovery then scans only what was
     /// programmed since (docs/power.md "Checkpoints").
     pub checkpoint_every: u64,
+    /// The hybrid SLC cache (off unless set).
+    #[serde(skip_serializing_if = "SlcCache::is_off")]
+    pub slc: SlcCache,
     /// The controller's write buffer and command cost (all off unless set).
     #[serde(skip_serializing_if = "Controller::is_off")]
     pub controller: Controller,
@@ -625,6 +628,9 @@ keys! {
     READ_NS_PAGES = "read_ns_pages" ["ns,ns,..."] "read latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
     PROGRAM_NS_PAGES = "program_ns_pages" ["ns,ns,..."] "program latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
     ERASE_NS = "erase_ns" ["ns"] "block erase latency";
+    SLC_CACHE = "slc_cache" ["B"] "static hybrid SLC cache: host data is programmed in SLC mode first and folded later (needs cell=mlc|tlc|qlc)";
+    SLC_CACHE_DYNAMIC = "slc_cache_dynamic" ["on/off"] "add the pages holding no valid data, in SLC mode, to the SLC cache (it shrinks as the drive fills)";
+    SLC_WHEN_FULL = "slc_when_full" ["direct|fold"] "a host program that finds the SLC cache full goes to the multi-bit cells, or waits for a fold";
     MULTI_PLANE = "multi_plane" ["on/off"] "programs (erases) of the same page (block) of a line on several planes of a LUN run as one operation";
     INDEPENDENT_PLANE_READS = "independent_plane_reads" ["on/off"] "reads on different planes of a LUN run together at any page offset" only with "multi_plane=on";
     SUSPEND = "suspend" ["on/off"] "a host read that finds its LUN programming or erasing suspends it, is served, and the operation resumes";
@@ -731,6 +737,7 @@ impl DeviceConfig {
             payloads: false,
             power_loss_protection: false,
             checkpoint_every: 0,
+            slc: SlcCache::default(),
             controller: Controller {
                 watermark: Controller::DEFAULT_WATERMARK,
                 ..Controller::default()
@@ -886,6 +893,22 @@ impl DeviceConfig {
         c.power_loss_protection =
             params.take_bool_or(&POWER_LOSS_PROTECTION, c.power_loss_protection)?;
         c.checkpoint_every = params.take_or(&CHECKPOINT_EVERY, c.checkpoint_every)?;
+        c.slc.pages = params.take_size_or(&SLC_CACHE, c.slc.pages * c.geometry.page_size as u64)?
+            / c.geometry.page_size as u64;
+        c.slc.dynamic = params.take_bool_or(&SLC_CACHE_DYNAMIC, c.slc.dynamic)?;
+        c.slc.when_full = match params
+            .take_str_or(&SLC_WHEN_FULL, c.slc.when_full.key())
+            .as_str()
+        {
+            "direct" => SlcWhenFull::Direct,
+            "fold" => SlcWhenFull::Fold,
+            other => {
+                return Err(ConfigError::invalid(
+                    "slc_when_full",
+                    format!("{}: expected direct or fold", quote(other)),
+                ))
+            }
+        };
         c.controller = Controller::from_params(params, c.controller.clone())?;
         c.capacity = capacity.map(Capacity::bytes);
         c.validate()?;
@@ -965,6 +988,25 @@ impl DeviceConfig {
         self.geometry.validate()?;
         if self.timing.channel_transfer && self.timing.channel_mb_s == 0 {
             return Err(ConfigError::invalid("channel_mb_s", "must be positive"));
+        }
+        if self.slc.is_on() && self.timing.cell.is_slc() {
+            return Err(ConfigError::invalid(
+                "slc_cache",
+                "an SLC cache needs multi-bit cells to fold into: add cell=mlc, tlc or qlc",
+            ));
+        }
+        if self.slc.is_on()
+            && self.slc.pages * self.timing.cell.page_types() as u64 > self.geometry.pages()
+        {
+            return Err(ConfigError::invalid(
+                "slc_cache",
+                format!(
+                    "{} pages in SLC mode take {} of the device's {} pages",
+                    self.slc.pages,
+                    self.slc.pages * self.timing.cell.page_types() as u64,
+                    self.geometry.pages()
+                ),
+            ));
         }
         if self.timing.multi_plane && self.timing.channel_transfer {
             return Err(ConfigError::invalid(

@@ -11,6 +11,7 @@ mod payload;
 mod planes;
 mod power;
 mod records;
+mod slc;
 mod suspend;
 
 pub use backfill::BackfillCounters;
@@ -18,6 +19,7 @@ pub use payload::{PayloadStore, Src};
 pub use planes::PlaneCounters;
 pub use power::PowerCut;
 pub use records::TrimRecord;
+pub use slc::SlcCounters;
 pub use suspend::SuspendCounters;
 
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};
@@ -62,11 +64,15 @@ pub enum Cause {
     /// Programs of a mapping checkpoint (`checkpoint_every`, docs/power.md).
     #[serde(rename = "checkpoint")]
     Checkpoint = 9,
+    /// Reads and programs folding host data from the SLC cache into its multi-bit location
+    /// (`slc_cache`, docs/device.md); reported only when the device has an SLC cache.
+    #[serde(rename = "slc_fold")]
+    SlcFold = 10,
 }
 
 impl Cause {
     /// Number of causes.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
     /// Every cause, in report order.
     pub const ALL: [Cause; Cause::COUNT] = [
         Cause::User,
@@ -79,6 +85,7 @@ impl Cause {
         Cause::TrimRecord,
         Cause::Recovery,
         Cause::Checkpoint,
+        Cause::SlcFold,
     ];
     /// The key used in reports (and its serde name).
     pub fn key(self) -> &'static str {
@@ -93,6 +100,7 @@ impl Cause {
             Cause::TrimRecord => "trim_record",
             Cause::Recovery => "recovery",
             Cause::Checkpoint => "checkpoint",
+            Cause::SlcFold => "slc_fold",
         }
     }
 }
@@ -244,9 +252,12 @@ pub struct Device {
     suspend: Option<Box<suspend::Suspend>>,
     /// Multi-plane operations (`multi_plane=on`).
     planes: Option<Box<planes::Planes>>,
+    /// The hybrid SLC cache (`slc_cache`, `slc_cache_dynamic`).
+    slc: Option<Box<slc::Slc>>,
     counters: FlashCounters,
-    /// Whether a controller write buffer holds each page's data until its program completes
-    /// (`write_buffer`): reads of a page still being programmed are served from it.
+    /// Whether the controller's DRAM holds each page's data until its program completes (it
+    /// has a write buffer, `write_buffer`): reads of a page still being programmed are served
+    /// from there.
     buffered: bool,
     /// Reads served that way since the last reset.
     in_flight_reads: u64,
@@ -300,6 +311,14 @@ impl Device {
                 Box::new(planes::Planes::new(
                     geo.luns() as usize,
                     t.independent_plane_reads,
+                ))
+            }),
+            slc: cfg.slc.is_on().then(|| {
+                Box::new(slc::Slc::new(
+                    &cfg.slc,
+                    t.cell.page_types() as u64,
+                    geo.pages(),
+                    geo.luns() as usize,
                 ))
             }),
             xfer_ns: cfg.timing.transfer_ns(geo.page_size),
@@ -370,6 +389,19 @@ impl Device {
         if let Some(p) = self.planes.as_mut() {
             p.reset_counters();
         }
+        if let Some(s) = self.slc.as_mut() {
+            s.reset_counters();
+        }
+    }
+
+    /// What the SLC cache did since the last reset (`None` without one).
+    pub fn slc_counters(&self) -> Option<SlcCounters> {
+        self.slc.as_ref().map(|s| s.counters())
+    }
+
+    /// Whether the device has an SLC cache (its fold cause is then reported).
+    pub fn has_slc_cache(&self) -> bool {
+        self.slc.is_some()
     }
 
     /// The operations that ran together with another plane's since the last reset (`None`
@@ -401,6 +433,9 @@ impl Device {
     /// finished by then. Issuing earlier breaks that promise: debug builds assert it.
     #[inline]
     pub fn advance_floor(&mut self, t: SimTime) {
+        if self.slc.is_some() {
+            self.fold_idle(t);
+        }
         if let Some(b) = self.backfill.as_mut() {
             b.advance_floor(t.0);
         }
@@ -670,6 +705,66 @@ impl Device {
         }
     }
 
+    /// Under an SLC cache: counts a valid page programmed, and whether a program of `ppa` for
+    /// `cause` at `t` is taken in SLC mode — host data while the cache has room, after folding
+    /// a page of the LUN first when it is full and `slc_when_full=fold`.
+    #[inline(never)]
+    fn admit_to_slc(&mut self, ppa: Ppa, cause: Cause, t: SimTime) -> bool {
+        let lun = self.math.lun_of(ppa) as usize;
+        let s = self.slc.as_mut().expect("an SLC cache");
+        s.valid += 1;
+        if cause != Cause::User {
+            return false;
+        }
+        if s.fold_first() {
+            if let Some(old) = s.peek(lun) {
+                self.fold(lun, old, t, true);
+            }
+        }
+        self.slc.as_mut().expect("an SLC cache").admit(ppa, lun)
+    }
+
+    /// Folds `ppa`'s data from SLC into its multi-bit location, issued at `t` on its LUN: an
+    /// SLC read and the page's program (cause `slc_fold`). A page no longer valid (a recovery
+    /// left it stale) just leaves SLC.
+    fn fold(&mut self, lun: usize, ppa: Ppa, t: SimTime, for_room: bool) -> SimTime {
+        let valid = self.is_valid(ppa);
+        self.slc
+            .as_mut()
+            .expect("an SLC cache")
+            .take(lun, ppa, valid, for_room);
+        if !valid {
+            return t;
+        }
+        let pg = self.math.page_in_block(ppa);
+        let ns = self.cfg.timing.read_ns + self.program_ns[(pg % self.page_types) as usize];
+        self.counters.reads[Cause::SlcFold as usize] += 1;
+        self.counters.programs[Cause::SlcFold as usize] += 1;
+        self.occupy_lun(lun, t, ns)
+    }
+
+    /// Folds SLC pages on every LUN idle before `t`, oldest first, as long as each fold ends by
+    /// `t` (issued at the LUN's busy-until time: its idle time).
+    fn fold_idle(&mut self, t: SimTime) {
+        if self.power == Power::Lost {
+            return;
+        }
+        for lun in 0..self.lun_busy.len() {
+            loop {
+                let Some(ppa) = self.slc.as_mut().and_then(|s| s.peek(lun)) else {
+                    break;
+                };
+                let pg = self.math.page_in_block(ppa);
+                let ns = self.cfg.timing.read_ns + self.program_ns[(pg % self.page_types) as usize];
+                let at = self.lun_busy[lun];
+                if at + ns > t.0 {
+                    break;
+                }
+                self.fold(lun, ppa, SimTime(at), false);
+            }
+        }
+    }
+
     /// Whether `ppa`'s program completes after `t` (known under `timing=backfill`, which
     /// orders a read after its page's program).
     #[inline(never)]
@@ -733,6 +828,10 @@ impl Device {
         self.counters.reads[cause as usize] += 1;
         let ns = match self.page_types {
             1 => self.read_ns[0],
+            _ if self.slc.as_ref().is_some_and(|s| s.holds(ppa)) => {
+                self.slc.as_mut().expect("checked").read();
+                self.cfg.timing.read_ns
+            }
             n => self.read_ns[(self.math.block_page(ppa).1 % n) as usize],
         };
         let access = Access::Read(ppa.0);
@@ -808,10 +907,13 @@ impl Device {
                 .map_err(|e| DeviceError::Payload(format!("program of {ppa:?}: {e}")))?;
         }
         self.counters.programs[cause as usize] += 1;
-        let ns = match self.page_types {
+        let mut ns = match self.page_types {
             1 => self.program_ns[0],
             n => self.program_ns[(pg % n) as usize],
         };
+        if self.slc.is_some() && self.admit_to_slc(ppa, cause, t) {
+            ns = self.cfg.timing.program_ns;
+        }
         let access = Access::Program(ppa.0);
         if let Some(done) = self.join_planes(planes::Kind::Program, ppa, t, ns, access) {
             return Ok(done);
@@ -839,6 +941,9 @@ impl Device {
         }
         self.valid[i >> 6] &= !bit;
         self.invalidations += 1;
+        if let Some(s) = self.slc.as_mut() {
+            s.invalidated(ppa);
+        }
         let blk = self.math.block_of(ppa);
         self.blk_valid[blk as usize] -= 1;
         let line = self.math.line_of_block(blk) as usize;

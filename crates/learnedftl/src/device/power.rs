@@ -139,6 +139,9 @@ impl Device {
             p.on_power_on();
         }
         self.valid.fill(0);
+        if let Some(s) = self.slc.as_mut() {
+            s.power_on();
+        }
         self.blk_valid.fill(0);
         self.line_valid.fill(0);
         // Recovery starts its GC afresh: nothing waits on the counts just cleared.
@@ -159,6 +162,9 @@ impl Device {
             return Err(DeviceError::Revalidate(ppa));
         }
         self.valid[i >> 6] |= 1 << (i & 63);
+        if let Some(s) = self.slc.as_mut() {
+            s.valid += 1;
+        }
         let blk = self.math.block_of(ppa);
         self.blk_valid[blk as usize] += 1;
         self.line_valid[self.math.line_of_block(blk) as usize] += 1;

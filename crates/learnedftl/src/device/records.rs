@@ -107,7 +107,12 @@ impl Device {
     /// returns its completion. The channel model adds its transfer to the LUN's time.
     fn occupy_unordered(&mut self, i: u64, t: SimTime, array_ns: u64) -> SimTime {
         let lun = (i % self.lun_busy.len() as u64) as usize;
-        let dur = array_ns + self.xfer_ns;
+        self.occupy_lun(lun, t, array_ns + self.xfer_ns)
+    }
+
+    /// Books `dur` ns on `lun` from `t`, with no page or block order to follow (the
+    /// checkpoint area, SLC folds); returns its completion.
+    pub(super) fn occupy_lun(&mut self, lun: usize, t: SimTime, dur: u64) -> SimTime {
         let busy = &mut self.lun_busy[lun];
         if let Some(b) = self.backfill.as_mut() {
             return SimTime(b.book_unordered(lun, busy, t.0, dur));

@@ -548,3 +548,66 @@ fn two_plane_programs_halve_a_sequential_fill() {
     assert_eq!((r1, r2), (SimTime(340_000), SimTime(340_000)));
     assert_eq!(d.plane_counters().unwrap().reads, 1);
 }
+
+/// The SLC cache: host writes take SLC's program time until the cache is full, then the
+/// multi-bit cells' (the cliff); idle time folds them (cause `slc_fold`); pages rewritten while
+/// in SLC die there.
+#[test]
+fn the_slc_cliff_appears_where_the_cache_ends() {
+    use crate::engine::{SimOptions, Simulator};
+    use crate::request::Op;
+    use crate::workload::HostIo;
+    let io = |t, op, page: u64| HostIo {
+        arrival: t,
+        op,
+        offset: page * 4096,
+        len: 4096,
+    };
+    // A burst of 24 one-page writes at once on a cache of 16 pages (64 KiB) and on one that
+    // holds them all: the first 16 take SLC's 200 µs, the rest TLC's 0.8–5.7 ms.
+    let burst = |cache: &str| {
+        let mut p = Params::from_assignments(["cell=tlc", cache], "test").unwrap();
+        let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::checked()).unwrap();
+        s.begin_phase("burst");
+        let done = (0..24u64)
+            .map(|page| s.submit(io(SimTime(0), Op::Write, page)).unwrap())
+            .max()
+            .unwrap();
+        (s, done)
+    };
+    let (_, roomy) = burst("slc_cache=1MiB");
+    let (mut s, t) = burst("slc_cache=64KiB");
+    // 24 pages on 8 LUNs: three programs per LUN, all SLC (600 µs), or two SLC and a TLC one.
+    assert_eq!(roomy, SimTime(600_000));
+    assert!(t.0 >= 400_000 + 820_500, "{t:?}");
+    let m = s.live_metrics();
+    let slc = m.flash.slc.unwrap();
+    assert_eq!((slc.cached, slc.direct), (16, 8));
+    assert!(m.flash.programs.contains_key("slc_fold"));
+    // Rewriting a page still in SLC: the old copy dies there, never folded.
+    let t = s.submit(io(t, Op::Write, 0)).unwrap();
+    // A second of idle time folds everything still in SLC.
+    let idle = SimTime(t.0 + 1_000_000_000);
+    s.device_mut().advance_floor(idle);
+    let c = s.device().slc_counters().unwrap();
+    assert_eq!(c.died_in_slc, 1, "{c:?}");
+    assert_eq!(c.folded, 15, "{c:?}");
+    assert_eq!(s.device().counters().programs[Cause::SlcFold as usize], 15);
+    // Without an SLC cache no fold cause is reported at all.
+    let mut s = Simulator::new(
+        &DeviceConfig::preset("tiny").unwrap(),
+        "ideal",
+        Params::new(),
+        SimOptions::checked(),
+    )
+    .unwrap();
+    s.begin_phase("p");
+    assert!(!s.live_metrics().flash.programs.contains_key("slc_fold"));
+    // An SLC cache needs multi-bit cells.
+    let mut p = Params::from_assignments(["slc_cache=64KiB"], "test").unwrap();
+    let e = DeviceConfig::from_params("tiny", &mut p)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("slc_cache") && e.contains("cell="), "{e}");
+}

@@ -47,7 +47,8 @@ pub fn detail_table(r: &RunReport) -> String {
         .iter()
         .map(|c| c.key())
         .chain(std::iter::once("total"));
-    for cause in keys {
+    // Causes the run does not report (the SLC cache's fold without one) have no row.
+    for cause in keys.filter(|k| m.flash.reads.contains_key(k)) {
         let get = |m: &std::collections::BTreeMap<&str, u64>| m.get(cause).copied().unwrap_or(0);
         t.row(vec![
             cause.to_string(),

@@ -392,9 +392,14 @@ const DRIVE_SETTINGS: &[(&str, &[(&str, &str)])] = &[
     ("cell=tlc", &[("cell", "tlc")]),
     ("cell=tlc suspend=on", &[("cell", "tlc"), ("suspend", "on")]),
     (
-        "all (tlc, suspend, buffer, 2 µs/cmd)",
+        "cell=tlc slc_cache=64MiB",
+        &[("cell", "tlc"), ("slc_cache", "64MiB")],
+    ),
+    (
+        "all (tlc, slc, suspend, buffer, 2 µs/cmd)",
         &[
             ("cell", "tlc"),
+            ("slc_cache", "64MiB"),
             ("suspend", "on"),
             ("write_buffer", "16MiB"),
             ("cmd_overhead_ns", "2000"),

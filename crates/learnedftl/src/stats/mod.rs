@@ -2,7 +2,9 @@
 //! phase runs ([`Collector`]) and the finished, serialisable numbers ([`Metrics`]).
 
 use crate::addr::SimTime;
-use crate::device::{BackfillCounters, Cause, Device, PlaneCounters, SuspendCounters, Wear};
+use crate::device::{
+    BackfillCounters, Cause, Device, PlaneCounters, SlcCounters, SuspendCounters, Wear,
+};
 use crate::ftl::controller::ControllerCounters;
 use crate::ftl::Ftl;
 use crate::mapping::FtlStats;
@@ -124,6 +126,9 @@ pub struct FlashOps {
     /// (no flash read; only with `write_buffer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reads_in_flight: Option<u64>,
+    /// What the SLC cache did, with one (`slc_cache`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slc: Option<SlcCounters>,
     /// Operations that ran together with another plane's, with `multi_plane=on`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub multi_plane: Option<PlaneCounters>,
@@ -383,11 +388,15 @@ impl Collector {
         let secs = self.end.since(self.start) as f64 / 1e9;
         let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
         let c = dev.counters();
-        let by_cause = |a: &[u64; Cause::COUNT]| {
-            let mut m: BTreeMap<&'static str, u64> = Cause::ALL
+        // The SLC cache's fold cause is reported only on devices that have one.
+        let causes = || {
+            Cause::ALL
                 .iter()
-                .map(|&k| (k.key(), a[k as usize]))
-                .collect();
+                .filter(|&&k| k != Cause::SlcFold || dev.has_slc_cache())
+        };
+        let by_cause = |a: &[u64; Cause::COUNT]| {
+            let mut m: BTreeMap<&'static str, u64> =
+                causes().map(|&k| (k.key(), a[k as usize])).collect();
             m.insert("total", a.iter().sum());
             m
         };
@@ -442,6 +451,7 @@ impl Collector {
                 backfill: dev.backfill_counters(),
                 suspend: dev.suspend_counters(),
                 multi_plane: dev.plane_counters(),
+                slc: dev.slc_counters(),
                 reads_in_flight: (dev.config().controller.write_buffer > 0)
                     .then(|| dev.in_flight_reads()),
             },
@@ -459,10 +469,7 @@ impl Collector {
             wear: dev.wear(),
             dram_bytes,
             energy_uj: energy.iter().sum(),
-            energy_uj_by_cause: Cause::ALL
-                .iter()
-                .map(|&k| (k.key(), energy[k as usize]))
-                .collect(),
+            energy_uj_by_cause: causes().map(|&k| (k.key(), energy[k as usize])).collect(),
             verify,
             ftl_counters: ftl.extra_counters(),
             wall_seconds: wall,
