@@ -750,10 +750,7 @@ impl Device {
             return;
         }
         for lun in 0..self.lun_busy.len() {
-            loop {
-                let Some(ppa) = self.slc.as_mut().and_then(|s| s.peek(lun)) else {
-                    break;
-                };
+            while let Some(ppa) = self.slc.as_mut().and_then(|s| s.peek(lun)) {
                 let pg = self.math.page_in_block(ppa);
                 let ns = self.cfg.timing.read_ns + self.program_ns[(pg % self.page_types) as usize];
                 let at = self.lun_busy[lun];
