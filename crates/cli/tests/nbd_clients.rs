@@ -183,16 +183,17 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-fn fio_verifies(ftl: &str) {
+fn fio_verifies(ftl: &str, sets: &[&str]) {
     let Some(fio) = common::client("fio", "fio") else {
         return;
     };
-    let dir = Scratch::new(&format!("nbd-fio-{ftl}"));
+    let dir = Scratch::new(&format!("nbd-fio-{ftl}-{}", sets.len()));
     let json = dir.join("report.json");
-    let server = Server::start(
-        ftl,
-        &["--listen", "127.0.0.1:0", "--json", json.to_str().unwrap()],
-    );
+    let mut args = vec!["--listen", "127.0.0.1:0", "--json", json.to_str().unwrap()];
+    for kv in sets {
+        args.extend(["--set", kv]);
+    }
+    let server = Server::start(ftl, &args);
     run(Command::new(fio).args([
         "--name=verify",
         "--ioengine=nbd",
@@ -223,17 +224,34 @@ fn fio_verifies(ftl: &str) {
 
 #[test]
 fn fio_verifies_crc32c_on_ideal() {
-    fio_verifies("ideal");
+    fio_verifies("ideal", &[]);
 }
 
 #[test]
 fn fio_verifies_crc32c_on_tpftl() {
-    fio_verifies("tpftl");
+    fio_verifies("tpftl", &[]);
 }
 
 #[test]
 fn fio_verifies_crc32c_on_learnedftl() {
-    fio_verifies("learnedftl");
+    fio_verifies("learnedftl", &[]);
+}
+
+/// fio's own verification on a drive with every layer of SPEC §12 on (docs/device.md).
+#[test]
+fn fio_verifies_crc32c_on_a_drive_as_built() {
+    fio_verifies(
+        "learnedftl",
+        &[
+            "write_buffer=1MiB",
+            "cmd_overhead_ns=2000",
+            "cell=tlc",
+            "slc_cache=4MiB",
+            "suspend=on",
+            "planes_per_lun=2",
+            "multi_plane=on",
+        ],
+    );
 }
 
 #[test]
@@ -388,6 +406,86 @@ fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
         "{m}"
     );
     assert_eq!(m["verify"]["failures"], 0, "{m}");
+}
+
+/// A consumer drive's contract through a real client: behind a volatile write buffer that
+/// drains only for room or at a FLUSH, a cut loses the writes no flush covered (they read back
+/// as before) and nothing flushed; with power-loss protection nothing acknowledged is lost.
+#[test]
+fn sigusr1_loses_only_unflushed_writes_behind_a_volatile_write_buffer() {
+    let Some(qemu) = common::client("qemu-io", "qemu-utils") else {
+        return;
+    };
+    for (plp, lost) in [("off", 65), ("on", 0)] {
+        let dir = Scratch::new(&format!("nbd-cut-buffer-{plp}"));
+        let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
+        let plp_set = format!("power_loss_protection={plp}");
+        let server = Server::start(
+            "tpftl",
+            &[
+                "--socket",
+                sock.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+                "--set",
+                "write_buffer=1MiB",
+                "--set",
+                "write_buffer_drain=full",
+                "--set",
+                &plp_set,
+            ],
+        );
+        // One connection throughout: qemu-io flushes when it closes, so the cut strikes while
+        // it sleeps between its writes and its reads; write-back caching, or qemu flushes
+        // after every write (its default is write-through).
+        let reads: &[&str] = if lost > 0 {
+            &["read -P 0xa5 0 8M"]
+        } else {
+            &[
+                "read -P 0xa5 0 4608",
+                "read -P 0x77 4608 1k",
+                "read -P 0x3c 1M 256k",
+                "read -P 0xa5 1280k 6912k",
+            ]
+        };
+        let mut cmd = Command::new(&qemu);
+        cmd.args(["-f", "raw", "-t", "writeback", &server.uri()]);
+        for c in [
+            "write -P 0xa5 0 8M",
+            "flush",
+            "write -P 0x3c 1M 256k",
+            "write -P 0x77 4608 1k",
+            "sleep 1500",
+        ]
+        .iter()
+        .chain(reads)
+        {
+            cmd.args(["-c", c]);
+        }
+        let client = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        server.signal("USR1");
+        server.wait_log("power cut 1");
+        let out = client.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{plp}: {text}");
+        assert!(
+            !text.contains("Pattern verification failed"),
+            "{plp}: {text}"
+        );
+        assert_eq!(text.matches("read ").count(), reads.len(), "{text}");
+        server.stop();
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let m = &r["result"];
+        // 64 pages of the 256 KiB write and the page the 1 KiB write merged into.
+        assert_eq!(m["power_cuts"]["lost_unflushed_pages"], lost, "{plp}: {m}");
+        assert_eq!(m["verify"]["failures"], 0, "{m}");
+        assert!(m["controller"]["flushes"].as_u64().unwrap() >= 1, "{m}");
+    }
 }
 
 #[test]

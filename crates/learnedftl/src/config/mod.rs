@@ -941,8 +941,7 @@ impl DeviceConfig {
             + g.pages().div_ceil(8) as u128
             + slc
             + g.blocks() as u128 * 48
-            + g.logical_pages as u128
-                * (FTL_BYTES_PER_LPN + 4 * verify as u64 + buffer) as u128;
+            + g.logical_pages as u128 * (FTL_BYTES_PER_LPN + 4 * verify as u64 + buffer) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 
