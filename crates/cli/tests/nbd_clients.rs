@@ -330,6 +330,39 @@ fn qemu_io(qemu_io: &Path, server: &Server, commands: &[&str]) {
     assert_eq!(text.matches("read ").count(), reads, "{text}");
 }
 
+/// Runs `before`, a sleep and `after` in one qemu-io connection (with `flags` before the URI)
+/// and cuts the server's power (`SIGUSR1`, its `nth` cut) during the sleep: the cut strikes
+/// while the client keeps its connection open, and `after` runs on the recovered device.
+/// Every read of `after` must match its pattern.
+fn cut_while_connected(
+    qemu: &Path,
+    server: &Server,
+    flags: &[&str],
+    before: &[&str],
+    after: &[&str],
+    nth: u32,
+) {
+    let mut cmd = Command::new(qemu);
+    cmd.args(["-f", "raw"]).args(flags).arg(server.uri());
+    for c in before.iter().chain(&["sleep 1500"]).chain(after) {
+        cmd.args(["-c", c]);
+    }
+    let client = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    server.signal("USR1");
+    server.wait_log(&format!("power cut {nth}"));
+    let out = client.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("Pattern verification failed"), "{text}");
+    let reads = after.iter().filter(|c| c.starts_with("read ")).count();
+    assert_eq!(text.matches("read ").count(), reads, "{text}");
+}
+
 #[test]
 fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
     let Some(qemu) = common::client("qemu-io", "qemu-utils") else {
@@ -370,28 +403,8 @@ fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
     qemu_io(&qemu, &server, &reads);
     // A second cut while a client keeps its connection open: qemu-io sleeps between
     // commands, and the cut strikes between two of its requests.
-    let mut cmd = Command::new(&qemu);
-    cmd.args(["-f", "raw", &server.uri()]);
-    for c in ["write -P 0x11 2M 64k", "sleep 1500"]
-        .iter()
-        .chain(&reads[..3])
-    {
-        cmd.args(["-c", c]);
-    }
-    cmd.args(["-c", "read -P 0x11 2M 64k"]);
-    let client = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    server.signal("USR1");
-    server.wait_log("power cut 2");
-    let out = client.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
-    assert!(!text.contains("Pattern verification failed"), "{text}");
-    assert_eq!(text.matches("read ").count(), 4, "{text}");
+    let after = [reads[0], reads[1], reads[2], "read -P 0x11 2M 64k"];
+    cut_while_connected(&qemu, &server, &[], &["write -P 0x11 2M 64k"], &after, 2);
     server.stop();
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let m = &r["result"];
@@ -448,36 +461,13 @@ fn sigusr1_loses_only_unflushed_writes_behind_a_volatile_write_buffer() {
                 "read -P 0xa5 1280k 6912k",
             ]
         };
-        let mut cmd = Command::new(&qemu);
-        cmd.args(["-f", "raw", "-t", "writeback", &server.uri()]);
-        for c in [
+        let before = [
             "write -P 0xa5 0 8M",
             "flush",
             "write -P 0x3c 1M 256k",
             "write -P 0x77 4608 1k",
-            "sleep 1500",
-        ]
-        .iter()
-        .chain(reads)
-        {
-            cmd.args(["-c", c]);
-        }
-        let client = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(700));
-        server.signal("USR1");
-        server.wait_log("power cut 1");
-        let out = client.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{plp}: {text}");
-        assert!(
-            !text.contains("Pattern verification failed"),
-            "{plp}: {text}"
-        );
-        assert_eq!(text.matches("read ").count(), reads.len(), "{text}");
+        ];
+        cut_while_connected(&qemu, &server, &["-t", "writeback"], &before, reads, 1);
         server.stop();
         let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         let m = &r["result"];

@@ -1034,6 +1034,7 @@ impl Device {
             + (self.line_valid.capacity() + self.line_alarm_below.capacity()) * 4
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
             + self.backfill.as_ref().map_or(0, |b| b.state_bytes())
+            + self.slc.as_ref().map_or(0, |s| s.state_bytes())
     }
 
     /// Checks that every block's and line's valid count matches the valid bitmap, and that no

@@ -162,6 +162,11 @@ impl Slc {
         self.used -= 1;
     }
 
+    /// Heap bytes of this state.
+    pub(super) fn state_bytes(&self) -> usize {
+        self.in_slc.capacity() * 8 + self.fifo.iter().map(|f| f.capacity() * 4).sum::<usize>()
+    }
+
     /// The power came back: validity is forgotten (recovery counts it again).
     pub(super) fn power_on(&mut self) {
         self.valid = 0;
