@@ -428,7 +428,7 @@ pub struct SuspendConfig {
     pub erase_ns: u64,
     /// Time to resume the suspended operation after the read, ns.
     pub resume_ns: u64,
-    /// Suspensions of the program and erase work pending when the first struck, at most.
+    /// Times one program or erase may be suspended, at most.
     pub max: u32,
 }
 
@@ -625,19 +625,19 @@ keys! {
     READ_NS = "read_ns" ["ns"] "page read latency (array to register): every page's with cell=slc, else SLC mode's";
     PROGRAM_NS = "program_ns" ["ns"] "page program latency: every page's with cell=slc, else SLC mode's";
     CELL = "cell" ["slc|mlc|tlc|qlc"] "bits per cell: a block's pages cycle through that many page types (LSB, CSB, MSB, ...), each with its own latencies";
-    READ_NS_PAGES = "read_ns_pages" ["ns,ns,..."] "read latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
-    PROGRAM_NS_PAGES = "program_ns_pages" ["ns,ns,..."] "program latency of each page type, LSB first (default: FEMU's table for the cell)" only with "cell=tlc";
+    READ_NS_PAGES = "read_ns_pages" ["ns,ns,..."] "with cell=mlc|tlc|qlc: the read latency of each page type, LSB first (default: FEMU's table for the cell; TLC's shown)" only with "cell=tlc";
+    PROGRAM_NS_PAGES = "program_ns_pages" ["ns,ns,..."] "with cell=mlc|tlc|qlc: the program latency of each page type, LSB first (default: FEMU's table for the cell; TLC's shown)" only with "cell=tlc";
     ERASE_NS = "erase_ns" ["ns"] "block erase latency";
     SLC_CACHE = "slc_cache" ["B"] "static hybrid SLC cache: host data is programmed in SLC mode first and folded later (needs cell=mlc|tlc|qlc)";
     SLC_CACHE_DYNAMIC = "slc_cache_dynamic" ["on/off"] "add the pages holding no valid data, in SLC mode, to the SLC cache (it shrinks as the drive fills)";
     SLC_WHEN_FULL = "slc_when_full" ["direct|fold"] "a host program that finds the SLC cache full goes to the multi-bit cells, or waits for a fold";
     MULTI_PLANE = "multi_plane" ["on/off"] "programs (erases) of the same page (block) of a line on several planes of a LUN run as one operation";
     INDEPENDENT_PLANE_READS = "independent_plane_reads" ["on/off"] "reads on different planes of a LUN run together at any page offset" only with "multi_plane=on";
-    SUSPEND = "suspend" ["on/off"] "a host read that finds its LUN programming or erasing suspends it, is served, and the operation resumes";
+    SUSPEND = "suspend" ["on/off"] "host reads go ahead of queued programs and erases, and suspend the one their LUN is executing";
     SUSPEND_PROGRAM_NS = "suspend_program_ns" ["ns"] "time to suspend a program before the read starts (MQSim's default)" only with "suspend=on";
     SUSPEND_ERASE_NS = "suspend_erase_ns" ["ns"] "time to suspend an erase before the read starts (MQSim's default)" only with "suspend=on";
     RESUME_NS = "resume_ns" ["ns"] "time to resume the suspended operation after the read" only with "suspend=on";
-    SUSPEND_MAX = "suspend_max" ["suspensions"] "suspensions of the program and erase work pending when the first struck, at most" only with "suspend=on";
+    SUSPEND_MAX = "suspend_max" ["suspensions"] "times one program or erase may be suspended, at most" only with "suspend=on";
     CHANNEL_MB_S = "channel_mb_s" ["MB/s"] "channel bandwidth, with channel_transfer=on";
     CHANNEL_TRANSFER = "channel_transfer" ["on/off"] "model each page's transfer over its channel (needs timing=femu)";
     TIMING = "timing" ["backfill|femu"] "how a LUN books operations: backfill fills its idle gaps, femu is FEMU's busy-until rule";
