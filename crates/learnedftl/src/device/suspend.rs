@@ -125,15 +125,23 @@ impl Suspend {
         // Reads in progress, or starting within a suspension's time (the executing operation
         // is suspended already for them): this one follows them.
         let soon = t + cfg.program_ns.max(cfg.erase_ns);
-        let reading = l
-            .ops
-            .iter()
-            .filter(|o| o.kind == Kind::Read && o.end > t && o.start <= soon)
-            .map(|o| o.end)
-            .max();
+        // One pass over the remembered operations: the latest end of such reads, and the
+        // operation executing at `t`.
+        let (mut reading, mut at) = (None::<u64>, None);
+        for (i, o) in l.ops.iter().enumerate() {
+            if o.end <= t {
+                continue;
+            }
+            if o.kind == Kind::Read && o.start <= soon {
+                reading = Some(reading.map_or(o.end, |e| e.max(o.end)));
+            }
+            if at.is_none() && o.start <= t {
+                at = Some(i);
+            }
+        }
         let executing = match reading {
             Some(_) => None,
-            None => l.ops.iter_mut().find(|o| o.start <= t && t < o.end),
+            None => at.and_then(|i| l.ops.get_mut(i)),
         };
         let (start, pause) = match (reading, executing) {
             (Some(end), _) => (end, None),
