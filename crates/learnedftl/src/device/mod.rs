@@ -746,10 +746,17 @@ impl Device {
     /// Folds SLC pages on every LUN idle before `t`, oldest first, as long as each fold ends by
     /// `t` (issued at the LUN's busy-until time: its idle time).
     fn fold_idle(&mut self, t: SimTime) {
-        if self.power == Power::Lost {
+        if self.power == Power::Lost || self.slc.as_ref().is_some_and(|s| s.is_empty()) {
             return;
         }
+        // The shortest fold: a LUN busy until later than `t` less it has no time to fold.
+        let types = self.page_types as usize;
+        let shortest =
+            self.cfg.timing.read_ns + self.program_ns[..types].iter().min().copied().unwrap_or(0);
         for lun in 0..self.lun_busy.len() {
+            if self.lun_busy[lun] + shortest > t.0 {
+                continue;
+            }
             while let Some(ppa) = self.slc.as_mut().and_then(|s| s.peek(lun)) {
                 let pg = self.math.page_in_block(ppa);
                 let ns = self.cfg.timing.read_ns + self.program_ns[(pg % self.page_types) as usize];

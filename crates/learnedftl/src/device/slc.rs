@@ -85,6 +85,11 @@ impl Slc {
         self.cfg.pages + dynamic
     }
 
+    /// Whether no page is in SLC.
+    pub(super) fn is_empty(&self) -> bool {
+        self.used == 0
+    }
+
     /// Whether `ppa`'s data is in SLC.
     #[inline]
     pub(super) fn holds(&self, ppa: Ppa) -> bool {
