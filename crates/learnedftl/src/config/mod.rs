@@ -419,6 +419,29 @@ impl Timing {
     }
 }
 
+/// The host's CPU cost per I/O in closed-loop jobs (`host_submit_ns`, `host_complete_ns`;
+/// docs/workloads.md "The host's cost per I/O"): each job's thread submits its requests and
+/// takes their completions on its own core, one at a time.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HostCost {
+    /// CPU time to submit one request, ns.
+    pub submit_ns: u64,
+    /// CPU time to take one completion, ns.
+    pub complete_ns: u64,
+}
+
+impl HostCost {
+    /// Whether the host costs anything (off: requests reach the device as jobs issue them).
+    pub fn is_on(&self) -> bool {
+        self.submit_ns + self.complete_ns > 0
+    }
+
+    /// Whether it costs nothing (reports then leave it out).
+    pub fn is_off(&self) -> bool {
+        !self.is_on()
+    }
+}
+
 /// Program and erase suspend (`suspend=on`; docs/device.md "Program and erase suspend").
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SuspendConfig {
@@ -601,6 +624,9 @@ pub struct DeviceConfig {
     /// The hybrid SLC cache (off unless set).
     #[serde(skip_serializing_if = "SlcCache::is_off")]
     pub slc: SlcCache,
+    /// The host's cost per I/O in closed-loop jobs (none unless set).
+    #[serde(skip_serializing_if = "HostCost::is_off")]
+    pub host: HostCost,
     /// The controller's write buffer and command cost (all off unless set).
     #[serde(skip_serializing_if = "Controller::is_off")]
     pub controller: Controller,
@@ -688,6 +714,13 @@ fn suspend_from_params(
     Ok(Some(s))
 }
 
+keys! {
+    /// The host's keys (docs/workloads.md "The host's cost per I/O").
+    pub static HOST_KEYS = "host", "the host's CPU cost per I/O in closed-loop jobs (a core per job)";
+    HOST_SUBMIT_NS = "host_submit_ns" ["ns"] "CPU time a job's thread spends submitting one request (SPDK, io_uring, ...: fit it to the host path measured)";
+    HOST_COMPLETE_NS = "host_complete_ns" ["ns"] "CPU time a job's thread spends taking one completion";
+}
+
 /// Names of the built-in presets.
 pub const PRESETS: &[&str] = &["paper", "quick", "tiny"];
 
@@ -738,6 +771,7 @@ impl DeviceConfig {
             power_loss_protection: false,
             checkpoint_every: 0,
             slc: SlcCache::default(),
+            host: HostCost::default(),
             controller: Controller {
                 watermark: Controller::DEFAULT_WATERMARK,
                 ..Controller::default()
@@ -909,6 +943,8 @@ impl DeviceConfig {
                 ))
             }
         };
+        c.host.submit_ns = params.take_or(&HOST_SUBMIT_NS, c.host.submit_ns)?;
+        c.host.complete_ns = params.take_or(&HOST_COMPLETE_NS, c.host.complete_ns)?;
         c.controller = Controller::from_params(params, c.controller.clone())?;
         c.capacity = capacity.map(Capacity::bytes);
         c.validate()?;

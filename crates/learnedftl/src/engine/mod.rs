@@ -265,6 +265,10 @@ pub struct Simulator {
     /// Whether the latest cut struck after every request was acknowledged (in the background
     /// work after one, or between two) rather than in a request's service.
     cut_after_ack: bool,
+    /// For the next request only: when its job issued it and the host's completion cost, so
+    /// that its latency is the job's ([`crate::config::HostCost`]); `None`: the request's
+    /// arrival and no cost.
+    host_origin: Option<(SimTime, u64)>,
 }
 
 impl Simulator {
@@ -318,6 +322,7 @@ impl Simulator {
             ckpt_due: 0,
             recoveries: 0,
             cut_after_ack: false,
+            host_origin: None,
         }
     }
 
@@ -512,6 +517,8 @@ impl Simulator {
         // Requests are served in arrival order and no FTL issues work before its request
         // arrived, so idle LUN time before this arrival can never be used again.
         self.dev.advance_floor(io.arrival);
+        // The job's view of the request's time, when its host's cost counts.
+        let (origin, host_ns) = self.host_origin.take().unwrap_or((io.arrival, 0));
         let (lpn, pages) = if io.op == Op::Flush {
             (0, 0)
         } else {
@@ -579,7 +586,7 @@ impl Simulator {
                 if io.op != Op::Read {
                     self.requests += 1;
                     self.phase
-                        .record(io.op, pages, io.len, io.arrival, recovered);
+                        .record(io.op, pages, io.len, origin, recovered.after(host_ns));
                     return Ok(recovered);
                 }
                 // The host sees the read fail and issues it again once the device is back: it
@@ -640,7 +647,8 @@ impl Simulator {
                     message,
                 })?;
         }
-        self.phase.record(io.op, pages, io.len, io.arrival, done);
+        self.phase
+            .record(io.op, pages, io.len, origin, done.after(host_ns));
         self.phase.note_unmapped_reads(unmapped);
         self.phase.note_dram(self.ftl.dram_total());
         Ok(done)

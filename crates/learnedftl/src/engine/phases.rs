@@ -11,7 +11,7 @@ use crate::seed::mix;
 use crate::stats::Metrics;
 use crate::workload::{HostIo, JobGen, JobSpec, Settle};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// Reports progress in batches, so a progress bar costs nothing per request, and looks at the
@@ -92,6 +92,9 @@ impl<'a> Ticker<'a> {
     }
 }
 
+/// Marks a staged slot entry (the host is submitting its request) on its clone index.
+const STAGED: u32 = 1 << 31;
+
 impl Simulator {
     /// Passes a prefetch hint for the request `op` at byte `offset` to the FTL.
     #[inline]
@@ -157,12 +160,46 @@ impl Simulator {
                 }
             }
         }
+        // The host's cost per I/O (docs/workloads.md): each clone's thread submits a request
+        // on its core (`cpu`: when the core is free) and takes its completion; a slot's request
+        // first waits for that as a staged entry (`STAGED` on its clone), so the device still
+        // sees requests in arrival order, and `issued` keeps, per clone, when its thread issued
+        // each staged request (in order: a clone's staged times increase).
+        let host = self.dev.config().host;
+        let (mut cpu, mut issued) = if host.is_on() {
+            if gens.len() >= STAGED as usize {
+                return Err(EngineError::Job {
+                    job: jobs[0].name.clone(),
+                    message: format!("{} clones with a host cost (at most 2^31)", gens.len()),
+                });
+            }
+            (vec![start.0; gens.len()], vec![VecDeque::new(); gens.len()])
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let mut ticker = Ticker::start(self, progress, name, total);
         // Requests of time-based clones in a row that completed the instant they were issued.
         let mut stalled = 0u64;
-        while let Some(Reverse((t, gi))) = heap.pop() {
+        while let Some(Reverse((t, tagged))) = heap.pop() {
+            let gi = tagged & !STAGED;
+            if host.is_on() {
+                let clone = gi as usize;
+                if tagged & STAGED == 0 {
+                    if gens[clone].upcoming().is_none() {
+                        continue;
+                    }
+                    let submitted = t.max(cpu[clone]) + host.submit_ns;
+                    cpu[clone] = submitted + host.complete_ns;
+                    issued[clone].push_back(t);
+                    heap.push(Reverse((submitted, gi | STAGED)));
+                    continue;
+                }
+                let origin = issued[clone].pop_front().expect("a staged request");
+                self.host_origin = Some((SimTime(origin), host.complete_ns));
+            }
             let g = &mut gens[gi as usize];
             let Some(io) = g.next(SimTime(t)) else {
+                self.host_origin = None;
                 continue;
             };
             let time_based = g.remaining().is_none();
@@ -174,7 +211,7 @@ impl Simulator {
                 self.prefetch(up, Upcoming::Later);
             }
             if let Some(Reverse((_, next))) = heap.peek() {
-                if let Some(up) = gens[*next as usize].upcoming() {
+                if let Some(up) = gens[(*next & !STAGED) as usize].upcoming() {
                     self.prefetch(up, Upcoming::Next);
                 }
             }
@@ -189,7 +226,7 @@ impl Simulator {
                     return Err(stalled_error(jobs, gi, t - start.0));
                 }
             }
-            heap.push(Reverse((done.0, gi)));
+            heap.push(Reverse((done.0 + host.complete_ns, gi)));
             ticker.tick()?;
         }
         ticker.finish();

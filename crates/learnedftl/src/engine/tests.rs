@@ -531,3 +531,35 @@ fn a_read_keeps_the_bytes_of_pages_its_own_request_moves_away() {
         );
     }
 }
+
+/// The host's cost per I/O (`host_submit_ns`, `host_complete_ns`): a job's latency includes
+/// it, and one job's thread, submitting and completing on its own core, caps its IOPS.
+#[test]
+fn a_jobs_host_cost_adds_latency_and_caps_its_iops() {
+    let run = |sets: &[&str], iodepth: u32| {
+        let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+        let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::checked()).unwrap();
+        let mut w = JobSpec::new("fill", RwKind::Write);
+        w.bs = 512 << 10;
+        s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+        let mut r = JobSpec::new("r", RwKind::RandRead);
+        r.number_ios = Some(2000);
+        r.iodepth = iodepth;
+        s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap()
+    };
+    let host = ["host_submit_ns=10000", "host_complete_ns=5000"];
+    let (bare, hosted) = (run(&[], 1), run(&host, 1));
+    assert_eq!(hosted.verify.checked, 2000);
+    let extra = hosted.latency_us.read.mean - bare.latency_us.read.mean;
+    assert!((extra - 15.0).abs() < 0.5, "{extra} µs more");
+    // 64 requests in flight: the device could serve 8 LUNs / 40 µs = 200 k reads/s; the job's
+    // core, 15 µs a request, 66.7 k.
+    let deep = run(&host, 64);
+    assert!(
+        (60_000.0..66_700.0).contains(&deep.iops),
+        "{} IOPS",
+        deep.iops
+    );
+    assert!(run(&[], 64).iops > 150_000.0);
+}
