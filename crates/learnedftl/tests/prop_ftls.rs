@@ -176,6 +176,7 @@ const DRIVE: &[&str] = &[
     "write_buffer=64KiB",
     "write_buffer_drain=full",
     "cmd_overhead_ns=1500",
+    "host_mb_s=2000",
     "cell=tlc",
     "slc_cache=256KiB",
     "slc_cache_dynamic=on",

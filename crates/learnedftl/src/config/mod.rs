@@ -509,6 +509,9 @@ pub struct Controller {
     pub watermark: f64,
     /// Firmware time per host command, ns, before the FTL sees it (`cmd_overhead_ns`).
     pub cmd_overhead_ns: u64,
+    /// The host link's bandwidth, MB/s (`host_mb_s`; 0: not modelled, transfers take no
+    /// time): every request's data crosses it, one transfer at a time.
+    pub host_mb_s: u64,
 }
 
 impl Controller {
@@ -517,7 +520,7 @@ impl Controller {
 
     /// Whether any part is on (off: the FTL sees host requests as they arrive).
     pub fn is_on(&self) -> bool {
-        self.write_buffer > 0 || self.cmd_overhead_ns > 0
+        self.write_buffer > 0 || self.cmd_overhead_ns > 0 || self.host_mb_s > 0
     }
 
     /// Whether every part is off (reports then leave the block out).
@@ -552,6 +555,7 @@ impl Controller {
             ));
         }
         c.cmd_overhead_ns = params.take_or(&CMD_OVERHEAD_NS, c.cmd_overhead_ns)?;
+        c.host_mb_s = params.take_or(&HOST_MB_S, c.host_mb_s)?;
         Ok(c)
     }
 
@@ -579,6 +583,9 @@ impl Controller {
         }
         if self.cmd_overhead_ns > 0 {
             parts.push(format!("{} ns per command", self.cmd_overhead_ns));
+        }
+        if self.host_mb_s > 0 {
+            parts.push(format!("host link {} MB/s", self.host_mb_s));
         }
         Some(format!("controller: {}", parts.join(", ")))
     }
@@ -683,6 +690,7 @@ keys! {
     WRITE_BUFFER_DRAIN = "write_buffer_drain" ["watermark|idle|full"] "with a write_buffer: when buffered pages go to the FTL (above the watermark, when the LUNs idle, or only for room)";
     WRITE_BUFFER_WATERMARK = "write_buffer_watermark" ["of the buffer"] "with a write_buffer and drain=watermark: the fill above which it drains, down to it";
     CMD_OVERHEAD_NS = "cmd_overhead_ns" ["ns"] "firmware time per host command before the FTL sees it";
+    HOST_MB_S = "host_mb_s" ["MB/s"] "host link bandwidth (0: transfers take no time); every request's data crosses it, one transfer at a time";
 }
 
 /// The suspend keys of `params` applied to `base` (and removed): `None` when suspend is off.

@@ -254,6 +254,10 @@ pub struct Device {
     planes: Option<Box<planes::Planes>>,
     /// The hybrid SLC cache (`slc_cache`, `slc_cache_dynamic`).
     slc: Option<Box<slc::Slc>>,
+    /// The host link's timeline (`host_mb_s`): its busy-until time, and under
+    /// `timing=backfill` its idle gaps (transfers complete out of order).
+    link_busy: u64,
+    link: Option<Box<Backfill>>,
     counters: FlashCounters,
     /// Whether the controller's DRAM holds each page's data until its program completes (it
     /// has a write buffer, `write_buffer`): reads of a page still being programmed are served
@@ -320,6 +324,12 @@ impl Device {
                     geo.pages(),
                     geo.luns() as usize,
                 ))
+            }),
+            link_busy: 0,
+            link: (cfg.controller.host_mb_s > 0 && t.mode == TimingMode::Backfill).then(|| {
+                // A timeline of one "LUN" whose shortest operation is a page's transfer.
+                let page_ns = (geo.page_size as u64 * 1000).div_ceil(cfg.controller.host_mb_s);
+                Box::new(Backfill::new(1, 1, 1, t.backfill_gaps as usize, page_ns))
             }),
             xfer_ns: cfg.timing.transfer_ns(geo.page_size),
             page_types: t.cell.page_types() as u32,
@@ -435,6 +445,9 @@ impl Device {
     pub fn advance_floor(&mut self, t: SimTime) {
         if self.slc.is_some() {
             self.fold_idle(t);
+        }
+        if let Some(l) = self.link.as_mut() {
+            l.advance_floor(t.0);
         }
         if let Some(b) = self.backfill.as_mut() {
             b.advance_floor(t.0);
@@ -769,6 +782,25 @@ impl Device {
         }
     }
 
+    /// `bytes` of a request's data cross the host link from `t` (`host_mb_s`; the controller
+    /// calls it): returns when the transfer ends (`t` without a link). One transfer at a time;
+    /// under `timing=backfill` a transfer may use the link's idle gaps, as reads complete out
+    /// of order.
+    pub fn host_transfer(&mut self, t: SimTime, bytes: u64) -> SimTime {
+        let mb_s = self.cfg.controller.host_mb_s;
+        if mb_s == 0 || bytes == 0 {
+            return t;
+        }
+        let dur = (bytes * 1000).div_ceil(mb_s);
+        match self.link.as_mut() {
+            Some(l) => SimTime(l.book_unordered(0, &mut self.link_busy, t.0, dur)),
+            None => {
+                self.link_busy = t.0.max(self.link_busy) + dur;
+                SimTime(self.link_busy)
+            }
+        }
+    }
+
     /// Whether `ppa`'s program completes after `t` (known under `timing=backfill`, which
     /// orders a read after its page's program).
     #[inline(never)]
@@ -1042,6 +1074,7 @@ impl Device {
             + (self.lun_busy.capacity() + self.ch_busy.capacity()) * 8
             + self.backfill.as_ref().map_or(0, |b| b.state_bytes())
             + self.slc.as_ref().map_or(0, |s| s.state_bytes())
+            + self.link.as_ref().map_or(0, |l| l.state_bytes())
     }
 
     /// Checks that every block's and line's valid count matches the valid bitmap, and that no

@@ -443,7 +443,17 @@ impl Ftl for Controller {
             (true, Op::Flush) => self.flush(dev, &req),
         };
         self.sync_stats();
-        done
+        // The data crosses the host link: a write's before it is taken (its completion waits
+        // for it; the FTL's work was issued at the arrival), a read's once it is served.
+        let bytes = dev.geo().page_size as u64 * req.pages as u64;
+        match req.op {
+            Op::Write => {
+                let landed = dev.host_transfer(req.arrival, bytes);
+                done.map(|d| d.max(landed))
+            }
+            Op::Read => done.map(|d| dev.host_transfer(d, bytes)),
+            Op::Trim | Op::Flush => done,
+        }
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
