@@ -672,7 +672,7 @@ keys! {
     RESUME_NS = "resume_ns" ["ns"] "time to resume the suspended operation after the read" only with "suspend=on";
     SUSPEND_MAX = "suspend_max" ["suspensions"] "times one program or erase may be suspended, at most" only with "suspend=on";
     CHANNEL_MB_S = "channel_mb_s" ["MB/s"] "channel bandwidth, with channel_transfer=on";
-    CHANNEL_TRANSFER = "channel_transfer" ["on/off"] "model each page's transfer over its channel (needs timing=femu)";
+    CHANNEL_TRANSFER = "channel_transfer" ["on/off"] "model each page's transfer over its channel";
     TIMING = "timing" ["backfill|femu"] "how a LUN books operations: backfill fills its idle gaps, femu is FEMU's busy-until rule";
     BACKFILL_GAPS = "backfill_gaps" ["gaps"] "idle gaps each LUN remembers for gap filling" only with "timing=backfill";
     READ_UJ = "read_uj" ["µJ"] "energy per page read";
@@ -1070,15 +1070,6 @@ impl DeviceConfig {
                 "suspend",
                 "suspend=on cannot be combined with channel_transfer=on (a suspending read's \
                  transfer over the channel is not modelled)",
-            ));
-        }
-        // Gap filling is defined on LUN timelines only: a read holds its LUN and then the
-        // channel, and fitting both into the gaps of two timelines at once is not modelled.
-        if self.timing.mode == TimingMode::Backfill && self.timing.channel_transfer {
-            return Err(ConfigError::invalid(
-                "timing",
-                "timing=backfill (the default) cannot be combined with channel_transfer=on \
-                 (gap filling models LUN timelines only): add timing=femu",
             ));
         }
         let c = &self.controller;

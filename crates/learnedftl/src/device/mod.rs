@@ -258,6 +258,9 @@ pub struct Device {
     /// `timing=backfill` its idle gaps (transfers complete out of order).
     link_busy: u64,
     link: Option<Box<Backfill>>,
+    /// With `channel_transfer=on` under `timing=backfill`: each channel's idle gaps (one
+    /// timeline per channel, its busy-until time in `ch_busy`).
+    channels: Option<Box<Backfill>>,
     counters: FlashCounters,
     /// Whether the controller's DRAM holds each page's data until its program completes (it
     /// has a write buffer, `write_buffer`): reads of a page still being programmed are served
@@ -288,8 +291,7 @@ pub struct Device {
 }
 
 impl Device {
-    /// An erased device. `cfg` should have passed [`DeviceConfig::validate`]; under
-    /// `timing=backfill` the channel model is ignored (validation refuses the combination).
+    /// An erased device. `cfg` should have passed [`DeviceConfig::validate`].
     pub fn new(cfg: &DeviceConfig) -> Device {
         let geo = cfg.geometry.clone();
         let pages = geo.pages() as usize;
@@ -323,6 +325,16 @@ impl Device {
                     t.cell.page_types() as u64,
                     geo.pages(),
                     geo.luns() as usize,
+                ))
+            }),
+            channels: (t.channel_transfer && t.mode == TimingMode::Backfill).then(|| {
+                let page_ns = t.transfer_ns(geo.page_size).max(1);
+                Box::new(Backfill::new(
+                    geo.channels as usize,
+                    1,
+                    1,
+                    t.backfill_gaps as usize,
+                    page_ns,
                 ))
             }),
             link_busy: 0,
@@ -448,6 +460,9 @@ impl Device {
         }
         if let Some(l) = self.link.as_mut() {
             l.advance_floor(t.0);
+        }
+        if let Some(c) = self.channels.as_mut() {
+            c.advance_floor(t.0);
         }
         if let Some(b) = self.backfill.as_mut() {
             b.advance_floor(t.0);
@@ -650,6 +665,9 @@ impl Device {
             return SimTime(end);
         }
         let ch = self.math.channel_of_lun(lun as u32) as usize;
+        if self.channels.is_some() {
+            return self.occupy_channel(lun, ch, ppa, t, array_ns, access);
+        }
         let end = if matches!(access, Access::Read(_)) {
             // Read: array to register, then the register over the channel; the LUN is held
             // until its register is drained.
@@ -664,6 +682,48 @@ impl Device {
             xfer_end + array_ns
         };
         self.lun_busy[lun] = end;
+        SimTime(end)
+    }
+
+    /// `timing=backfill` with `channel_transfer=on`: the LUN's and the channel's timelines both
+    /// fill their gaps. A read takes its LUN for the array read and the register's transfer
+    /// (as if its channel were free then), and its transfer takes the channel's earliest gap
+    /// from the array read's end; a program's data takes the channel's earliest gap from its
+    /// issue, then the LUN programs; an erase moves no data. When the channel is busier than
+    /// that, the LUN is taken to be free again at its booked end (an approximation; FEMU's rule
+    /// holds the LUN until the register drains).
+    #[inline(never)]
+    fn occupy_channel(
+        &mut self,
+        lun: usize,
+        ch: usize,
+        ppa: Ppa,
+        t: SimTime,
+        array_ns: u64,
+        access: Access,
+    ) -> SimTime {
+        let blk = self.math.block_of(ppa) as usize;
+        let xfer = self.xfer_ns;
+        let b = self.backfill.as_mut().expect("timing=backfill");
+        let c = self.channels.as_mut().expect("channel timelines");
+        let end = match access {
+            Access::Read(_) => {
+                let held = b.book(
+                    lun,
+                    &mut self.lun_busy[lun],
+                    blk,
+                    t.0,
+                    array_ns + xfer,
+                    access,
+                );
+                c.book_unordered(ch, &mut self.ch_busy[ch], held - xfer, xfer)
+            }
+            Access::Program(_) => {
+                let landed = c.book_unordered(ch, &mut self.ch_busy[ch], t.0, xfer);
+                b.book(lun, &mut self.lun_busy[lun], blk, landed, array_ns, access)
+            }
+            Access::Erase => b.book(lun, &mut self.lun_busy[lun], blk, t.0, array_ns, access),
+        };
         SimTime(end)
     }
 
