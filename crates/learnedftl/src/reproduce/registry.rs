@@ -384,36 +384,52 @@ fn leaftl_mapping(c: &Ctx) -> Vec<RunSpec> {
     runs
 }
 
-/// The drive-feature settings compared (docs/device.md): a label and its `--set` keys.
-const DRIVE_SETTINGS: &[(&str, &[(&str, &str)])] = &[
-    ("FEMU model", &[]),
-    ("write_buffer=16MiB", &[("write_buffer", "16MiB")]),
-    ("suspend=on", &[("suspend", "on")]),
-    ("cell=tlc", &[("cell", "tlc")]),
-    ("cell=tlc suspend=on", &[("cell", "tlc"), ("suspend", "on")]),
-    (
-        "cell=tlc slc_cache=64MiB",
-        &[("cell", "tlc"), ("slc_cache", "64MiB")],
-    ),
-    (
-        "all (tlc, slc, suspend, buffer, 2 µs/cmd)",
-        &[
-            ("cell", "tlc"),
-            ("slc_cache", "64MiB"),
-            ("suspend", "on"),
-            ("write_buffer", "16MiB"),
-            ("cmd_overhead_ns", "2000"),
-        ],
-    ),
-];
+/// The drive features compared (docs/device.md), each a label and its `--set` keys: the write
+/// buffer is a 256th of the logical space and the SLC cache a 64th (a job's slice), so both
+/// follow the device (15 and 60 MiB on `quick`).
+fn drive_settings(c: &Ctx) -> Vec<(String, Vec<(&'static str, String)>)> {
+    let slice = c.scale.slice_kib;
+    let buffer = format!("{}k", slice / 4);
+    let slc = format!("{slice}k");
+    let size = |kib: u64| crate::units::human_bytes(kib << 10);
+    let tlc = ("cell", "tlc".to_string());
+    let suspend = ("suspend", "on".to_string());
+    vec![
+        ("FEMU model".into(), vec![]),
+        (
+            format!("write buffer {}", size(slice / 4)),
+            vec![("write_buffer", buffer.clone())],
+        ),
+        ("suspend=on".into(), vec![suspend.clone()]),
+        ("cell=tlc".into(), vec![tlc.clone()]),
+        (
+            "cell=tlc suspend=on".into(),
+            vec![tlc.clone(), suspend.clone()],
+        ),
+        (
+            format!("cell=tlc, SLC cache {}", size(slice)),
+            vec![tlc.clone(), ("slc_cache", slc.clone())],
+        ),
+        (
+            "all (tlc, slc, suspend, buffer, 2 µs/cmd)".into(),
+            vec![
+                tlc,
+                ("slc_cache", slc),
+                suspend,
+                ("write_buffer", buffer),
+                ("cmd_overhead_ns", "2000".into()),
+            ],
+        ),
+    ]
+}
 
-fn drive_features(_: &Ctx) -> Vec<RunSpec> {
-    DRIVE_SETTINGS
-        .iter()
+fn drive_features(c: &Ctx) -> Vec<RunSpec> {
+    drive_settings(c)
+        .into_iter()
         .map(|(label, sets)| {
-            sets.iter().fold(
+            sets.into_iter().fold(
                 RunSpec::new(
-                    *label,
+                    label,
                     &["ideal", "tpftl", "learnedftl"],
                     WorkloadSpec::Job("drive-features"),
                 )
