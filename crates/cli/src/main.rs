@@ -414,6 +414,9 @@ fn describe(e: &Experiment) -> String {
     if let Some(c) = e.device.controller.describe(e.device.power_loss_protection) {
         s += &format!("{c}\n");
     }
+    if let Some(h) = e.device.host.describe() {
+        s += &format!("{h}\n");
+    }
     if let Some(p) = &e.precondition {
         s += &format!(
             "precondition: {} ({}x capacity in {} KiB writes)\n",

@@ -19,7 +19,7 @@ use crate::error::{ConfigError, DeviceError, FtlError};
 use crate::ftl::{self, Ftl, ReadSink, Served};
 use crate::params::Params;
 use crate::request::{Op, Request};
-use crate::stats::{Collector, Metrics, VerifySummary};
+use crate::stats::{Collector, Metrics, PartsNs, VerifySummary};
 use crate::workload::HostIo;
 use thiserror::Error;
 
@@ -577,7 +577,21 @@ impl Simulator {
         if let Some(cut) = planned {
             self.dev.arm_power_cut(cut);
         }
+        // Where the request's time goes is noted when the host or the controller costs
+        // anything (without either, all of it is the device's).
+        let cfg = self.dev.config();
+        let parts_before = (cfg.host.is_on() || cfg.controller.is_on())
+            .then(|| self.ftl.controller().unwrap_or_default());
         let (result, mut unmapped) = self.serve(&req, out.as_deref_mut())?;
+        let mut parts = parts_before.map(|before| {
+            let after = self.ftl.controller().unwrap_or_default();
+            PartsNs {
+                host: io.arrival.since(origin) + host_ns,
+                controller: after.controller_ns.saturating_sub(before.controller_ns),
+                transfer: after.transfer_ns.saturating_sub(before.transfer_ns),
+                flash: 0,
+            }
+        });
         let done = match result {
             Ok(done) => done,
             Err(e) if e.is_power_lost() => {
@@ -585,10 +599,14 @@ impl Simulator {
                 let recovered = self.recover(Some(&req), io.arrival)?;
                 if io.op != Op::Read {
                     self.requests += 1;
-                    self.phase
-                        .record(io.op, pages, io.len, origin, recovered.after(host_ns));
+                    self.record(&io, pages, origin, recovered.after(host_ns), parts);
                     return Ok(recovered);
                 }
+                // The recovery is the device's time (its rebuilt controller counts anew).
+                parts = parts.map(|p| PartsNs {
+                    host: p.host,
+                    ..PartsNs::default()
+                });
                 // The host sees the read fail and issues it again once the device is back: it
                 // returns what recovery rebuilt, its latency including the recovery.
                 let retry = Request {
@@ -647,11 +665,29 @@ impl Simulator {
                     message,
                 })?;
         }
-        self.phase
-            .record(io.op, pages, io.len, origin, done.after(host_ns));
+        self.record(&io, pages, origin, done.after(host_ns), parts);
         self.phase.note_unmapped_reads(unmapped);
         self.phase.note_dram(self.ftl.dram_total());
         Ok(done)
+    }
+
+    /// Records a completed request of the job's `origin` to `seen` in the phase, with its
+    /// latency's `parts` when noted (the device's rest of it is flash time).
+    fn record(
+        &mut self,
+        io: &HostIo,
+        pages: u32,
+        origin: SimTime,
+        seen: SimTime,
+        parts: Option<PartsNs>,
+    ) {
+        self.phase.record(io.op, pages, io.len, origin, seen);
+        if let Some(p) = parts {
+            let rest = seen
+                .since(origin)
+                .saturating_sub(p.host + p.controller + p.transfer);
+            self.phase.note_parts(io.op, PartsNs { flash: rest, ..p });
+        }
     }
 
     /// Has the FTL serve `req`, its pages delivered to the oracle (when reads are verified) and

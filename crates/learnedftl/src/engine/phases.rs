@@ -195,7 +195,7 @@ impl Simulator {
                     continue;
                 }
                 let origin = issued[clone].pop_front().expect("a staged request");
-                self.host_origin = Some((SimTime(origin), host.complete_ns));
+                self.host_origin = Some((SimTime(origin), host.completion_ns()));
             }
             let g = &mut gens[gi as usize];
             let Some(io) = g.next(SimTime(t)) else {
@@ -226,7 +226,7 @@ impl Simulator {
                     return Err(stalled_error(jobs, gi, t - start.0));
                 }
             }
-            heap.push(Reverse((done.0 + host.complete_ns, gi)));
+            heap.push(Reverse((done.0 + host.completion_ns(), gi)));
             ticker.tick()?;
         }
         ticker.finish();

@@ -563,3 +563,67 @@ fn a_jobs_host_cost_adds_latency_and_caps_its_iops() {
     );
     assert!(run(&[], 64).iops > 150_000.0);
 }
+
+/// `latency_parts_us` splits a request's latency where it was spent: at queue depth 1, the
+/// host's part is its path's costs (io_uring: submit, interrupt, complete), the controller's
+/// its command cost, the transfer a page over the host link, and the parts add up to the mean.
+#[test]
+fn latency_parts_add_up_to_the_mean_and_name_each_cost() {
+    let sets = [
+        "host_path=io_uring",
+        "cmd_overhead_ns=3000",
+        "host_mb_s=4096",
+        "write_buffer=256k",
+    ];
+    let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    let mut s = Simulator::new(&cfg, "tpftl", Params::new(), SimOptions::checked()).unwrap();
+    let mut w = JobSpec::new("fill", RwKind::Write);
+    w.bs = 512 << 10;
+    s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+    let mut r = JobSpec::new("mix", RwKind::RandRw);
+    r.number_ios = Some(4000);
+    let m = s.run_jobs("mix", &[r], 1, &mut NoProgress).unwrap();
+    assert_eq!(m.verify.failures, 0);
+    let parts = m.latency_parts_us.expect("parts with a host cost");
+    for (op, p, mean) in [
+        ("read", &parts.read, m.latency_us.read.mean),
+        ("write", &parts.write, m.latency_us.write.mean),
+    ] {
+        let sum = p.host + p.controller + p.transfer + p.flash;
+        // hdrhistogram's mean rounds each latency to three significant digits.
+        assert!(
+            (sum - mean).abs() < mean * 1e-3,
+            "{op}: {p:?} add up to {sum}, not {mean}"
+        );
+        // One request in flight: nothing waits for the core or the link.
+        assert!((p.host - 6.6).abs() < 1e-9, "{op}: host {}", p.host);
+        assert!(
+            (p.controller - 3.0).abs() < 1e-9,
+            "{op}: controller {}",
+            p.controller
+        );
+        assert!(
+            (p.transfer - 1.0).abs() < 1e-9,
+            "{op}: transfer {}",
+            p.transfer
+        );
+    }
+    // Reads go to flash; a buffered write at depth 1 never waits for it.
+    assert!(parts.read.flash > 35.0, "{:?}", parts.read);
+    assert!(parts.write.flash < parts.read.flash, "{parts:?}");
+    // Without a host cost or a controller, no parts are reported (everything is the device's).
+    let mut bare = Simulator::new(
+        &DeviceConfig::preset("tiny").unwrap(),
+        "tpftl",
+        Params::new(),
+        SimOptions::checked(),
+    )
+    .unwrap();
+    let r = JobSpec::new("r", RwKind::Read);
+    assert!(bare
+        .run_jobs("r", &[r], 1, &mut NoProgress)
+        .unwrap()
+        .latency_parts_us
+        .is_none());
+}

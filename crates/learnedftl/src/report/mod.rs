@@ -70,8 +70,12 @@ pub fn detail_table(r: &RunReport) -> String {
     } else {
         String::new()
     };
+    let parts = m
+        .latency_parts_us
+        .as_ref()
+        .map_or(String::new(), latency_parts_line);
     format!(
-        "{}\nerases: {}  wear min/mean/max: {}/{:.2}/{}  energy: {:.3} J\n{backfill}\
+        "{}\nerases: {}  wear min/mean/max: {}/{:.2}/{}  energy: {:.3} J\n{backfill}{parts}\
          page reads: {} (none {}, single {}, double {}, triple {})  CMT hit {}  model hit {}\n\n{}",
         t.render(),
         m.flash.erases,
@@ -88,6 +92,31 @@ pub fn detail_table(r: &RunReport) -> String {
         columns::percent(m.page_reads > 0, m.model_hit_ratio),
         d.render()
     )
+}
+
+/// A line of where the mean read and write latency went (`latency_parts_us`), for the
+/// operations that ran.
+fn latency_parts_line(b: &crate::stats::LatencyBreakdown) -> String {
+    let part = |name: &str, p: &crate::stats::LatencyParts| {
+        format!(
+            "{name} {:.2} = host {:.2} + controller {:.2} + transfer {:.2} + flash {:.2}",
+            p.host + p.controller + p.transfer + p.flash,
+            p.host,
+            p.controller,
+            p.transfer,
+            p.flash
+        )
+    };
+    let ran = |p: &crate::stats::LatencyParts| p.host + p.controller + p.transfer + p.flash > 0.0;
+    let parts: Vec<String> = [("read", &b.read), ("write", &b.write)]
+        .into_iter()
+        .filter(|(_, p)| ran(p))
+        .map(|(n, p)| part(n, p))
+        .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("latency parts, mean µs: {}\n", parts.join("; "))
 }
 
 /// What the results of `runs` (one experiment on one or more FTLs) rest on that the tables do

@@ -85,6 +85,78 @@ pub struct Latencies {
     pub all: LatencySummary,
 }
 
+/// Where a request's time went, each part's mean over the requests, µs (docs/metrics.md
+/// "latency_parts_us"); the parts add up to the mean latency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyParts {
+    /// The host: waiting for the job's core, submitting, the interrupt and taking the
+    /// completion.
+    pub host: f64,
+    /// The controller: the command cost and a buffered write's wait for room.
+    pub controller: f64,
+    /// The host link: waiting for it and crossing it.
+    pub transfer: f64,
+    /// The rest of the device: the FTL's flash operations, queueing at LUNs and channels.
+    pub flash: f64,
+}
+
+/// [`LatencyParts`] of reads, writes and every request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyBreakdown {
+    /// Read requests.
+    pub read: LatencyParts,
+    /// Write requests.
+    pub write: LatencyParts,
+    /// Every request.
+    pub all: LatencyParts,
+}
+
+/// One request's time by part, ns (what [`Collector::note_parts`] sums).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartsNs {
+    /// In the host.
+    pub host: u64,
+    /// In the controller.
+    pub controller: u64,
+    /// On the host link.
+    pub transfer: u64,
+    /// In the rest of the device.
+    pub flash: u64,
+}
+
+/// Sums of [`PartsNs`] over `count` requests.
+#[derive(Copy, Clone, Debug, Default)]
+struct PartSums {
+    count: u64,
+    sum: PartsNs,
+}
+
+impl PartSums {
+    fn add(&mut self, p: PartsNs) {
+        self.count += 1;
+        self.sum.host += p.host;
+        self.sum.controller += p.controller;
+        self.sum.transfer += p.transfer;
+        self.sum.flash += p.flash;
+    }
+
+    fn means_us(&self) -> LatencyParts {
+        let mean = |ns: u64| {
+            if self.count > 0 {
+                ns as f64 / self.count as f64 / 1000.0
+            } else {
+                0.0
+            }
+        };
+        LatencyParts {
+            host: mean(self.sum.host),
+            controller: mean(self.sum.controller),
+            transfer: mean(self.sum.transfer),
+            flash: mean(self.sum.flash),
+        }
+    }
+}
+
 /// Host requests by operation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct OpCounts {
@@ -208,6 +280,10 @@ pub struct Metrics {
     pub bandwidth_mib_s: f64,
     /// Request latency, µs.
     pub latency_us: Latencies,
+    /// Mean request latency by where it was spent (host, controller, host link, flash), µs,
+    /// when the host or the controller costs anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_parts_us: Option<LatencyBreakdown>,
     /// Host pages read.
     pub page_reads: u64,
     /// Host pages written.
@@ -263,6 +339,8 @@ pub struct Collector {
     page_writes: u64,
     unmapped_reads: u64,
     hist: [LatencyHistogram; 3],
+    /// Latency parts of reads, writes and every request, when the engine notes them.
+    parts: Option<[PartSums; 3]>,
     dram_peak: u64,
     wall: Instant,
     /// Counters of FTL instances a recovery replaced during the phase.
@@ -285,6 +363,7 @@ impl Collector {
             page_writes: 0,
             unmapped_reads: 0,
             hist: Default::default(),
+            parts: None,
             dram_peak: 0,
             wall: Instant::now(),
             carried: FtlStats::default(),
@@ -334,6 +413,18 @@ impl Collector {
             self.hist[s].record(lat);
         }
         self.hist[2].record(lat);
+    }
+
+    /// Notes where a completed request's time went (`latency_parts_us`).
+    #[inline]
+    pub fn note_parts(&mut self, op: Op, parts: PartsNs) {
+        let sums = self.parts.get_or_insert_with(Default::default);
+        match op {
+            Op::Read => sums[0].add(parts),
+            Op::Write => sums[1].add(parts),
+            Op::Trim | Op::Flush => {}
+        }
+        sums[2].add(parts);
     }
 
     /// Extends the phase to `t`, when internal work it issued (the settle phase's) completes.
@@ -432,6 +523,11 @@ impl Collector {
                 write: self.hist[1].summary(),
                 all: self.hist[2].summary(),
             },
+            latency_parts_us: self.parts.map(|p| LatencyBreakdown {
+                read: p[0].means_us(),
+                write: p[1].means_us(),
+                all: p[2].means_us(),
+            }),
             requests: self.ops.clone(),
             page_reads: self.page_reads,
             page_writes: self.page_writes,

@@ -59,6 +59,12 @@ pub struct ControllerCounters {
     pub stall_ns: u64,
     /// FLUSH commands served.
     pub flushes: u64,
+    /// Time host requests spent in the controller on their way to completion: the command
+    /// cost and a buffered write's wait for room, ns in total (`latency_parts_us`).
+    pub controller_ns: u64,
+    /// Time host requests' data spent on the host link on their way to completion (waiting
+    /// for it and crossing it), ns in total.
+    pub transfer_ns: u64,
 }
 
 impl ControllerCounters {
@@ -72,6 +78,8 @@ impl ControllerCounters {
         self.stalls += other.stalls;
         self.stall_ns += other.stall_ns;
         self.flushes += other.flushes;
+        self.controller_ns += other.controller_ns;
+        self.transfer_ns += other.transfer_ns;
     }
 }
 
@@ -435,6 +443,7 @@ impl Ftl for Controller {
                 logical_pages: lp,
             });
         }
+        let stalled = self.counters.stall_ns;
         let done = match (self.buf.is_some(), req.op) {
             (false, _) => self.inner.submit(dev, &req, sink),
             (true, Op::Read) => self.read(dev, &req, sink),
@@ -443,17 +452,32 @@ impl Ftl for Controller {
             (true, Op::Flush) => self.flush(dev, &req),
         };
         self.sync_stats();
+        let done = done?;
         // The data crosses the host link: a write's before it is taken (its completion waits
         // for it; the FTL's work was issued at the arrival), a read's once it is served.
         let bytes = dev.geo().page_size as u64 * req.pages as u64;
-        match req.op {
+        let (done, transfer, waited) = match req.op {
             Op::Write => {
                 let landed = dev.host_transfer(req.arrival, bytes);
-                done.map(|d| d.max(landed))
+                // Beyond its transfer, a buffered write waited for room (controller time); a
+                // write the FTL took (no wait counted) for the FTL (flash time).
+                let waited = self.counters.stall_ns - stalled;
+                let after = done.since(landed);
+                (
+                    done.max(landed),
+                    landed.since(req.arrival),
+                    after.min(waited),
+                )
             }
-            Op::Read => done.map(|d| dev.host_transfer(d, bytes)),
-            Op::Trim | Op::Flush => done,
-        }
+            Op::Read => {
+                let sent = dev.host_transfer(done, bytes);
+                (sent, sent.since(done), 0)
+            }
+            Op::Trim | Op::Flush => (done, 0, 0),
+        };
+        self.counters.controller_ns += self.overhead_ns + waited;
+        self.counters.transfer_ns += transfer;
+        Ok(done)
     }
 
     fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
