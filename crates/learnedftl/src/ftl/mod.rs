@@ -123,17 +123,24 @@ pub trait Ftl: Send + FtlClone {
         sink: &mut dyn ReadSink,
     ) -> Result<SimTime, FtlError>;
 
-    /// Background work after a request (background GC), issued at `now`.
-    fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError>;
+    /// Background work after a request (background GC), issued at `now`. The default: none.
+    fn background(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
+        let _ = (dev, now);
+        Ok(())
+    }
 
     /// One bounded unit of the work the FTL owes an idle device (SPEC §3.5, settled device),
     /// issued at `now`: a background-GC victim while the background rule holds, a write-back of
     /// one translation page's dirty cached entries, a write-buffer flush. Returns when the
     /// unit's last operation completes, or `None` when nothing is owed: then no dirty mapping
     /// entry, buffered write or background collection is left, and `None` stays the answer
-    /// until a request changes the FTL's state. Every scheme implements it explicitly, so that
-    /// none can skip work it owes; the engine calls it during the `settle` phase.
-    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError>;
+    /// until a request changes the FTL's state. The engine calls it during the `settle`
+    /// phase. The default owes nothing: an FTL with background GC, a write buffer or dirty
+    /// cached mapping entries must implement it (every built-in scheme does).
+    fn idle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>, FtlError> {
+        let _ = (dev, now);
+        Ok(None)
+    }
 
     /// A hint that a request `op` on `lpn` is coming, `when` says how soon: the FTL may ask
     /// the CPU to bring the state serving it will touch into cache
@@ -170,11 +177,14 @@ pub trait Ftl: Send + FtlClone {
         None
     }
 
-    /// Counters since the last reset.
-    fn stats(&self) -> &FtlStats;
+    /// Counters since the last reset. The default: none kept (lookups and hit ratios then
+    /// report zero; every built-in scheme keeps them).
+    fn stats(&self) -> &FtlStats {
+        &FtlStats::ZERO
+    }
 
-    /// Zeroes the counters (mapping state stays).
-    fn reset_stats(&mut self);
+    /// Zeroes the counters (mapping state stays). The default: no counters to zero.
+    fn reset_stats(&mut self) {}
 
     /// Mapping DRAM now.
     fn dram(&self) -> DramUsage;
@@ -185,8 +195,10 @@ pub trait Ftl: Send + FtlClone {
         self.dram().total()
     }
 
-    /// The FTL's effective parameters, for the report.
-    fn params(&self) -> serde_json::Value;
+    /// The FTL's effective parameters, for the report. The default: none (`{}`).
+    fn params(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
 
     /// Scheme-specific counters for the report (`{}` if none).
     fn extra_counters(&self) -> serde_json::Value {
@@ -199,18 +211,141 @@ pub trait Ftl: Send + FtlClone {
     fn check_invariants(&self, dev: &Device) -> Result<(), String>;
 }
 
-/// Names of the implemented FTLs, in `compare` order.
-pub const FTLS: &[&str] = &[
-    "ideal",
-    "dftl",
-    "tpftl",
-    "sftl",
-    "leaftl",
-    "hpftl",
-    "learnedftl",
-    "fast",
-    "mu-ftl",
+/// An FTL scheme's registration: how the library builds it, and rebuilds it from flash after a
+/// power cut. Implement it for the FTL's type and list `Scheme::of::<Type>()` in [`SCHEMES`],
+/// the one place an FTL is registered (docs/architecture.md "Adding an FTL").
+pub trait Register: Ftl + Sized + 'static {
+    /// The registry name (`--ftl NAME`), the one [`Ftl::name`] returns.
+    const NAME: &'static str;
+
+    /// Whether [`Register::recover`] rebuilds it after a power cut (docs/power.md); the
+    /// default: it cannot, and power cuts are refused on it.
+    const RECOVERS: bool = false;
+
+    /// Builds it for a device, taking its parameters from `params`.
+    fn build(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError>;
+
+    /// Rebuilds it from flash after a power cut ([`recover`] has powered `dev` on), its
+    /// parameters from `params` (the ones it was built with), its operations issued at `t`;
+    /// returns it (caches empty) and when recovery's last operation completes. Called only
+    /// when [`Register::RECOVERS`]; the default refuses.
+    fn recover(
+        cfg: &DeviceConfig,
+        params: &mut Params,
+        dev: &mut Device,
+        t: SimTime,
+    ) -> Result<(Self, SimTime), RecoverError> {
+        let _ = (cfg, params, dev, t);
+        Err(RecoverError::Unsupported {
+            name: Self::NAME.to_string(),
+            known: RECOVERABLE.join(", "),
+        })
+    }
+}
+
+/// Builds a registered FTL, boxed.
+type BuildFn = fn(&DeviceConfig, &mut Params) -> Result<Box<dyn Ftl>, ConfigError>;
+
+/// Rebuilds a registered FTL from flash, boxed, with when its recovery completes.
+type RecoverFn = fn(
+    &DeviceConfig,
+    &mut Params,
+    &mut Device,
+    SimTime,
+) -> Result<(Box<dyn Ftl>, SimTime), RecoverError>;
+
+/// A registered FTL ([`Register`]), as [`build`] and [`recover`] find it by name.
+pub struct Scheme {
+    /// The registry name.
+    pub name: &'static str,
+    build: BuildFn,
+    recover: Option<RecoverFn>,
+}
+
+impl Scheme {
+    /// The registration of `F`.
+    pub const fn of<F: Register>() -> Scheme {
+        fn build<F: Register>(
+            dev: &DeviceConfig,
+            params: &mut Params,
+        ) -> Result<Box<dyn Ftl>, ConfigError> {
+            Ok(Box::new(F::build(dev, params)?))
+        }
+        fn recover<F: Register>(
+            cfg: &DeviceConfig,
+            params: &mut Params,
+            dev: &mut Device,
+            t: SimTime,
+        ) -> Result<(Box<dyn Ftl>, SimTime), RecoverError> {
+            let (f, done) = F::recover(cfg, params, dev, t)?;
+            Ok((Box::new(f), done))
+        }
+        Scheme {
+            name: F::NAME,
+            build: build::<F>,
+            recover: if F::RECOVERS {
+                Some(recover::<F>)
+            } else {
+                None
+            },
+        }
+    }
+
+    /// The registered FTL named `name`.
+    pub fn named(name: &str) -> Option<&'static Scheme> {
+        SCHEMES.iter().find(|s| s.name == name)
+    }
+
+    /// Whether it rebuilds itself after a power cut.
+    pub fn recovers(&self) -> bool {
+        self.recover.is_some()
+    }
+}
+
+/// Every FTL, in `compare` order: the one place a scheme is registered.
+pub const SCHEMES: &[Scheme] = &[
+    Scheme::of::<ideal::Ideal>(),
+    Scheme::of::<dftl::Dftl>(),
+    Scheme::of::<tpftl::Tpftl>(),
+    Scheme::of::<sftl::Sftl>(),
+    Scheme::of::<leaftl::Leaftl>(),
+    Scheme::of::<hpftl::HpFtl>(),
+    Scheme::of::<learned::LearnedFtl>(),
+    Scheme::of::<fast::Fast>(),
+    Scheme::of::<mu::MuFtl>(),
 ];
+
+/// The names of the registered FTLs ([`SCHEMES`]) that recover, or all of them.
+const fn names<const N: usize>(recovering: bool) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut i, mut n) = (0, 0);
+    while i < SCHEMES.len() {
+        if !recovering || SCHEMES[i].recover.is_some() {
+            out[n] = SCHEMES[i].name;
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// How many registered FTLs recover.
+const fn recovering() -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < SCHEMES.len() {
+        if SCHEMES[i].recover.is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// Names of the registered FTLs, in `compare` order.
+pub const FTLS: &[&str] = &names::<{ SCHEMES.len() }>(false);
+
+/// FTLs [`recover`] can rebuild after a power cut (docs/power.md).
+pub const RECOVERABLE: &[&str] = &names::<{ recovering() }>(true);
 
 /// Builds the FTL `name` for a device, taking its parameters from `params` (`inject=FAULT`
 /// wraps it in a fault injector, [`inject`]).
@@ -224,24 +359,13 @@ pub fn build(
         let inner = build(name, dev, params)?;
         return Ok(Box::new(inject::Inject::new(inner, fault)));
     }
-    let ftl: Box<dyn Ftl> = match name {
-        "ideal" => Box::new(ideal::Ideal::new(dev, params)?),
-        "dftl" => Box::new(dftl::new(dev, params)?),
-        "tpftl" => Box::new(tpftl::new(dev, params)?),
-        "sftl" => Box::new(sftl::new(dev, params)?),
-        "leaftl" => Box::new(leaftl::Leaftl::new(dev, params)?),
-        "learnedftl" => Box::new(learned::LearnedFtl::new(dev, params)?),
-        "hpftl" => Box::new(hpftl::HpFtl::new(dev, params)?),
-        "fast" => Box::new(fast::Fast::new(dev, params)?),
-        "mu-ftl" => Box::new(mu::MuFtl::new(dev, params)?),
-        _ => {
-            return Err(ConfigError::UnknownFtl {
-                name: name.to_string(),
-                known: FTLS.join(", "),
-            })
-        }
+    let Some(scheme) = Scheme::named(name) else {
+        return Err(ConfigError::UnknownFtl {
+            name: name.to_string(),
+            known: FTLS.join(", "),
+        });
     };
-    Ok(behind_controller(ftl, dev))
+    Ok(behind_controller((scheme.build)(dev, params)?, dev))
 }
 
 /// `ftl` behind the controller the device configuration describes, if it turns a part on
@@ -299,19 +423,6 @@ pub fn build_each(
     }
 }
 
-/// FTLs [`recover`] can rebuild after a power cut (docs/power.md).
-pub const RECOVERABLE: &[&str] = &[
-    "ideal",
-    "dftl",
-    "tpftl",
-    "sftl",
-    "leaftl",
-    "learnedftl",
-    "hpftl",
-    "fast",
-    "mu-ftl",
-];
-
 /// Rebuilds the FTL `name` from flash after a power cut (docs/power.md): `dev` must have lost
 /// its power ([`Device::power_lost`]) and is powered on here; the FTL's parameters come from
 /// `params` (the ones it was built with). Recovery's operations are issued at `t`; returns the
@@ -323,13 +434,12 @@ pub fn recover(
     dev: &mut Device,
     t: SimTime,
 ) -> Result<(Box<dyn Ftl>, RecoveryCost), RecoverError> {
-    let unsupported = || RecoverError::Unsupported {
-        name: name.to_string(),
-        known: RECOVERABLE.join(", "),
+    let Some(rebuild) = Scheme::named(name).and_then(|s| s.recover) else {
+        return Err(RecoverError::Unsupported {
+            name: name.to_string(),
+            known: RECOVERABLE.join(", "),
+        });
     };
-    if !RECOVERABLE.contains(&name) {
-        return Err(unsupported());
-    }
     if let Some(fault) = params.take_str(&inject::INJECT) {
         let fault: inject::Fault = fault.parse().map_err(RecoverError::from)?;
         let (inner, cost) = recover(name, cfg, params, dev, t)?;
@@ -338,21 +448,7 @@ pub fn recover(
     }
     dev.power_on();
     let before = dev.counters().clone();
-    fn boxed<F: Ftl + 'static>((f, done): (F, SimTime)) -> (Box<dyn Ftl>, SimTime) {
-        (Box::new(f), done)
-    }
-    let (ftl, done) = match name {
-        "ideal" => boxed(ideal::Ideal::recover(cfg, params, dev, t)?),
-        "dftl" => boxed(dftl::new(cfg, params)?.recover(dev, t)?),
-        "tpftl" => boxed(tpftl::new(cfg, params)?.recover(dev, t)?),
-        "sftl" => boxed(sftl::new(cfg, params)?.recover(dev, t)?),
-        "leaftl" => boxed(leaftl::Leaftl::recover(cfg, params, dev, t)?),
-        "learnedftl" => boxed(learned::LearnedFtl::recover(cfg, params, dev, t)?),
-        "hpftl" => boxed(hpftl::HpFtl::recover(cfg, params, dev, t)?),
-        "fast" => boxed(fast::Fast::recover(cfg, params, dev, t)?),
-        "mu-ftl" => boxed(mu::MuFtl::recover(cfg, params, dev, t)?),
-        _ => return Err(unsupported()),
-    };
+    let (ftl, done) = rebuild(cfg, params, dev, t)?;
     let (ftl, done) = if cfg.controller.is_on() {
         let (c, done) = controller::Controller::recovered(ftl, cfg, dev, done)?;
         (Box::new(c) as Box<dyn Ftl>, done)

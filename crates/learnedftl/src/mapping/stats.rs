@@ -23,6 +23,17 @@ pub struct FtlStats {
 }
 
 impl FtlStats {
+    /// No counts.
+    pub const ZERO: FtlStats = FtlStats {
+        lookups: [0; 4],
+        cmt_hits: 0,
+        model_hits: 0,
+        gc_events: 0,
+        gc_background: 0,
+        gc_passed_over: 0,
+        gc_pages_moved: 0,
+    };
+
     /// Counts one host page read that needed `flash_reads` reads (0 = unmapped or from DRAM).
     #[inline]
     pub fn lookup(&mut self, flash_reads: usize) {
