@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command: `cargo test --workspace` (arguments are passed on, e.g. `-- NAME`),
-# then the tests that skipped, and why. A test skips when a client program it drives is not
-# installed (tests/common in crates/cli); the harness hides what a passing test prints, so a
-# skipped test would otherwise read as a pass. Exits with cargo's status.
+# The README's test command: `cargo test --workspace --no-fail-fast` (arguments are passed on,
+# e.g. `-- NAME`): every test binary runs even when one fails, and every failing test is listed
+# at the end; then the tests that skipped, and why. A test skips when a client program it drives
+# is not installed (tests/common in crates/cli); the harness hides what a passing test prints,
+# so a skipped test would otherwise read as a pass. Exits with cargo's status.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,10 +12,19 @@ mkdir -p "$target" || exit 1
 # A file of this run's own, named absolutely (tests run in their crate's directory): entries of
 # earlier or concurrent runs never show.
 skipped=$(mktemp "$(cd "$target" && pwd)/skipped-tests.XXXXXX") || exit 1
-trap 'rm -f "$skipped"' EXIT
+log=$(mktemp "$(cd "$target" && pwd)/test-log.XXXXXX") || exit 1
+trap 'rm -f "$skipped" "$log"' EXIT
 
-LEARNEDFTL_SKIPPED_TESTS="$skipped" cargo test --workspace "$@"
-status=$?
+LEARNEDFTL_SKIPPED_TESTS="$skipped" cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+
+# Every failing test of every binary (each binary lists only its own, scattered in the output).
+failed=$(awk '/^ *(Running|Doc-tests) / { bin = $2 }
+    /^test .* \.\.\. FAILED$/ { sub(/^test /, ""); sub(/ \.\.\. FAILED$/, ""); print bin ": " $0 }' "$log")
+if [ -n "$failed" ]; then
+    echo "Failed tests ($(wc -l <<<"$failed")):"
+    sed 's/^/  /' <<<"$failed"
+fi
 
 n=$(wc -l <"$skipped")
 case $n in

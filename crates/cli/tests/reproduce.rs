@@ -3,7 +3,7 @@
 //! in a real headless browser (Debian's `chromium`): it loads with no console message, every
 //! plot is drawn in the embedded font with nothing over anything else (legends, marks, labels),
 //! no repeated tick label and nothing cut off, and a screenshot is kept in
-//! `target/ci-artifacts/`. Without chromium the browser test is skipped, except in CI (`CI`
+//! `ci-artifacts/` in the target directory. Without chromium the browser test is skipped, except in CI (`CI`
 //! set), where `.ci/run` installs it; the README's test command lists it as skipped (tested
 //! here too).
 
@@ -24,12 +24,14 @@ fn learnedftl(args: &[&str]) -> (bool, String, String) {
     )
 }
 
-/// A fresh directory under the workspace's `target/ci-artifacts/` (kept after the test, for
-/// people and CI to look at).
+/// A fresh directory under the target directory's `ci-artifacts/` (kept after the test, for
+/// people and CI to look at): `$CARGO_TARGET_DIR` when set (a relative one from the workspace
+/// root, where cargo is run), else the workspace's `target/`.
 fn artifacts(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/ci-artifacts")
-        .join(name);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |t| root.join(t));
+    let dir = target.join("ci-artifacts").join(name);
     std::fs::remove_dir_all(&dir).ok();
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -110,9 +112,12 @@ fn a_capacity_runs_every_experiment_on_the_sized_device_and_names_it() {
         assert!(out.status.success(), "{stderr}");
         stderr
     };
+    // `dram` runs every registered FTL.
+    let runs = learnedftl::ftl::FTLS.len();
     let stderr = run();
     assert!(
-        stderr.contains("9 runs (0 cached") && stderr.contains("output in results/tiny-240MiB"),
+        stderr.contains(&format!("{runs} runs (0 cached"))
+            && stderr.contains("output in results/tiny-240MiB"),
         "{stderr}"
     );
     let out = dir.join("results/tiny-240MiB");
@@ -138,7 +143,7 @@ fn a_capacity_runs_every_experiment_on_the_sized_device_and_names_it() {
         "{md}"
     );
     // The cache holds them under the capacity: a re-run loads every one.
-    assert!(run().contains("9 runs (9 cached"));
+    assert!(run().contains(&format!("{runs} runs ({runs} cached")));
 }
 
 #[test]
@@ -374,8 +379,9 @@ fn readme_test_command() -> String {
 #[test]
 fn the_readme_test_command_lists_the_tests_that_skipped() {
     let dir = artifacts("test-command");
-    // Stands in for cargo: runs the browser test of this very file with no chromium on `PATH`,
-    // so that it skips, and exits with a status of its own to be passed on.
+    // Stands in for cargo: prints two binaries' failures as the harness does, runs the browser
+    // test of this very file with no chromium on `PATH`, so that it skips, and exits with a
+    // status of its own to be passed on.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let cargo = bin.join("cargo");
@@ -383,6 +389,8 @@ fn the_readme_test_command_lists_the_tests_that_skipped() {
         &cargo,
         format!(
             "#!/bin/sh\necho \"$*\" >'{args}'\n\
+             printf '     Running tests/a.rs (a-1)\\ntest one ... FAILED\\ntest two ... ok\\n'\n\
+             printf '     Running tests/b.rs (b-2)\\ntest three::four ... FAILED\\n'\n\
              PATH=/nonexistent '{exe}' --exact the_html_report_renders_in_a_headless_browser || exit 1\n\
              exit 7\n",
             args = dir.join("args").display(),
@@ -423,16 +431,24 @@ fn the_readme_test_command_lists_the_tests_that_skipped() {
             ],
             "{stdout}\n{stderr}"
         );
+        // Every binary runs, and every failure is listed at the end, with its binary.
         assert_eq!(
             std::fs::read_to_string(dir.join("args")).unwrap().trim(),
-            "test --workspace"
+            "test --workspace --no-fail-fast"
+        );
+        assert!(
+            stdout.contains("Failed tests (2):\n  tests/a.rs: one\n  tests/b.rs: three::four\n"),
+            "{stdout}"
         );
     }
     // Nothing left behind for a later run to list.
     let left: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name())
-        .filter(|n| n.to_string_lossy().starts_with("skipped-tests"))
+        .filter(|n| {
+            let n = n.to_string_lossy();
+            n.starts_with("skipped-tests") || n.starts_with("test-log")
+        })
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }

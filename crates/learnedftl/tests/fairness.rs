@@ -11,21 +11,17 @@ use learnedftl::stats::Metrics;
 use learnedftl::workload::{HostIo, JobSpec, RwKind, Settle};
 use learnedftl::Op;
 
-/// Free room in lines after a request: fully erased lines for the line-based FTLs (what their
-/// reserve counts), free pages over pages per line for HP-FTL and FAST, whose blocks fill
-/// independently (HP-FTL's triggers count free pages; FAST's spare blocks are its log pool).
+/// Free room after a request, in lines: the pages not yet written since their block's erase,
+/// over the pages of a line. Counted in pages, it is the same measure whatever unit the FTL
+/// allocates (lines, or blocks that fill independently, as HP-FTL's and FAST's do); the pages
+/// left in the FTL's open lines or blocks count too.
 fn free_lines(s: &Simulator) -> f64 {
     let d = s.device();
     let g = d.geo();
-    if matches!(s.ftl().name(), "hpftl" | "fast") {
-        let free: u64 = (0..g.blocks())
-            .map(|b| (g.pages_per_block - d.block_written(b)) as u64)
-            .sum();
-        return free as f64 / g.pages_per_line() as f64;
-    }
-    (0..g.lines())
-        .filter(|&l| (0..g.blocks_per_line()).all(|i| d.block_written(g.block_in_line(l, i)) == 0))
-        .count() as f64
+    let free: u64 = (0..g.blocks())
+        .map(|b| (g.pages_per_block - d.block_written(b)) as u64)
+        .sum();
+    free as f64 / g.pages_per_line() as f64
 }
 
 /// `(min, mean)` free lines after a sequential fill of the logical space, over the last three
@@ -65,19 +61,26 @@ fn free_lines_under_random_writes(ftl: &str, kv: &[&str]) -> (f64, f64) {
     (min, sum / n as f64)
 }
 
+/// Whether `ftl` collects garbage by the shared reserve rule (SPEC §3.5, `gc=reserve`): its
+/// parameters say so (`gc.rule`), as every FTL on the shared line allocator's GC reports. An
+/// FTL with a GC of its own (FAST's log blocks, a researcher's scheme) is not held to it.
+fn follows_the_shared_reserve(ftl: &str) -> bool {
+    sim(ftl, &[]).ftl().params()["gc"]["rule"] == "reserve"
+}
+
 #[test]
 fn every_ftl_keeps_the_same_reserve_and_background_rule() {
     // 16 spare lines of 64, so FEMU's thresholds (16 lines for background GC) and the shared
     // reserve (2, background from 4) keep visibly different room free.
     let dev = "logical_ratio=0.75";
-    for ftl in FTLS {
+    for ftl in FTLS.iter().filter(|f| follows_the_shared_reserve(f)) {
         let (min, mean) = free_lines_under_random_writes(ftl, &[dev]);
         // Never below the reserve by more than the line a collection's destination may take
         // (a collection opens its destination before it erases its victim) ...
         assert!(min >= 1.0, "{ftl}: {min} free lines at the least");
-        // ... and no spare room kept idle beyond the background threshold (4) and the line one
-        // background round adds.
-        assert!(mean <= 6.0, "{ftl}: {mean:.1} free lines on average");
+        // ... and no spare room kept idle beyond the background threshold (4), the line one
+        // background round adds and what is left of the open lines.
+        assert!(mean <= 6.5, "{ftl}: {mean:.1} free lines on average");
     }
     // The bound fails for a policy that keeps more room free: FEMU's background GC from 25 %.
     let (_, mean) = free_lines_under_random_writes("ideal", &[dev, "gc=femu"]);

@@ -261,7 +261,9 @@ fn run(ftl: &str, kv: &[&str], idle: bool, steps: &[Step], seed: u64) -> Result<
         sim.settle("settle", Settle::Auto, &mut NoProgress)
             .map_err(|e| format!("{ftl} {kv:?}: {e}"))?;
     }
-    sim.ftl().check_invariants(sim.device())?;
+    sim.ftl()
+        .check_invariants(sim.device())
+        .map_err(|e| format!("{ftl} {kv:?}: {e}"))?;
     sim.set_check_invariants(true);
     sim.begin_phase("random");
     let pages = cfg.geometry.logical_pages;
@@ -281,7 +283,7 @@ fn run(ftl: &str, kv: &[&str], idle: bool, steps: &[Step], seed: u64) -> Result<
     let m = sim.end_phase();
     if m.verify.failures != 0 {
         return Err(format!(
-            "{ftl}: {} verification failures",
+            "{ftl} {kv:?}: {} verification failures",
             m.verify.failures
         ));
     }
@@ -297,41 +299,41 @@ fn run(ftl: &str, kv: &[&str], idle: bool, steps: &[Step], seed: u64) -> Result<
     Ok(())
 }
 
-/// The registry name of the FTL a property test is named after.
-fn registry_name(test: &str) -> String {
-    test.replace('_', "-")
-}
+/// Property tests run on every registered FTL ([`FTLS`]: registering one enrols it), in
+/// [`SHARDS`] tests so that the harness runs them in parallel: shard `n` takes the FTLs at
+/// positions `n`, `n + SHARDS`, ... Each case runs every variant of each of its FTLs; a failure
+/// names the FTL and variant.
+const SHARDS: usize = 4;
 
-/// One property test per FTL, so the test harness runs them in parallel.
-macro_rules! property_tests {
-    ($($ftl:ident),* $(,)?) => {
-        /// The FTLs with a property test below (test names, `_` for the registry's `-`).
-        const TESTED: &[&str] = &[$(stringify!($ftl)),*];
-
-        proptest! {
-            #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
-            $(
-                #[test]
-                fn $ftl(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
-                    let name = registry_name(stringify!($ftl));
-                    for (kv, idle) in variants(&name) {
-                        run(&name, &kv, idle, &steps, seed).map_err(TestCaseError::fail)?;
-                    }
-                }
-            )*
+fn shard(n: usize, steps: &[Step], seed: u64) -> Result<(), TestCaseError> {
+    for ftl in FTLS.iter().skip(n).step_by(SHARDS) {
+        for (kv, idle) in variants(ftl) {
+            run(ftl, &kv, idle, steps, seed).map_err(TestCaseError::fail)?;
         }
-    };
+    }
+    Ok(())
 }
 
-property_tests!(ideal, dftl, tpftl, sftl, leaftl, learnedftl, hpftl, fast, mu_ftl);
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+    #[test]
+    fn ftls_shard_0(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
+        shard(0, &steps, seed)?;
+    }
 
-#[test]
-fn every_registered_ftl_has_a_property_test() {
-    for ftl in FTLS {
-        assert!(
-            TESTED.iter().any(|t| registry_name(t) == *ftl),
-            "{ftl} is registered but has no property test here"
-        );
+    #[test]
+    fn ftls_shard_1(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
+        shard(1, &steps, seed)?;
+    }
+
+    #[test]
+    fn ftls_shard_2(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
+        shard(2, &steps, seed)?;
+    }
+
+    #[test]
+    fn ftls_shard_3(steps in prop::collection::vec(step(), 50..250), seed in 0u64..1000) {
+        shard(3, &steps, seed)?;
     }
 }
 

@@ -7,12 +7,23 @@ use super::doc::Section;
 use super::spec::RunSpec;
 use super::{Config, ReproduceError, Results};
 use crate::config::DeviceConfig;
-use crate::ftl::FTLS;
 use crate::params::{parse_size, Params};
 
 /// The TPFTL motivation's thread counts (its sequential phases read one after another from
 /// each job's slice, which the scale must leave room for).
 pub const THREADS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// The LearnedFTL paper's FTLs, in its figures' order: its baselines (the ideal page map,
+/// DFTL, TPFTL, SFTL, LeaFTL, HP-FTL) and LearnedFTL; not the lecture deck's FAST and μ-FTL.
+pub const PAPER_FTLS: &[&str] = &[
+    "ideal",
+    "dftl",
+    "tpftl",
+    "sftl",
+    "leaftl",
+    "hpftl",
+    "learnedftl",
+];
 
 /// Request counts and sizes per preset: each experiment's workload scaled to the device.
 #[derive(Clone, Debug, PartialEq)]
@@ -193,12 +204,10 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The LearnedFTL paper's FTLs: every FTL but the lecture deck's (FAST, μ-FTL).
+    /// The LearnedFTL paper's FTLs, named: an FTL registered later does not join the paper's
+    /// experiments.
     pub fn paper_ftls(&self) -> Vec<&'static str> {
-        FTLS.iter()
-            .copied()
-            .filter(|f| !matches!(*f, "fast" | "mu-ftl"))
-            .collect()
+        PAPER_FTLS.to_vec()
     }
 
     /// `r` on LearnedFTL's paper-literal design, if the suite runs it (`--paper-design`: its
