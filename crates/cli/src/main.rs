@@ -429,9 +429,15 @@ fn describe(e: &Experiment) -> String {
         Workload::Jobs(phases) => {
             for p in phases {
                 for j in &p.jobs {
+                    // A sequential job draws no offsets: its distribution would mislead.
+                    let dist = if j.rw.is_random() {
+                        format!(" dist={}", j.dist)
+                    } else {
+                        String::new()
+                    };
                     s += &format!(
-                        "phase {}: job {}: rw={} bs={} numjobs={} iodepth={} dist={}\n",
-                        p.name, j.name, j.rw, j.bs, j.numjobs, j.iodepth, j.dist
+                        "phase {}: job {}: rw={} bs={} numjobs={} iodepth={}{dist}\n",
+                        p.name, j.name, j.rw, j.bs, j.numjobs, j.iodepth
                     );
                 }
             }

@@ -52,7 +52,13 @@ pub(super) fn shrink_and_save(
             let text = serde_json::to_string_pretty(&file).expect("serialisable");
             std::fs::write(&path, text)
         })
-        .map(|_| path.display().to_string());
+        // Absolute, so that the replay command works from any directory.
+        .map(|_| {
+            std::path::absolute(&path)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        });
     match saved {
         Ok(p) => {
             failure.replay = Some(format!("learnedftl check --replay {p}"));
