@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Trace replay speed against MQSim (README "Trace replay"): the same DiskSim ASCII trace on the
+# Trace replay speed against MQSim (docs/benchmarks.md "Trace replay"): the same DiskSim ASCII trace on the
 # `paper` geometry (8 channels x 8 LUNs x 256 blocks x 512 pages of 4 KiB, 6.25 % spare; reads
 # 40 us, programs 200 us, erases 2 ms), replayed by `learnedftl run --ftl ideal --preset paper
 # --fill-unwritten --trace T --format disksim` and by MQSim with an ideal mapping table, runs
