@@ -166,6 +166,7 @@ fn specs(o: &CheckOpts) -> Result<Vec<CheckSpec>> {
             cut_every: o.power_cuts.unwrap_or(0),
             through,
             connections: o.connections,
+            blank: false,
         })
         .collect())
 }

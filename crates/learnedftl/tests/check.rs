@@ -19,6 +19,7 @@ fn spec(ftl: &str, ops: u64, cut_every: u64, set: &[&str]) -> CheckSpec {
         cut_every,
         through: Through::Engine,
         connections: 1,
+        blank: false,
     }
 }
 
@@ -91,6 +92,29 @@ fn the_check_catches_each_injected_fault() {
         );
         std::fs::remove_dir_all(d).unwrap();
     }
+}
+
+/// A fault the preconditioning's writes trigger (a write of one LPN in 64 never reaches the
+/// FTL): the first wrong read finds the preconditioning's data where the write it lost should
+/// be, so the check shrinks the preconditioning too, from a blank device, to a stream that
+/// holds the lost write, and saves a replay (on a blank device) that fails again.
+#[test]
+fn a_failure_the_preconditioning_caused_is_shrunk_with_it() {
+    let d = dir("setup");
+    let s = spec("ideal", 5000, 0, &["inject=drop-write:64"]);
+    let r = run(&s, None, d.clone());
+    let f = r.failures.first().expect("drop-write caught");
+    let n = f.stream_ops.unwrap();
+    assert!(n <= 10, "shrunk to {n} operations only: {f}");
+    let file: ReplayFile =
+        serde_json::from_str(&std::fs::read_to_string(f.replay_file.as_ref().unwrap()).unwrap())
+            .unwrap();
+    assert!(file.spec.blank, "{f}");
+    assert_eq!(file.ops.len() as u64, n);
+    assert!(file.ops.iter().any(|o| o.id > 0), "no write left: {f}");
+    let again = run(&file.spec, Some(file.ops), d.clone());
+    assert!(!again.failures.is_empty(), "the replay passes: {f}");
+    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]

@@ -21,6 +21,7 @@ fn spec(ftl: &str, ops: u64, cut_every: u64, connections: u32) -> CheckSpec {
         cut_every,
         through: Through::Nbd,
         connections,
+        blank: false,
     }
 }
 

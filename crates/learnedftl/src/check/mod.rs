@@ -84,6 +84,10 @@ pub struct CheckSpec {
     /// NBD connections used at once (with `through = nbd`).
     #[serde(default = "default_connections")]
     pub connections: u32,
+    /// Start from a blank device, without the preconditioning: a replayed stream that holds
+    /// its own, shrunk (a failure the preconditioning's writes caused).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blank: bool,
 }
 
 fn default_connections() -> u32 {
@@ -165,6 +169,16 @@ pub struct Failure {
     /// What it held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found: Option<String>,
+    /// The data identity of the write whose data the page should have held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_id: Option<u32>,
+    /// The data identity of the write whose data it held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_id: Option<u32>,
+    /// Which operations wrote the data expected and found (of the stream that reproduces it,
+    /// or the preconditioning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writers: Option<String>,
     /// Operations in the stream that reproduces it (after shrinking).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_ops: Option<u64>,
@@ -194,6 +208,9 @@ impl std::fmt::Display for Failure {
         }
         if let (Some(e), Some(x)) = (&self.expected, &self.found) {
             write!(f, ": expected {e}, found {x}")?;
+        }
+        if let Some(w) = &self.writers {
+            write!(f, " ({w})")?;
         }
         Ok(())
     }
@@ -272,7 +289,8 @@ pub struct Prepared {
 }
 
 /// Builds the device and FTL of `spec` and preconditions them through the engine: the whole
-/// logical space written, then as much again at random (a full, fragmented device).
+/// logical space written, then as much again at random (a full, fragmented device); nothing
+/// when the spec is `blank`.
 pub fn prepare(spec: &CheckSpec) -> Result<Prepared, CheckError> {
     let (cfg, params) = spec.device()?;
     let opts = SimOptions {
@@ -288,7 +306,11 @@ pub fn prepare(spec: &CheckSpec) -> Result<Prepared, CheckError> {
     }
     let g = cfg.geometry;
     let ps = g.page_size as u64;
-    let ops = stream::precondition(spec.seed, g.logical_bytes(), ps);
+    let ops = if spec.blank {
+        Vec::new()
+    } else {
+        stream::precondition(spec.seed, g.logical_bytes(), ps)
+    };
     let last_id = ops.iter().map(|o| o.id).max().unwrap_or(0);
     let mut driver = EngineDriver::new(sim);
     let mut run = Run::new(Model::new(g.logical_bytes(), ps, spec.cut_every > 0));
@@ -316,6 +338,9 @@ impl Failure {
             lpn: None,
             expected: None,
             found: None,
+            expected_id: None,
+            found_id: None,
+            writers: None,
             stream_ops: None,
             replay_file: None,
             replay: None,

@@ -78,6 +78,12 @@ fn holds(data: &[u8], id: u32, sector: u64) -> bool {
     diff == 0
 }
 
+/// The write whose data `data` (a sector) holds, if it holds one's, damaged or not.
+pub fn written_by(data: &[u8]) -> Option<u32> {
+    let w0 = u64::from_le_bytes(data[..8].try_into().expect("8 bytes"));
+    (w0 >> 32 == MAGIC).then_some(w0 as u32)
+}
+
 /// What one sector holds, in words: zeroes, some write's data for some sector, or neither.
 pub fn describe(data: &[u8]) -> String {
     let w = |i: usize| u64::from_le_bytes(data[8 * i..8 * i + 8].try_into().expect("8 bytes"));
@@ -118,6 +124,8 @@ pub struct Mismatch {
     pub expected: u32,
     /// What it holds.
     pub found: String,
+    /// The write whose data it holds, if any's.
+    pub found_id: Option<u32>,
     /// Wrong sectors in the read.
     pub sectors: u64,
 }
@@ -258,6 +266,7 @@ impl Model {
                             sector,
                             expected: id,
                             found: describe(got),
+                            found_id: written_by(got),
                             sectors: 1,
                         })
                     }

@@ -2,11 +2,14 @@
 
 use super::stream::{HostOp, Kind};
 use super::verify::Run;
-use super::{CheckSpec, Failure, MakeDriver, Prepared, ReplayFile, RunOptions};
+use super::{stream, CheckSpec, Failure, MakeDriver, Prepared, ReplayFile, RunOptions};
 use std::time::{Duration, Instant};
 
 /// Shrinks the stream that failed with `f` (delta debugging: ever smaller subsets that still
-/// fail, for at most `opts.shrink_time`), saves it and names the command that replays it.
+/// fail, for at most `opts.shrink_time`), saves it and names the command that replays it. When
+/// the preconditioning takes part in the failure, it is shrunk too ([`from_blank`]), so that
+/// the replay holds the writes that caused the failure; the failure names the operations that
+/// wrote the data expected and found.
 pub(super) fn shrink_and_save(
     spec: &CheckSpec,
     prepared: &Prepared,
@@ -16,30 +19,17 @@ pub(super) fn shrink_and_save(
     make: &mut MakeDriver<'_>,
 ) -> Failure {
     let deadline = Instant::now() + opts.shrink_time;
-    let mut trial = |candidate: &[HostOp]| -> Option<Failure> {
-        let mut driver = make(prepared.sim.clone()).ok()?;
-        let mut run = Run::new(prepared.model.clone());
-        run.ops(
-            driver.as_mut(),
-            candidate,
-            0,
-            Some(deadline + Duration::from_secs(60)),
-        )
-    };
     // As many operations after the failure as before stay until the end: removing an earlier
     // one may need a later one to fail again (a fault on the n-th page read needs n reads).
     // Candidates are only ever subsets, each tested as it is.
     let around = ops[..(2 * (f.op_index as usize + 1)).min(ops.len())].to_vec();
-    let (short, f) = coarse(around, f, &mut trial, deadline);
-    let (mut small, mut failure) = ddmin(short, f, &mut trial, deadline);
-    let end = failure.op_index as usize + 1;
-    if end < small.len() {
-        if let Some(f) = trial(&small[..end]) {
-            small.truncate(end);
-            failure = f;
-        }
-    }
+    let (small, failure) = shrink(prepared, around, f, deadline, make);
+    let (spec, small, mut failure, setup_ids) = match from_blank(spec, &small, opts, make) {
+        Some((spec, (small, failure))) => (spec, small, failure, 0),
+        None => (spec.clone(), small, failure, prepared.last_id),
+    };
     failure.stream_ops = Some(small.len() as u64);
+    failure.writers = writers(&failure, &small, setup_ids);
     let file = ReplayFile {
         spec: spec.clone(),
         failure: failure.to_string(),
@@ -68,6 +58,98 @@ pub(super) fn shrink_and_save(
         Err(_) => failure.replay = Some(spec.command()),
     }
     failure
+}
+
+/// Runs `candidate` on a driver for a copy of `prepared`; its failure, if it fails.
+fn trial(
+    prepared: &Prepared,
+    candidate: &[HostOp],
+    deadline: Instant,
+    make: &mut MakeDriver<'_>,
+) -> Option<Failure> {
+    let mut driver = make(prepared.sim.clone()).ok()?;
+    let mut run = Run::new(prepared.model.clone());
+    run.ops(
+        driver.as_mut(),
+        candidate,
+        0,
+        Some(deadline + Duration::from_secs(60)),
+    )
+}
+
+/// The smallest stream found, until `deadline`, that still fails on `prepared` as `ops` did
+/// with `f`: coarse cuts, delta debugging, then what follows the failing operation dropped.
+fn shrink(
+    prepared: &Prepared,
+    ops: Vec<HostOp>,
+    f: Failure,
+    deadline: Instant,
+    make: &mut MakeDriver<'_>,
+) -> (Vec<HostOp>, Failure) {
+    let mut test = |candidate: &[HostOp]| trial(prepared, candidate, deadline, make);
+    let (short, f) = coarse(ops, f, &mut test, deadline);
+    let (mut small, mut failure) = ddmin(short, f, &mut test, deadline);
+    // What follows the failing operation, if the failure needs none of it.
+    let end = failure.op_index as usize + 1;
+    if end < small.len() {
+        if let Some(f) = test(&small[..end]) {
+            small.truncate(end);
+            failure = f;
+        }
+    }
+    (small, failure)
+}
+
+/// A failure the preconditioning takes part in (the shrunk stream passes on a blank device),
+/// shrunk again from a blank device with the preconditioning's writes at the head of the
+/// stream (given another `opts.shrink_time`): the spec to replay it (`blank`), the stream and
+/// its failure. `None` when the stream fails without the preconditioning too, or the failure
+/// does not come back from a blank device.
+fn from_blank(
+    spec: &CheckSpec,
+    small: &[HostOp],
+    opts: &RunOptions,
+    make: &mut MakeDriver<'_>,
+) -> Option<(CheckSpec, (Vec<HostOp>, Failure))> {
+    let spec = CheckSpec {
+        blank: true,
+        ..spec.clone()
+    };
+    let blank = super::prepare(&spec).ok()?;
+    let deadline = Instant::now() + opts.shrink_time;
+    if trial(&blank, small, deadline, make).is_some() {
+        return None;
+    }
+    let g = blank.sim.device().geo();
+    let mut ops = stream::precondition(spec.seed, g.logical_bytes(), g.page_size as u64);
+    ops.extend_from_slice(small);
+    let f = trial(&blank, &ops, deadline, make)?;
+    let shrunk = shrink(&blank, ops, f, deadline, make);
+    Some((spec, shrunk))
+}
+
+/// Names the operations that wrote the data a failure expected and found: their index in
+/// `ops` (the stream that reproduces it), or the preconditioning's (data identities up to
+/// `setup_ids`).
+fn writers(f: &Failure, ops: &[HostOp], setup_ids: u32) -> Option<String> {
+    let name = |id: u32| match ops.iter().position(|o| o.id == id) {
+        Some(i) => {
+            let o = &ops[i];
+            format!(
+                "operation {i} ({:?} of {} B at byte {})",
+                o.kind, o.len, o.offset
+            )
+        }
+        None if id <= setup_ids => format!("the preconditioning (its write {id})"),
+        None => format!("write {id}, outside this stream"),
+    };
+    let parts: Vec<String> = [("expected", f.expected_id), ("found", f.found_id)]
+        .into_iter()
+        .filter_map(|(what, id)| {
+            id.map(|id| format!("the data {what} was written by {}", name(id)))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// Cheap cuts before delta debugging: the shortest failing stream that starts 8, 16, 32, ...
@@ -156,4 +238,45 @@ fn ddmin(
         }
     }
     (ops, failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::stream::Kind;
+
+    /// A failure names the stream operation that wrote the data expected and the
+    /// preconditioning's write that left the data found.
+    #[test]
+    fn writers_are_named_by_their_operation_or_the_preconditioning() {
+        let op = |kind, id| HostOp {
+            kind,
+            offset: 8192,
+            len: 4096,
+            fua: false,
+            id,
+            new_batch: true,
+            cut: None,
+        };
+        let ops = [op(Kind::Write, 41), op(Kind::Read, 0)];
+        let f = Failure {
+            expected_id: Some(41),
+            found_id: Some(7),
+            ..Failure::new(1, ops[1], "read returned wrong bytes".into())
+        };
+        assert_eq!(
+            writers(&f, &ops, 40).unwrap(),
+            "the data expected was written by operation 0 (Write of 4096 B at byte 8192); \
+             the data found was written by the preconditioning (its write 7)"
+        );
+        let zeroes = Failure {
+            found_id: None,
+            ..f.clone()
+        };
+        assert!(!writers(&zeroes, &ops, 40).unwrap().contains("found"));
+        assert_eq!(
+            writers(&Failure::new(1, ops[1], String::new()), &ops, 40),
+            None
+        );
+    }
 }

@@ -182,6 +182,8 @@ impl Run {
                         lpn: Some((m.sector / page_sectors) as u32),
                         expected: Some(expected_text(m.expected, m.sector)),
                         found: Some(m.found),
+                        expected_id: (m.expected > 0).then_some(m.expected),
+                        found_id: m.found_id,
                         ..Failure::new(first + i as u64, *op, what)
                     }));
                 }

@@ -36,6 +36,12 @@ pub enum Fault {
     LoseFlush,
     /// Each recovery loses one mapped page.
     ForgetMapping,
+    /// Writes of one LPN in `n` (those whose hash is a multiple of `n`) are acknowledged but
+    /// never reach the FTL: the page keeps its older version, as a lost mapping update would.
+    DropWrite {
+        /// The period.
+        n: u64,
+    },
 }
 
 impl std::str::FromStr for Fault {
@@ -44,12 +50,15 @@ impl std::str::FromStr for Fault {
         let bad = || {
             ConfigError::invalid(
                 "inject",
-                format!("'{s}': wrong-read:N, drop-trim, lose-flush or forget-mapping"),
+                format!(
+                    "'{s}': wrong-read:N, drop-write:N, drop-trim, lose-flush or forget-mapping"
+                ),
             )
         };
         match s.split_once(':') {
-            Some(("wrong-read", n)) => match n.parse::<u64>() {
-                Ok(n) if n > 0 => Ok(Fault::WrongRead { n }),
+            Some((kind @ ("wrong-read" | "drop-write"), n)) => match n.parse::<u64>() {
+                Ok(n) if n > 0 && kind == "wrong-read" => Ok(Fault::WrongRead { n }),
+                Ok(n) if n > 0 => Ok(Fault::DropWrite { n }),
                 _ => Err(bad()),
             },
             None if s == "drop-trim" => Ok(Fault::DropTrim),
@@ -138,6 +147,27 @@ impl Ftl for Inject {
             (Fault::DropTrim, Op::Trim) | (Fault::LoseFlush, Op::Flush) => Ok(req.arrival),
             (Fault::WrongRead { n }, Op::Read) => {
                 self.inner.submit(dev, req, &mut WrongRead { sink, n })
+            }
+            (Fault::DropWrite { n }, Op::Write) => {
+                // The runs of pages kept, each a write of its own.
+                let dropped = |l: u32| crate::seed::mix(0xD0, l as u64, 0) % n == 0;
+                let (mut done, mut l, end) = (req.arrival, req.lpn.0, req.lpn.0 + req.pages);
+                while l < end {
+                    let first = l;
+                    while l < end && !dropped(l) {
+                        l += 1;
+                    }
+                    if l > first {
+                        let run = Request {
+                            lpn: Lpn(first),
+                            pages: l - first,
+                            ..*req
+                        };
+                        done = done.max(self.inner.submit(dev, &run, sink)?);
+                    }
+                    l += 1;
+                }
+                Ok(done)
             }
             _ => self.inner.submit(dev, req, sink),
         }
