@@ -50,7 +50,7 @@ pub enum GcRule {
     Femu,
 }
 
-/// How GC ranks candidate victims (`gc_victim=greedy|cost-benefit`).
+/// How GC ranks candidate victims (`gc_victim=greedy|cost-benefit|fifo`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VictimRule {
@@ -61,6 +61,9 @@ pub enum VictimRule {
     /// waits until more of it is invalid, so lines of hot pages (translation pages, rewritten
     /// far more often than data) are collected emptier than greedy collects them.
     CostBenefit,
+    /// The oldest line first (by when its first block was opened), however valid: the
+    /// analytic model's FIFO cleaning (Desnoyers, SYSTOR'12; `reproduce::theory`).
+    Fifo,
 }
 
 /// When garbage collection runs (SPEC §3.5), in lines, and how it ranks victims.
@@ -101,7 +104,7 @@ impl GcPolicy {
     pub fn greedy_only(&self, who: &str) -> Result<(), ConfigError> {
         match self.victim {
             VictimRule::Greedy => Ok(()),
-            VictimRule::CostBenefit => Err(ConfigError::invalid(
+            VictimRule::CostBenefit | VictimRule::Fifo => Err(ConfigError::invalid(
                 "gc_victim",
                 format!("{who} picks its GC victims by its own rule; only greedy applies"),
             )),
@@ -113,7 +116,7 @@ keys! {
     /// The GC policy's keys ([`GcPolicy::from_params`]), shared by the FTLs that collect lines.
     pub static GC_KEYS = "gc", "when garbage collection runs (SPEC §3.5)";
     GC = "gc" ["reserve|femu"] "the rule for the GC thresholds: one reserve for every FTL, or FEMU's fractions of the lines";
-    GC_VICTIM = "gc_victim" ["greedy|cost-benefit"] "how GC ranks victim lines: fewest valid pages, or LFS's cost-benefit (emptiness times age)";
+    GC_VICTIM = "gc_victim" ["greedy|cost-benefit|fifo"] "how GC ranks victim lines: fewest valid pages, LFS's cost-benefit (emptiness times age), or the oldest first";
     GC_BG_MIN_INVALID = "gc_bg_min_invalid" ["of a line"] "a background victim needs at least this share of its pages invalid";
     GC_BG_VICTIMS = "gc_bg_victims" ["victims"] "victims background GC cleans after each request, at most";
     GC_RESERVE_LINES = "gc_reserve_lines" ["lines"] "foreground GC runs while free lines are at most this" only with "gc=reserve";
@@ -172,10 +175,11 @@ impl GcPolicy {
         let victim = match params.take_str_or(&GC_VICTIM, "greedy").as_str() {
             "greedy" => VictimRule::Greedy,
             "cost-benefit" => VictimRule::CostBenefit,
+            "fifo" => VictimRule::Fifo,
             o => {
                 return Err(ConfigError::invalid(
                     "gc_victim",
-                    format!("{} is not greedy or cost-benefit", quote(o)),
+                    format!("{} is not greedy, cost-benefit or fifo", quote(o)),
                 ))
             }
         };
@@ -431,6 +435,8 @@ impl Allocator {
         match self.policy.victim {
             VictimRule::Greedy => valid as f64,
             VictimRule::CostBenefit => self.cost_benefit(dev, line, valid),
+            // Lines open in order, so the first block's sequence number orders them by age.
+            VictimRule::Fifo => dev.block_seq(self.geo.block_in_line(line, 0)) as f64,
         }
     }
 
@@ -529,6 +535,8 @@ impl Allocator {
                         m - n
                     }
                 }
+                // Age alone ranks: no invalidation makes another line the first choice.
+                VictimRule::Fifo => u32::MAX,
             }
         };
         // Per candidate, the valid count below which it may become a victim (never below

@@ -21,6 +21,7 @@ mod report;
 mod sections;
 pub mod spec;
 pub mod sweeps;
+pub mod theory;
 
 pub use cache::Cache;
 pub use def::{Def, Scale};

@@ -410,6 +410,7 @@ fn drive_settings(c: &Ctx) -> Vec<(String, Vec<(&'static str, String)>)> {
             format!("cell=tlc, SLC cache {}", size(slice)),
             vec![tlc.clone(), ("slc_cache", slc.clone())],
         ),
+        ("multi-plane, 2 planes".into(), two_planes(c)),
         (
             "all (tlc, slc, suspend, buffer, 2 µs/cmd)".into(),
             vec![
@@ -421,6 +422,20 @@ fn drive_settings(c: &Ctx) -> Vec<(String, Vec<(&'static str, String)>)> {
             ],
         ),
     ]
+}
+
+/// Two planes per LUN working together (`multi_plane=on`) on the same capacity: half the
+/// blocks per plane (`--capacity` picks them itself).
+fn two_planes(c: &Ctx) -> Vec<(&'static str, String)> {
+    let mut sets = vec![
+        ("planes_per_lun", "2".to_string()),
+        ("multi_plane", "on".to_string()),
+    ];
+    if c.config.capacity.is_none() {
+        let bpp = DeviceConfig::preset(&c.config.preset).map_or(2, |d| d.geometry.blocks_per_plane);
+        sets.push(("blocks_per_plane", (bpp / 2).to_string()));
+    }
+    sets
 }
 
 fn drive_features(c: &Ctx) -> Vec<RunSpec> {
@@ -436,6 +451,40 @@ fn drive_features(c: &Ctx) -> Vec<RunSpec> {
                 .pre("randwrite:512k:1"),
                 |run, (k, v)| run.set(k, v),
             )
+        })
+        .collect()
+}
+
+/// The theory oracle's device (`reproduce::theory`): one LUN and one plane, so that a line,
+/// our GC's erase unit, is one block of 64 pages, and 4,096 of them whatever the preset.
+pub const THEORY_UNITS: u32 = 4096;
+
+/// The spare factors the theory oracle checks ((physical − logical) ÷ physical pages).
+pub const THEORY_SPARE: [f64; 6] = [0.05, 0.07, 0.10, 0.20, 0.30, 0.50];
+
+/// The ideal FTL under FIFO and greedy GC at each of [`THEORY_SPARE`], on its own device: a
+/// sequential fill, then independent random 4 KiB writes (job `theory`).
+fn theory(_: &Ctx) -> Vec<RunSpec> {
+    ["greedy", "fifo"]
+        .into_iter()
+        .flat_map(|victim| {
+            THEORY_SPARE.into_iter().map(move |sf| {
+                RunSpec::new(
+                    format!("{victim}, spare {sf}"),
+                    &["ideal"],
+                    WorkloadSpec::Job("theory"),
+                )
+                .pre("write:512k:1")
+                .set("channels", 1)
+                .set("luns_per_channel", 1)
+                .set("planes_per_lun", 1)
+                .set("pages_per_block", 64)
+                .set("blocks_per_plane", THEORY_UNITS)
+                .set("logical_ratio", format!("{:.2}", 1.0 - sf))
+                .set("gc", "reserve")
+                .set("gc_victim", victim)
+                .own_device()
+            })
         })
         .collect()
 }
@@ -588,6 +637,14 @@ pub const EXPERIMENTS: &[Def] = &[
         differences: sections::DRIVE_DIFF,
     },
     Def {
+        name: "theory",
+        title: "Theory as an oracle: GC write amplification against Desnoyers' models",
+        runs: theory,
+        reads: &["theory"],
+        section: sections::theory,
+        differences: sections::THEORY_DIFF,
+    },
+    Def {
         name: "dram",
         title: "Mapping DRAM of every FTL (lecture deck's RAM-usage table)",
         runs: dram,
@@ -676,6 +733,13 @@ pub fn job_text(name: &str, s: &Scale) -> Option<String> {
              [mixed]\nstonewall\nrw=randrw\nrwmixread=70\n",
             n = s.rw_ios / 4
         ),
+        "theory" => {
+            "; Independent random 4 KiB writes (no random map) after the sequential fill: the\n\
+             ; logical space twice to reach the steady state, then once measured.\n\
+             [global]\nrw=randwrite\nbs=4k\nnorandommap=1\nio_size=100%\n\n\
+             [warm1]\n\n[warm2]\nstonewall\n\n[measure]\nstonewall\n"
+                .to_string()
+        }
         "fast-mixed" => format!(
             "; one sequential 512 KiB writer and 16 random 4 KiB writers at once\n\
              [seq]\nrw=write\nbs=512k\nnumber_ios={}\n\n\
@@ -688,7 +752,7 @@ pub fn job_text(name: &str, s: &Scale) -> Option<String> {
 }
 
 /// Every job file name the experiments may use.
-pub const JOB_FILES: [&str; 8] = [
+pub const JOB_FILES: [&str; 9] = [
     "randread",
     "seqread",
     "seqread-shared",
@@ -697,6 +761,7 @@ pub const JOB_FILES: [&str; 8] = [
     "tpftl-threads-seq",
     "fast-mixed",
     "drive-features",
+    "theory",
 ];
 
 #[cfg(test)]

@@ -57,6 +57,9 @@ pub struct RunSpec {
     pub workload: WorkloadSpec,
     /// A configuration error is an expected outcome (kept in the report as the run's error).
     pub may_refuse: bool,
+    /// The run's parameters give its whole device: the suite's `--capacity` does not apply
+    /// (the theory oracle's device of one-block lines, `reproduce::theory`).
+    pub own_device: bool,
 }
 
 impl RunSpec {
@@ -69,6 +72,7 @@ impl RunSpec {
             precondition: None,
             workload,
             may_refuse: false,
+            own_device: false,
         }
     }
 
@@ -88,6 +92,17 @@ impl RunSpec {
     pub fn may_refuse(mut self) -> RunSpec {
         self.may_refuse = true;
         self
+    }
+
+    /// Marks the run's parameters as its whole device: the suite's `--capacity` is left out.
+    pub fn own_device(mut self) -> RunSpec {
+        self.own_device = true;
+        self
+    }
+
+    /// The suite's `--capacity`, where it applies to this run.
+    fn capacity<'a>(&self, config: &'a Config) -> Option<&'a crate::config::Capacity> {
+        config.capacity.as_ref().filter(|_| !self.own_device)
     }
 
     /// Every parameter of the run: the setup's, then the run's own (a later one wins).
@@ -118,7 +133,7 @@ impl RunSpec {
     ) -> Result<Experiment, ReproduceError> {
         let mut o = RunOptions {
             preset: config.preset.clone(),
-            capacity: config.capacity.as_ref().map(|c| c.text().to_string()),
+            capacity: self.capacity(config).map(|c| c.text().to_string()),
             precondition: self.precondition.map(str::to_string),
             settle: Self::settle(config).into(),
             seed: config.seed,
@@ -174,7 +189,7 @@ impl RunSpec {
     /// output directory's `jobs/`).
     pub fn command(&self, config: &Config) -> String {
         let mut c = format!("learnedftl compare --preset {}", config.preset);
-        if let Some(cap) = &config.capacity {
+        if let Some(cap) = self.capacity(config) {
             c += &format!(" --capacity {}", cap.canonical());
         }
         c += &format!(" --seed {} --ftl {}", config.seed, self.ftls.join(","));

@@ -8,6 +8,7 @@ mod drive;
 mod hpftl;
 mod leaftl;
 mod learnedftl;
+mod theory;
 
 pub(super) use deck::{dram, fast_merges, mu_translation};
 pub(super) use differences::*;
@@ -17,6 +18,7 @@ pub(super) use leaftl::leaftl_mapping;
 pub(super) use learnedftl::{
     ablations, cmt_sweep, filebench, reads, rocksdb, tpftl_threads, traces, training, writes,
 };
+pub(super) use theory::theory;
 
 use super::{ExperimentResult, RunResult};
 use crate::report::plot::{Chart, Kind, Series};
