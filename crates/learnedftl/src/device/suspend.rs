@@ -8,8 +8,8 @@
 //! `suspend_program_ns` (or `suspend_erase_ns`) after it is issued, and every operation booked
 //! on the LUN from then on starts as much later as the read took (with a suspension: suspend,
 //! read, resume): LUN time is conserved, reads gain their latency, and the work already booked
-//! reports its completion early by that much. A read that finds the LUN reading queues behind
-//! that read.
+//! reports its completion early by that much. A read that finds reads booked on the LUN,
+//! executing or queued, queues behind them.
 
 use crate::config::SuspendConfig;
 use serde::Serialize;
@@ -122,9 +122,10 @@ impl Suspend {
     ) -> Option<Suspended> {
         let cfg = &self.cfg;
         let l = &mut self.luns[lun];
-        // Reads in progress, or starting within a suspension's time (the executing operation
-        // is suspended already for them): this one follows them.
-        let soon = t + cfg.program_ns.max(cfg.erase_ns);
+        // Reads keep their order among themselves: this one follows every read booked on the
+        // LUN that has not ended (in progress, given priority already, or queued). Going ahead
+        // of queued reads would serve two at once on one LUN, since the completions of work
+        // already booked do not move (a deep queue of reads then outran the LUNs).
         // One pass over the remembered operations: the latest end of such reads, and the
         // operation executing at `t`.
         let (mut reading, mut at) = (None::<u64>, None);
@@ -132,7 +133,7 @@ impl Suspend {
             if o.end <= t {
                 continue;
             }
-            if o.kind == Kind::Read && o.start <= soon {
+            if o.kind == Kind::Read {
                 reading = Some(reading.map_or(o.end, |e| e.max(o.end)));
             }
             if at.is_none() && o.start <= t {

@@ -627,3 +627,27 @@ fn latency_parts_add_up_to_the_mean_and_name_each_cost() {
         .latency_parts_us
         .is_none());
 }
+
+/// Program and erase suspend gives reads priority over programs and erases, never over other
+/// reads: a deep queue of reads is served no faster than the LUNs read (it once outran them,
+/// a read queued ahead of reads booked already being served beside them on one LUN).
+#[test]
+fn suspend_never_serves_two_reads_at_once_on_a_lun() {
+    for sets in [&[][..], &["suspend=on"][..]] {
+        let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+        let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::checked()).unwrap();
+        let mut w = JobSpec::new("fill", RwKind::Write);
+        w.bs = 512 << 10;
+        s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+        let mut r = JobSpec::new("r", RwKind::RandRead);
+        r.numjobs = 8;
+        r.iodepth = 256;
+        r.number_ios = Some(4000);
+        let m = s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap();
+        // 8 LUNs reading 40 µs each: 200 k reads a second at most.
+        let most = 8.0 * 1e9 / cfg.timing.read_ns as f64;
+        assert!(m.iops <= most * 1.001, "{sets:?}: {} IOPS", m.iops);
+        assert!(m.iops > 0.9 * most, "{sets:?}: {} IOPS", m.iops);
+    }
+}
