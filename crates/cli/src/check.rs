@@ -23,7 +23,7 @@ pub struct CheckOpts {
     /// FTLs to check, comma-separated, or `all` (every registered FTL).
     #[arg(long, value_delimiter = ',', default_value = "all")]
     ftl: Vec<String>,
-    /// Device preset: paper, quick or tiny.
+    /// Device preset: paper, quick, tiny or 980pro (docs/device.md "Drive presets"), or a drive preset file (PATH.preset).
     #[arg(long, default_value = "tiny")]
     preset: String,
     /// Override a device or FTL parameter (repeatable), e.g. --set cmt_ratio=0.05.

@@ -81,7 +81,7 @@ enum Cmd {
         /// Only the keys of this FTL and the device (default: every FTL's).
         #[arg(long)]
         ftl: Option<String>,
-        /// Device preset whose defaults to show: paper, quick or tiny.
+        /// Device preset whose defaults to show: paper, quick, tiny, 980pro or a PATH.preset file.
         #[arg(long, default_value = "quick")]
         preset: String,
         /// Print JSON instead of tables.
@@ -160,7 +160,7 @@ impl TraceInput {
 /// Options shared by `run` and `compare`.
 #[derive(Args)]
 struct Opts {
-    /// Device preset: paper, quick or tiny.
+    /// Device preset: paper, quick, tiny or 980pro (docs/device.md "Drive presets"), or a drive preset file (PATH.preset).
     #[arg(long, default_value = "quick")]
     preset: String,
     /// Scale the preset to this logical capacity (binary units: 512MiB, 32GiB, 1TiB, 1.5TiB;

@@ -20,7 +20,7 @@ use std::time::Instant;
 pub struct ReproduceOpts {
     /// Experiments to run (default: all). `learnedftl reproduce --list` names them.
     experiments: Vec<String>,
-    /// Device preset: paper, quick or tiny.
+    /// Device preset: paper, quick, tiny or 980pro (docs/device.md "Drive presets"), or a drive preset file (PATH.preset).
     #[arg(long, default_value = "quick")]
     preset: String,
     /// Scale the preset to this logical capacity (binary units: 32GiB, 1TiB; or bytes) by its

@@ -27,7 +27,7 @@ pub struct ServeOpts {
     /// FTL managing the device.
     #[arg(long, default_value = "ideal")]
     ftl: String,
-    /// Device preset: paper, quick or tiny.
+    /// Device preset: paper, quick, tiny or 980pro (docs/device.md "Drive presets"), or a drive preset file (PATH.preset).
     #[arg(long, default_value = "quick")]
     preset: String,
     /// Scale the preset to this logical capacity (binary units: 512MiB, 32GiB, 1TiB; or bytes)

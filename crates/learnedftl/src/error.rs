@@ -82,7 +82,7 @@ pub enum ConfigError {
     #[error("capacity: {0}")]
     Capacity(String),
     /// An unknown preset name.
-    #[error("unknown preset {} (expected one of: paper, quick, tiny)", quote(.0))]
+    #[error("unknown preset {} (expected one of: paper, quick, tiny, 980pro, or a drive preset file PATH.preset)", quote(.0))]
     UnknownPreset(String),
     /// An unknown FTL name.
     #[error("unknown FTL {} (implemented: {known})", quote(.name))]

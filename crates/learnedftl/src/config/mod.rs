@@ -731,7 +731,7 @@ keys! {
     READ_NS_PAGES = "read_ns_pages" ["ns,ns,..."] "with cell=mlc|tlc|qlc: the read latency of each page type, LSB first (default: FEMU's table for the cell; TLC's shown)" only with "cell=tlc";
     PROGRAM_NS_PAGES = "program_ns_pages" ["ns,ns,..."] "with cell=mlc|tlc|qlc: the program latency of each page type, LSB first (default: FEMU's table for the cell; TLC's shown)" only with "cell=tlc";
     ERASE_NS = "erase_ns" ["ns"] "block erase latency";
-    SLC_CACHE = "slc_cache" ["B"] "static hybrid SLC cache: host data is programmed in SLC mode first and folded later (needs cell=mlc|tlc|qlc)";
+    SLC_CACHE = "slc_cache" ["B or %"] "static hybrid SLC cache, in bytes or as a share of the logical capacity: host data is programmed in SLC mode first and folded later (needs cell=mlc|tlc|qlc)";
     SLC_CACHE_DYNAMIC = "slc_cache_dynamic" ["on/off"] "add the pages holding no valid data, in SLC mode, to the SLC cache (it shrinks as the drive fills)";
     SLC_WHEN_FULL = "slc_when_full" ["direct|fold"] "a host program that finds the SLC cache full goes to the multi-bit cells, or waits for a fold";
     MULTI_PLANE = "multi_plane" ["on/off"] "programs (erases) of the same page (block) of a line on several planes of a LUN run as one operation";
@@ -821,12 +821,90 @@ fn host_from_params(params: &mut Params, base: HostCost) -> Result<HostCost, Con
     Ok(h)
 }
 
-/// Names of the built-in presets.
-pub const PRESETS: &[&str] = &["paper", "quick", "tiny"];
+/// Names of the built-in presets: SPEC §3.1's three, then the drive presets written as keys
+/// ([`DRIVE_PRESETS`]).
+pub const PRESETS: &[&str] = &["paper", "quick", "tiny", "980pro"];
+
+/// The drive presets shipped in the binary: `--set` keys on a base preset, one `key=value` a
+/// line (`crates/learnedftl/presets/NAME.preset`; docs/device.md "Drive presets"). A user's own
+/// is `--preset path/to/file.preset`.
+pub const DRIVE_PRESETS: [(&str, &str); 1] =
+    [("980pro", include_str!("../../presets/980pro.preset"))];
+
+/// A drive preset's text, by name (a shipped one) or path (a name ending in `.preset` or
+/// holding a `/`); `None` for a name that is neither.
+fn drive_preset_text(name: &str) -> Result<Option<String>, ConfigError> {
+    if let Some((_, text)) = DRIVE_PRESETS.iter().find(|(n, _)| *n == name) {
+        return Ok(Some(text.to_string()));
+    }
+    if name.ends_with(".preset") || name.contains('/') {
+        return std::fs::read_to_string(name)
+            .map(Some)
+            .map_err(|e| ConfigError::invalid("preset", format!("{}: {e}", quote(name))));
+    }
+    Ok(None)
+}
+
+/// A `key=value` of a drive preset, and its origin (the preset and line).
+struct PresetKey {
+    key: String,
+    value: String,
+    origin: String,
+}
+
+/// A drive preset's base preset and its assignments.
+fn parse_drive_preset(name: &str, text: &str) -> Result<(String, Vec<PresetKey>), ConfigError> {
+    let mut base = None;
+    let mut keys = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let origin = format!("preset {name} line {}", i + 1);
+        let Some((k, v)) = line.split_once('=') else {
+            return Err(ConfigError::invalid(
+                "preset",
+                format!("{origin}: {} is not key=value", quote(line)),
+            ));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k == "base" {
+            if !PRESETS.contains(&v) || drive_preset_text(v)?.is_some() {
+                return Err(ConfigError::invalid(
+                    "preset",
+                    format!("{origin}: base={v}: the base is paper, quick or tiny"),
+                ));
+            }
+            base = Some(v.to_string());
+        } else if keys.iter().any(|p: &PresetKey| p.key == k) {
+            return Err(ConfigError::invalid(
+                "preset",
+                format!("{origin}: {k} is given twice"),
+            ));
+        } else {
+            keys.push(PresetKey {
+                key: k.to_string(),
+                value: v.to_string(),
+                origin,
+            });
+        }
+    }
+    let base = base.ok_or_else(|| {
+        ConfigError::invalid(
+            "preset",
+            format!("preset {name}: no base= line (paper, quick or tiny)"),
+        )
+    })?;
+    Ok((base, keys))
+}
 
 impl DeviceConfig {
-    /// One of the presets of SPEC §3.1.
+    /// One of the presets of SPEC §3.1, or a drive preset ([`DRIVE_PRESETS`], or a file).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
+        if drive_preset_text(name)?.is_some() {
+            return Self::build(name, None, &mut Params::new());
+        }
         let (ch, luns, blocks, pages) = match name {
             "paper" => (8, 8, 256, 512),
             "quick" => (8, 8, 256, 64),
@@ -896,6 +974,24 @@ impl DeviceConfig {
         capacity: Option<&Capacity>,
         params: &mut Params,
     ) -> Result<Self, ConfigError> {
+        if let Some(text) = drive_preset_text(preset)? {
+            // The drive preset's keys under the caller's: a key given both ways is the
+            // caller's, and `--capacity` sizes the device itself.
+            let (base, keys) = parse_drive_preset(preset, &text)?;
+            let given: Vec<String> = params.keys().map(str::to_string).collect();
+            let has = |k: &str| given.iter().any(|g| g == k);
+            for PresetKey { key, value, origin } in keys {
+                let k = key.as_str();
+                let sized = capacity.is_some() && (k == "blocks_per_plane" || k == "logical_pages");
+                let ratio_given = k == "logical_ratio" && has("logical_pages");
+                if !has(k) && !sized && !ratio_given {
+                    params.insert(k, &value, &origin);
+                }
+            }
+            let mut c = Self::build(&base, capacity, params)?;
+            c.preset = preset.to_string();
+            return Ok(c);
+        }
         let mut c = Self::preset(preset)?;
         let g = &mut c.geometry;
         let mut geometry_changed = false;
@@ -1027,8 +1123,32 @@ impl DeviceConfig {
         c.power_loss_protection =
             params.take_bool_or(&POWER_LOSS_PROTECTION, c.power_loss_protection)?;
         c.checkpoint_every = params.take_or(&CHECKPOINT_EVERY, c.checkpoint_every)?;
-        c.slc.pages = params.take_size_or(&SLC_CACHE, c.slc.pages * c.geometry.page_size as u64)?
-            / c.geometry.page_size as u64;
+        let ps = c.geometry.page_size as u64;
+        // A share of the logical capacity (`0.6%`) sizes the cache with the device, as a drive
+        // family's does (a drive preset at another `--capacity`).
+        let share = params.get(&SLC_CACHE).and_then(|(v, origin)| {
+            v.trim()
+                .strip_suffix('%')
+                .map(|p| (p.to_string(), origin.to_string()))
+        });
+        c.slc.pages = match share {
+            Some((p, origin)) => {
+                params.take_str(&SLC_CACHE);
+                let f = p
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| (0.0..=100.0).contains(f));
+                let f = f.ok_or_else(|| ConfigError::Value {
+                    key: "slc_cache".into(),
+                    value: format!("{p}%"),
+                    origin,
+                    expected: "a size in bytes or a share of the logical capacity (0.6%)".into(),
+                })?;
+                (c.geometry.logical_pages as f64 * f / 100.0) as u64
+            }
+            None => params.take_size_or(&SLC_CACHE, c.slc.pages * ps)? / ps,
+        };
         c.slc.dynamic = params.take_bool_or(&SLC_CACHE_DYNAMIC, c.slc.dynamic)?;
         c.slc.when_full = match params
             .take_str_or(&SLC_WHEN_FULL, c.slc.when_full.key())
@@ -1219,6 +1339,57 @@ mod tests {
         for p in PRESETS {
             DeviceConfig::preset(p).unwrap().validate().unwrap();
         }
+    }
+
+    /// A drive preset is its keys on its base: `--set` overrides any of them, `--capacity`
+    /// sizes it itself, and a user's own preset file works the same; a bad line is named.
+    #[test]
+    fn drive_presets_are_keys_on_a_base() {
+        let c = DeviceConfig::preset("980pro").unwrap();
+        assert_eq!(c.preset, "980pro");
+        let g = c.geometry;
+        assert_eq!(
+            (g.channels, g.luns_per_channel, g.pages_per_block),
+            (8, 4, 1024)
+        );
+        assert_eq!(g.physical_bytes(), 1 << 40);
+        assert_eq!(c.controller.cmd_overhead_ns, 18_000);
+        let mut p = Params::from_assignments(["cmd_overhead_ns=5000"], "--set").unwrap();
+        assert_eq!(
+            DeviceConfig::from_params("980pro", &mut p)
+                .unwrap()
+                .controller
+                .cmd_overhead_ns,
+            5000
+        );
+        let cap: Capacity = "8GiB".parse().unwrap();
+        let sized =
+            DeviceConfig::from_params_sized("980pro", Some(&cap), &mut Params::new()).unwrap();
+        assert!(
+            sized.geometry.blocks_per_plane < 100,
+            "{:?}",
+            sized.geometry
+        );
+        // A user's own: a file with a base.
+        let dir = std::env::temp_dir().join(format!("preset-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mine = dir.join("mine.preset");
+        std::fs::write(&mine, "# my drive\nbase=tiny\nread_ns=20000 # faster\n").unwrap();
+        let path = mine.to_str().unwrap();
+        let c = DeviceConfig::preset(path).unwrap();
+        assert_eq!((c.timing.read_ns, c.preset.as_str()), (20_000, path));
+        std::fs::write(&mine, "base=tiny\nread_ns\n").unwrap();
+        let e = DeviceConfig::preset(path).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("key=value"), "{e}");
+        std::fs::write(&mine, "read_ns=1\n").unwrap();
+        let e = DeviceConfig::preset(path).unwrap_err().to_string();
+        assert!(e.contains("no base="), "{e}");
+        std::fs::write(&mine, "base=tiny\nno_such_key=1\n").unwrap();
+        let mut p = Params::new();
+        DeviceConfig::from_params(path, &mut p).unwrap();
+        let left: Vec<_> = p.left().collect();
+        assert_eq!(left, [("no_such_key", &*format!("preset {path} line 2"))]);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// `host_path` names a path's costs, each cost key overrides one, and a path not known is

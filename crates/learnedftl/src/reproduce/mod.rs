@@ -22,6 +22,7 @@ mod sections;
 pub mod spec;
 pub mod sweeps;
 pub mod theory;
+pub mod validation;
 
 pub use cache::Cache;
 pub use def::{Def, Scale};
@@ -46,7 +47,7 @@ pub enum ReproduceError {
     #[error("unknown experiment {0:?} (one of: {names})", names = EXPERIMENTS.iter().map(|d| d.name).collect::<Vec<_>>().join(", "))]
     Experiment(String),
     /// No scale for this preset.
-    #[error("unknown preset {0:?} (paper, quick or tiny)")]
+    #[error("unknown preset {0:?} (paper, quick, tiny, 980pro or a PATH.preset file)")]
     Preset(String),
     /// A run's options are bad (a registry error, or a bad setup).
     #[error("run {label:?}: {source}")]
@@ -108,7 +109,7 @@ impl FromStr for Setup {
 /// The suite's settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// Device preset: paper, quick or tiny.
+    /// Device preset: paper, quick, tiny or 980pro (docs/device.md "Drive presets"), or a drive preset file (PATH.preset).
     pub preset: String,
     /// The preset scaled to this logical capacity (`--capacity`; [`Capacity`]) in every run;
     /// the workloads' sizes that follow the capacity follow it ([`Scale::for_config`]).

@@ -7,6 +7,7 @@ use super::def::{paper_design, Ctx, Def, Scale};
 use super::sections;
 use super::spec::{RunSpec, WorkloadSpec};
 use super::sweeps::{ablation_label, ABLATIONS, CMT_RATIOS, HP_RATIOS, HP_WORKLOADS};
+use super::validation;
 use super::{Config, ReproduceError};
 use crate::config::DeviceConfig;
 use crate::ftl::FTLS;
@@ -483,10 +484,65 @@ fn theory(_: &Ctx) -> Vec<RunSpec> {
                 .set("logical_ratio", format!("{:.2}", 1.0 - sf))
                 .set("gc", "reserve")
                 .set("gc_victim", victim)
-                .own_device()
+                .on_device("tiny", None)
             })
         })
         .collect()
+}
+
+/// The validation's drive: the 980 PRO preset at this logical capacity (its random reads do
+/// not depend on the size: docs/reproduction.md "Validation against a real drive").
+pub const VALIDATION_CAPACITY: &str = "8GiB";
+
+/// The run label of a measured point (the section finds its run by it).
+pub fn validation_label(p: &validation::Point) -> String {
+    format!("{}, {} jobs, QD{}", p.path, p.numjobs, p.iodepth)
+}
+
+/// The 980 PRO preset at [`VALIDATION_CAPACITY`] running `w` on the ideal FTL (the drive's
+/// DRAM holds the whole page map).
+fn on_980pro(label: String, w: WorkloadSpec) -> RunSpec {
+    RunSpec::new(label, &["ideal"], w).on_device("980pro", Some(VALIDATION_CAPACITY))
+}
+
+/// Every measured point of the 980 PRO on its preset, through its host path, after a
+/// sequential fill (the SLC cache off: the measured drive was full, its data folded to TLC);
+/// and the datasheet's points, reads after the fill and writes on a fresh drive into its SLC
+/// cache (the preset's static share of the capacity, and the dynamic part).
+fn validation_runs(_: &Ctx) -> Vec<RunSpec> {
+    let read = |r: RunSpec| {
+        r.pre("write:512k:1")
+            .set("slc_cache", 0)
+            .set("slc_cache_dynamic", "off")
+    };
+    let measured = validation::samsung_980pro().into_iter().map(|p| {
+        let w = WorkloadSpec::Options {
+            rw: "randread",
+            bs: "4k",
+            numjobs: p.numjobs,
+            number_ios: (100 * p.iodepth as u64).max(3000),
+            iodepth: p.iodepth,
+            dist: None,
+        };
+        read(on_980pro(validation_label(&p), w)).set("host_path", &p.path)
+    });
+    let datasheet = validation::DATASHEET_980PRO.iter().map(|d| {
+        let w = WorkloadSpec::Options {
+            rw: d.rw,
+            bs: d.bs,
+            numjobs: d.numjobs,
+            number_ios: 2000,
+            iodepth: d.iodepth,
+            dist: None,
+        };
+        let r = on_980pro(d.name.to_string(), w).set("host_path", "spdk");
+        if d.rw.contains("read") {
+            read(r)
+        } else {
+            r
+        }
+    });
+    measured.chain(datasheet).collect()
 }
 
 /// Every experiment, in report order.
@@ -635,6 +691,14 @@ pub const EXPERIMENTS: &[Def] = &[
         reads: &["drive-features"],
         section: sections::drive_features,
         differences: sections::DRIVE_DIFF,
+    },
+    Def {
+        name: "validation",
+        title: "Validation: the Samsung 980 PRO preset against the real drive",
+        runs: validation_runs,
+        reads: &["validation"],
+        section: sections::validation,
+        differences: sections::VALIDATION_DIFF,
     },
     Def {
         name: "theory",

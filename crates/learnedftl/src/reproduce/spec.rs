@@ -57,9 +57,9 @@ pub struct RunSpec {
     pub workload: WorkloadSpec,
     /// A configuration error is an expected outcome (kept in the report as the run's error).
     pub may_refuse: bool,
-    /// The run's parameters give its whole device: the suite's `--capacity` does not apply
-    /// (the theory oracle's device of one-block lines, `reproduce::theory`).
-    pub own_device: bool,
+    /// The run's own device, `(preset, capacity)`: the suite's `--preset` and `--capacity` do
+    /// not apply (the theory oracle's device of one-block lines, the validation's drive).
+    pub device: Option<(&'static str, Option<&'static str>)>,
 }
 
 impl RunSpec {
@@ -72,7 +72,7 @@ impl RunSpec {
             precondition: None,
             workload,
             may_refuse: false,
-            own_device: false,
+            device: None,
         }
     }
 
@@ -94,15 +94,28 @@ impl RunSpec {
         self
     }
 
-    /// Marks the run's parameters as its whole device: the suite's `--capacity` is left out.
-    pub fn own_device(mut self) -> RunSpec {
-        self.own_device = true;
+    /// Runs on its own device: `preset` at `capacity` (its own size without), whatever the
+    /// suite's `--preset` and `--capacity`.
+    pub fn on_device(mut self, preset: &'static str, capacity: Option<&'static str>) -> RunSpec {
+        self.device = Some((preset, capacity));
         self
     }
 
-    /// The suite's `--capacity`, where it applies to this run.
-    fn capacity<'a>(&self, config: &'a Config) -> Option<&'a crate::config::Capacity> {
-        config.capacity.as_ref().filter(|_| !self.own_device)
+    /// The run's preset and capacity (as given, or canonical: the text a command shows).
+    fn preset_and_capacity(&self, config: &Config, canonical: bool) -> (String, Option<String>) {
+        match self.device {
+            Some((preset, capacity)) => (preset.to_string(), capacity.map(str::to_string)),
+            None => (
+                config.preset.clone(),
+                config.capacity.as_ref().map(|c| {
+                    if canonical {
+                        c.canonical()
+                    } else {
+                        c.text().to_string()
+                    }
+                }),
+            ),
+        }
     }
 
     /// Every parameter of the run: the setup's, then the run's own (a later one wins).
@@ -131,9 +144,10 @@ impl RunSpec {
         config: &Config,
         job_text: impl Fn(&str) -> Option<String>,
     ) -> Result<Experiment, ReproduceError> {
+        let (preset, capacity) = self.preset_and_capacity(config, false);
         let mut o = RunOptions {
-            preset: config.preset.clone(),
-            capacity: self.capacity(config).map(|c| c.text().to_string()),
+            preset,
+            capacity,
             precondition: self.precondition.map(str::to_string),
             settle: Self::settle(config).into(),
             seed: config.seed,
@@ -188,9 +202,10 @@ impl RunSpec {
     /// The `learnedftl compare` command that runs the same thing (job files as written to the
     /// output directory's `jobs/`).
     pub fn command(&self, config: &Config) -> String {
-        let mut c = format!("learnedftl compare --preset {}", config.preset);
-        if let Some(cap) = self.capacity(config) {
-            c += &format!(" --capacity {}", cap.canonical());
+        let (preset, capacity) = self.preset_and_capacity(config, true);
+        let mut c = format!("learnedftl compare --preset {preset}");
+        if let Some(cap) = capacity {
+            c += &format!(" --capacity {cap}");
         }
         c += &format!(" --seed {} --ftl {}", config.seed, self.ftls.join(","));
         for (k, v) in self.all_params(config) {

@@ -69,7 +69,7 @@ fn bad(option: &'static str, message: impl ToString) -> OptionsError {
 /// default (4 KiB random reads with 64 jobs after [`DEFAULT_PRECONDITION`]).
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// Device preset: paper, quick or tiny.
+    /// Device preset: paper, quick, tiny or 980pro (docs/device.md "Drive presets"), or a drive preset file (PATH.preset).
     pub preset: String,
     /// The preset scaled to this logical capacity by its blocks per plane (`1TiB`, `32GiB`,
     /// bytes; [`Capacity`]).

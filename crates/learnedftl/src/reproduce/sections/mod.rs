@@ -9,6 +9,7 @@ mod hpftl;
 mod leaftl;
 mod learnedftl;
 mod theory;
+mod validation;
 
 pub(super) use deck::{dram, fast_merges, mu_translation};
 pub(super) use differences::*;
@@ -19,6 +20,7 @@ pub(super) use learnedftl::{
     ablations, cmt_sweep, filebench, reads, rocksdb, tpftl_threads, traces, training, writes,
 };
 pub(super) use theory::theory;
+pub(super) use validation::validation;
 
 use super::{ExperimentResult, RunResult};
 use crate::report::plot::{Chart, Kind, Series};
