@@ -8,8 +8,9 @@
 //! `suspend_program_ns` (or `suspend_erase_ns`) after it is issued, and every operation booked
 //! on the LUN from then on starts as much later as the read took (with a suspension: suspend,
 //! read, resume): LUN time is conserved, reads gain their latency, and the work already booked
-//! reports its completion early by that much. A read that finds reads booked on the LUN,
-//! executing or queued, queues behind them.
+//! reports its completion early by that much. A read never overlaps another read: it queues
+//! behind a read executing or given priority already, goes after any queued read it would
+//! overlap, and takes no priority on a LUN with only reads booked.
 
 use crate::config::SuspendConfig;
 use serde::Serialize;
@@ -122,10 +123,15 @@ impl Suspend {
     ) -> Option<Suspended> {
         let cfg = &self.cfg;
         let l = &mut self.luns[lun];
-        // Reads keep their order among themselves: this one follows every read booked on the
-        // LUN that has not ended (in progress, given priority already, or queued). Going ahead
-        // of queued reads would serve two at once on one LUN, since the completions of work
-        // already booked do not move (a deep queue of reads then outran the LUNs).
+        // Priority is over programs and erases: on a LUN with none executing or queued, the
+        // read takes its place among the reads (going ahead of them would serve two at once,
+        // as the completions of work already booked do not move).
+        if !l.ops.iter().any(|o| o.end > t && o.kind != Kind::Read) {
+            return None;
+        }
+        // Reads in progress, or starting within a suspension's time (the executing operation
+        // is suspended already for them): this one follows them.
+        let soon = t + cfg.program_ns.max(cfg.erase_ns);
         // One pass over the remembered operations: the latest end of such reads, and the
         // operation executing at `t`.
         let (mut reading, mut at) = (None::<u64>, None);
@@ -133,7 +139,7 @@ impl Suspend {
             if o.end <= t {
                 continue;
             }
-            if o.kind == Kind::Read {
+            if o.kind == Kind::Read && o.start <= soon {
                 reading = Some(reading.map_or(o.end, |e| e.max(o.end)));
             }
             if at.is_none() && o.start <= t {
@@ -167,6 +173,15 @@ impl Suspend {
                 (t + pause, Some((o.kind, pause)))
             }
         };
+        // Nor does it overlap a read booked later in the queue: it goes after any it would.
+        let mut start = start;
+        while let Some(o) = l
+            .ops
+            .iter()
+            .find(|o| o.kind == Kind::Read && o.start < start + read_ns && start < o.end)
+        {
+            start = o.end;
+        }
         if start >= normal {
             return None;
         }
