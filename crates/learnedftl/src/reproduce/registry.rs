@@ -411,7 +411,8 @@ fn drive_settings(c: &Ctx) -> Vec<(String, Vec<(&'static str, String)>)> {
             format!("cell=tlc, SLC cache {}", size(slice)),
             vec![tlc.clone(), ("slc_cache", slc.clone())],
         ),
-        ("multi-plane, 2 planes".into(), two_planes(c)),
+        ("2 planes, multi_plane=off".into(), two_planes(c, false)),
+        ("2 planes, multi_plane=on".into(), two_planes(c, true)),
         (
             "all (tlc, slc, suspend, buffer, 2 µs/cmd)".into(),
             vec![
@@ -425,12 +426,13 @@ fn drive_settings(c: &Ctx) -> Vec<(String, Vec<(&'static str, String)>)> {
     ]
 }
 
-/// Two planes per LUN working together (`multi_plane=on`) on the same capacity: half the
-/// blocks per plane (`--capacity` picks them itself).
-fn two_planes(c: &Ctx) -> Vec<(&'static str, String)> {
+/// Two planes per LUN, working together or not (`multi_plane`), on the same capacity: half the
+/// blocks per plane (`--capacity` picks them itself), so lines twice as large and half as many.
+fn two_planes(c: &Ctx, together: bool) -> Vec<(&'static str, String)> {
+    let on = if together { "on" } else { "off" };
     let mut sets = vec![
         ("planes_per_lun", "2".to_string()),
-        ("multi_plane", "on".to_string()),
+        ("multi_plane", on.to_string()),
     ];
     if c.config.capacity.is_none() {
         let bpp = DeviceConfig::preset(&c.config.preset).map_or(2, |d| d.geometry.blocks_per_plane);
