@@ -532,17 +532,23 @@ fn a_read_keeps_the_bytes_of_pages_its_own_request_moves_away() {
     }
 }
 
+/// `ftl` on `tiny` with the device keys `sets`, every read checked, after a sequential fill.
+fn filled(ftl: &str, sets: &[&str]) -> Simulator {
+    let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    let mut s = Simulator::new(&cfg, ftl, Params::new(), SimOptions::checked()).unwrap();
+    let mut w = JobSpec::new("fill", RwKind::Write);
+    w.bs = 512 << 10;
+    s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+    s
+}
+
 /// The host's cost per I/O (`host_submit_ns`, `host_complete_ns`): a job's latency includes
 /// it, and one job's thread, submitting and completing on its own core, caps its IOPS.
 #[test]
 fn a_jobs_host_cost_adds_latency_and_caps_its_iops() {
     let run = |sets: &[&str], iodepth: u32| {
-        let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
-        let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
-        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::checked()).unwrap();
-        let mut w = JobSpec::new("fill", RwKind::Write);
-        w.bs = 512 << 10;
-        s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+        let mut s = filled("ideal", sets);
         let mut r = JobSpec::new("r", RwKind::RandRead);
         r.number_ios = Some(2000);
         r.iodepth = iodepth;
@@ -575,12 +581,7 @@ fn latency_parts_add_up_to_the_mean_and_name_each_cost() {
         "host_mb_s=4096",
         "write_buffer=256k",
     ];
-    let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
-    let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
-    let mut s = Simulator::new(&cfg, "tpftl", Params::new(), SimOptions::checked()).unwrap();
-    let mut w = JobSpec::new("fill", RwKind::Write);
-    w.bs = 512 << 10;
-    s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+    let mut s = filled("tpftl", &sets);
     let mut r = JobSpec::new("mix", RwKind::RandRw);
     r.number_ios = Some(4000);
     let m = s.run_jobs("mix", &[r], 1, &mut NoProgress).unwrap();
@@ -613,13 +614,7 @@ fn latency_parts_add_up_to_the_mean_and_name_each_cost() {
     assert!(parts.read.flash > 35.0, "{:?}", parts.read);
     assert!(parts.write.flash < parts.read.flash, "{parts:?}");
     // Without a host cost or a controller, no parts are reported (everything is the device's).
-    let mut bare = Simulator::new(
-        &DeviceConfig::preset("tiny").unwrap(),
-        "tpftl",
-        Params::new(),
-        SimOptions::checked(),
-    )
-    .unwrap();
+    let mut bare = filled("tpftl", &[]);
     let r = JobSpec::new("r", RwKind::Read);
     assert!(bare
         .run_jobs("r", &[r], 1, &mut NoProgress)
@@ -634,19 +629,14 @@ fn latency_parts_add_up_to_the_mean_and_name_each_cost() {
 #[test]
 fn suspend_never_serves_two_reads_at_once_on_a_lun() {
     for sets in [&[][..], &["suspend=on"][..]] {
-        let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
-        let cfg = DeviceConfig::from_params("tiny", &mut p).unwrap();
-        let mut s = Simulator::new(&cfg, "ideal", Params::new(), SimOptions::checked()).unwrap();
-        let mut w = JobSpec::new("fill", RwKind::Write);
-        w.bs = 512 << 10;
-        s.run_jobs("fill", &[w], 1, &mut NoProgress).unwrap();
+        let mut s = filled("ideal", sets);
         let mut r = JobSpec::new("r", RwKind::RandRead);
         r.numjobs = 8;
         r.iodepth = 256;
         r.number_ios = Some(4000);
         let m = s.run_jobs("r", &[r], 1, &mut NoProgress).unwrap();
         // 8 LUNs reading 40 µs each: 200 k reads a second at most.
-        let most = 8.0 * 1e9 / cfg.timing.read_ns as f64;
+        let most = 8.0 * 1e9 / s.device().config().timing.read_ns as f64;
         assert!(m.iops <= most * 1.001, "{sets:?}: {} IOPS", m.iops);
         assert!(m.iops > 0.9 * most, "{sets:?}: {} IOPS", m.iops);
     }

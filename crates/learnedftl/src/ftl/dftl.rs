@@ -271,26 +271,7 @@ impl Cmt for EntryLru {
     }
 }
 
-impl crate::ftl::Register for Dftl {
-    const NAME: &'static str = "dftl";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        Ok(new(cfg, params)?.recover(dev, t)?)
-    }
-}
+super::registered!(Dftl, "dftl", demand = new);
 
 #[cfg(test)]
 mod tests {

@@ -740,26 +740,7 @@ impl Ftl for Fast {
 
 mod recovery;
 
-impl crate::ftl::Register for Fast {
-    const NAME: &'static str = "fast";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        Fast::new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        Fast::recover(cfg, params, dev, t)
-    }
-}
+super::registered!(Fast, "fast");
 
 #[cfg(test)]
 mod tests;

@@ -211,23 +211,4 @@ impl Ftl for Ideal {
     }
 }
 
-impl crate::ftl::Register for Ideal {
-    const NAME: &'static str = "ideal";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        Ideal::new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        Ideal::recover(cfg, params, dev, t)
-    }
-}
+super::registered!(Ideal, "ideal");

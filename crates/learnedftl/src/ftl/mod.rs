@@ -4,6 +4,42 @@
 //! through the [`Device`], and returns the request's completion time. Each page a read request
 //! returns is reported to a [`ReadSink`] (the engine's oracle) with where it was served from.
 
+/// Implements [`Register`] for a built-in FTL type `$ty` named `$name`: built by its
+/// `new(dev, params)` and rebuilt after a power cut by its `recover(cfg, params, dev, t)`
+/// (`demand = f`: built by the function `f`, rebuilt by the demand-based FTL's
+/// `Demand::recover`). A new FTL may use it or implement [`Register`] itself.
+macro_rules! registered {
+    ($ty:ty, $name:literal $(, demand = $new:path)?) => {
+        impl $crate::ftl::Register for $ty {
+            const NAME: &'static str = $name;
+            const RECOVERS: bool = true;
+
+            fn build(
+                dev: &$crate::config::DeviceConfig,
+                params: &mut $crate::params::Params,
+            ) -> Result<Self, $crate::error::ConfigError> {
+                registered!(@build $ty $(, $new)?)(dev, params)
+            }
+
+            fn recover(
+                cfg: &$crate::config::DeviceConfig,
+                params: &mut $crate::params::Params,
+                dev: &mut $crate::device::Device,
+                t: $crate::addr::SimTime,
+            ) -> Result<(Self, $crate::addr::SimTime), $crate::error::RecoverError> {
+                registered!(@recover $ty $(, $new)?)(cfg, params, dev, t)
+            }
+        }
+    };
+    (@build $ty:ty) => { <$ty>::new };
+    (@build $ty:ty, $new:path) => { $new };
+    (@recover $ty:ty) => { <$ty>::recover };
+    (@recover $ty:ty, $new:path) => {
+        |cfg, params, dev, t| Ok($new(cfg, params)?.recover(dev, t)?)
+    };
+}
+pub(crate) use registered;
+
 pub mod controller;
 pub mod demand;
 pub mod dftl;

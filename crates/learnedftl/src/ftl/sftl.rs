@@ -400,26 +400,7 @@ impl Cmt for TpLru {
     }
 }
 
-impl crate::ftl::Register for Sftl {
-    const NAME: &'static str = "sftl";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        Ok(new(cfg, params)?.recover(dev, t)?)
-    }
-}
+super::registered!(Sftl, "sftl", demand = new);
 
 #[cfg(test)]
 mod tests {

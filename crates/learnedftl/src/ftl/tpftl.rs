@@ -151,23 +151,4 @@ impl Cmt for TpCache {
     }
 }
 
-impl crate::ftl::Register for Tpftl {
-    const NAME: &'static str = "tpftl";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        Ok(new(cfg, params)?.recover(dev, t)?)
-    }
-}
+super::registered!(Tpftl, "tpftl", demand = new);

@@ -845,26 +845,7 @@ impl Ftl for HpFtl {
     }
 }
 
-impl crate::ftl::Register for HpFtl {
-    const NAME: &'static str = "hpftl";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        HpFtl::new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        HpFtl::recover(cfg, params, dev, t)
-    }
-}
+super::registered!(HpFtl, "hpftl");
 
 #[cfg(test)]
 mod tests;

@@ -1196,26 +1196,7 @@ impl Ftl for Leaftl {
     }
 }
 
-impl crate::ftl::Register for Leaftl {
-    const NAME: &'static str = "leaftl";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        Leaftl::new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        Leaftl::recover(cfg, params, dev, t)
-    }
-}
+super::registered!(Leaftl, "leaftl");
 
 #[cfg(test)]
 mod tests;

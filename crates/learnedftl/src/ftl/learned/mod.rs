@@ -19,26 +19,7 @@ pub mod model;
 pub mod plr;
 mod recover;
 
-impl crate::ftl::Register for LearnedFtl {
-    const NAME: &'static str = "learnedftl";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        LearnedFtl::new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        LearnedFtl::recover(cfg, params, dev, t)
-    }
-}
+super::registered!(LearnedFtl, "learnedftl");
 
 #[cfg(test)]
 mod tests;

@@ -32,26 +32,7 @@
 
 pub mod tree;
 
-impl crate::ftl::Register for MuFtl {
-    const NAME: &'static str = "mu-ftl";
-    const RECOVERS: bool = true;
-
-    fn build(
-        dev: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-    ) -> Result<Self, crate::error::ConfigError> {
-        MuFtl::new(dev, params)
-    }
-
-    fn recover(
-        cfg: &crate::config::DeviceConfig,
-        params: &mut crate::params::Params,
-        dev: &mut crate::device::Device,
-        t: crate::addr::SimTime,
-    ) -> Result<(Self, crate::addr::SimTime), crate::error::RecoverError> {
-        MuFtl::recover(cfg, params, dev, t)
-    }
-}
+super::registered!(MuFtl, "mu-ftl");
 
 #[cfg(test)]
 mod tests;
