@@ -38,7 +38,7 @@ use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::{DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src, TrimRecord};
 use crate::error::{ConfigError, FtlError};
-use crate::mapping::{check_page_map, prefetch_page_map, FtlStats};
+use crate::mapping::{blocks, check_page_map, prefetch_page_map, BlockPool, FtlStats};
 use crate::params::Params;
 use crate::request::{Op, Request, Upcoming};
 use serde::Serialize;
@@ -78,11 +78,9 @@ struct SeqLog {
     next: u32,
 }
 
-/// One unit's blocks.
+/// One unit's log blocks (its erased blocks are in the FTL's [`BlockPool`]).
 #[derive(Clone, Debug, Default)]
 struct Unit {
-    /// Erased blocks (global numbers), taken FIFO.
-    free: VecDeque<u32>,
     /// Full random log blocks, oldest first.
     pool: VecDeque<u32>,
     /// The random log block being appended to, and its next page.
@@ -126,9 +124,8 @@ pub struct Fast {
     lbs_per_unit: u32,
     /// Random log blocks per unit.
     log_blocks: u32,
-    /// Stripe position (LPN mod units) → unit, and back.
-    unit_at: Vec<u32>,
-    pos_of: Vec<u32>,
+    /// Erased blocks per unit, and the units' stripe order (LPN mod units → unit).
+    free: BlockPool,
     /// LPN → PPA of its current version (the data block or a log block; what the block map and
     /// the log page map together say).
     loc: Vec<u32>,
@@ -170,32 +167,16 @@ impl Fast {
                 ),
             ));
         }
-        let (c, w) = (geo.channels, geo.luns_per_channel);
-        // Stripe position s: channel fastest, then LUN, then plane (VPPN order); unit index =
-        // the block's position in its line.
-        let unit_at: Vec<u32> = (0..units)
-            .map(|s| {
-                let (ch, lun, pl) = (s % c, s / c % w, s / (c * w));
-                (ch * w + lun) * geo.planes_per_lun + pl
-            })
-            .collect();
-        let mut pos_of = vec![0; units as usize];
-        for (s, &u) in unit_at.iter().enumerate() {
-            pos_of[u as usize] = s as u32;
-        }
-        let unit = (0..units)
-            .map(|u| Unit {
-                free: (0..bpu).map(|b| u * bpu + b).collect(),
-                ..Unit::default()
-            })
-            .collect();
+        // LPN mod units is a stripe position of the pool's order (channel fastest, then LUN,
+        // then plane: VPPN order).
+        let free = BlockPool::new(&geo);
+        let unit = vec![Unit::default(); units as usize];
         Ok(Fast {
             units,
             ppb,
             lbs_per_unit,
             log_blocks,
-            unit_at,
-            pos_of,
+            free,
             loc: vec![NONE; geo.logical_pages as usize],
             data: vec![NONE; (units * lbs_per_unit) as usize],
             role: vec![Role::Free; geo.blocks() as usize],
@@ -211,7 +192,7 @@ impl Fast {
     #[inline]
     fn place(&self, lpn: Lpn) -> (u32, u32, u32) {
         let (q, s) = (lpn.0 / self.units, lpn.0 % self.units);
-        let u = self.unit_at[s as usize];
+        let u = self.free.unit_at(s);
         (u, u * self.lbs_per_unit + q / self.ppb, q % self.ppb)
     }
 
@@ -220,7 +201,7 @@ impl Fast {
     fn lpn_at(&self, lb: u32, off: u32) -> Option<Lpn> {
         let (u, i) = (lb / self.lbs_per_unit, lb % self.lbs_per_unit);
         let l = (i as u64 * self.ppb as u64 + off as u64) * self.units as u64
-            + self.pos_of[u as usize] as u64;
+            + self.free.pos_of(u) as u64;
         (l < self.loc.len() as u64).then_some(Lpn(l as u32))
     }
 
@@ -230,19 +211,14 @@ impl Fast {
     }
 
     fn take_free(&mut self, u: u32, role: Role) -> Result<u32, FtlError> {
-        let b = self.unit[u as usize]
-            .free
-            .pop_front()
-            .ok_or(FtlError::NoSpace)?;
+        let b = self.free.take(u).ok_or(FtlError::NoSpace)?;
         self.role[b as usize] = role;
         Ok(b)
     }
 
     fn erase(&mut self, dev: &mut Device, block: u32, t: SimTime) -> Result<SimTime, FtlError> {
-        let done = dev.erase(block, Cause::GcData, t)?;
+        let done = self.free.erase(dev, block, Cause::GcData, t)?;
         self.role[block as usize] = Role::Free;
-        let u = block / self.geo.blocks_per_plane;
-        self.unit[u as usize].free.push_back(block);
         Ok(done)
     }
 
@@ -259,13 +235,11 @@ impl Fast {
         let dst = self.ppa(block, off);
         let cur = self.loc[lpn.idx()];
         if cur == NONE {
-            let done = dev.program(dst, Oob::data(lpn, 0), Src::None, Cause::GcData, t)?;
-            dev.invalidate(dst)?;
+            let done = blocks::pad(dev, lpn, dst, Cause::GcData, t)?;
             self.merges.pad_pages += 1;
             return Ok((done, false));
         }
-        let (oob, read) = dev.read(Ppa(cur), Cause::GcData, t)?;
-        let done = dev.program(dst, oob, Src::Page(Ppa(cur)), Cause::GcData, read)?;
+        let done = blocks::copy(dev, Ppa(cur), dst, Cause::GcData, t)?;
         dev.invalidate(Ppa(cur))?;
         self.loc[lpn.idx()] = dst.0;
         self.stats.gc_pages_moved += 1;
@@ -410,7 +384,7 @@ impl Fast {
         rec: TrimRecord,
         stamp: u32,
     ) -> impl Iterator<Item = u32> + 'a {
-        let (n, pos) = (self.units, self.pos_of[u as usize]);
+        let (n, pos) = (self.units, self.free.pos_of(u));
         let first = rec.first.0 + (pos + n - rec.first.0 % n) % n;
         let unit = &self.unit[u as usize];
         (first..rec.range().end)
@@ -619,7 +593,7 @@ impl Fast {
                 }] += 1;
             }
             let logs = unit.pool.len() as u32 + unit.active.is_some() as u32;
-            if counts[0] != unit.free.len() as u32
+            if counts[0] != self.free.free_in(u as u32) as u32
                 || counts[2] != unit.seq.is_some() as u32
                 || counts[3] != logs
                 || logs > self.log_blocks
@@ -627,15 +601,12 @@ impl Fast {
                 return Err(format!(
                     "unit {u}: blocks free/data/seq/log {counts:?}, lists {} free, {logs} log of \
                      {}",
-                    unit.free.len(),
+                    self.free.free_in(u as u32),
                     self.log_blocks
                 ));
             }
-            if let Some(&b) = unit.free.iter().find(|&&b| dev.block_written(b) != 0) {
-                return Err(format!("unit {u}: free block {b} is not erased"));
-            }
         }
-        Ok(())
+        self.free.check(dev)
     }
 }
 

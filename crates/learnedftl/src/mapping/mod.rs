@@ -1,13 +1,16 @@
 //! Machinery shared by the FTLs: line allocation through striped write pointers, the free-line
-//! list, greedy victim choice and line garbage collection (SPEC §3.5); translation pages with
-//! their directory and the translation table of demand-based FTLs (SPEC §5.0); the mapping DRAM
-//! budget and the credit that bounds optional flash work; dense bit sets; hash tables of the few
-//! LPNs held at once; intrusive LRU lists and TPFTL's two-level mapping cache, reused by LearnedFTL; bit-packed tables and hash families
-//! for hash-based mappings (HP-FTL); checks and prefetch hints for page-level maps; and the
-//! counters every FTL keeps, which this machinery counts into.
+//! list, greedy victim choice and line garbage collection (SPEC §3.5); per-block allocation
+//! (free blocks per LUN plane, copies and padding) for block-mapped and hybrid FTLs;
+//! translation pages with their directory and the translation table of demand-based FTLs (SPEC
+//! §5.0); the mapping DRAM budget and the credit that bounds optional flash work; dense bit
+//! sets; hash tables of the few LPNs held at once; intrusive LRU lists and TPFTL's two-level
+//! mapping cache, reused by LearnedFTL; bit-packed tables and hash families for hash-based
+//! mappings (HP-FTL); checks and prefetch hints for page-level maps; the recovery scan after a
+//! power cut; and the counters every FTL keeps, which this machinery counts into.
 
 pub mod alloc;
 pub mod bits;
+pub mod blocks;
 pub mod budget;
 pub mod credit;
 pub mod dirty_queue;
@@ -27,6 +30,7 @@ pub mod trims;
 
 pub use alloc::{Allocator, GcPolicy, GcRule, LineState, Stream, VictimRule};
 pub use bits::Bits;
+pub use blocks::BlockPool;
 pub use budget::Budget;
 pub use credit::Credit;
 pub use gc::{GcHooks, GcOrder, GcOutcome};

@@ -14,9 +14,9 @@
 use super::{Fast, Role, SeqLog, NONE};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob};
 use crate::error::{FtlError, RecoverError};
-use crate::mapping::recovery;
+use crate::mapping::{blocks, recovery, BlockPool};
 use crate::params::Params;
 
 fn lost(what: String) -> RecoverError {
@@ -56,14 +56,12 @@ impl Fast {
         // Per LPN, a log page holding its newest version.
         let mut in_log = vec![NONE; lp];
         let mut erase = Vec::new();
-        let bpu = cfg.geometry.blocks_per_plane;
+        f.free = BlockPool::recovered(&cfg.geometry, dev);
         for u in 0..f.units {
             let mut lb_blocks: Vec<(u32, u32)> = Vec::new();
             let mut logs: Vec<u32> = Vec::new();
-            f.unit[u as usize].free.clear();
-            for b in u * bpu..(u + 1) * bpu {
+            for b in f.free.blocks_of(u) {
                 if dev.block_written(b) == 0 {
-                    f.unit[u as usize].free.push_back(b);
                     continue;
                 }
                 let first = dev.peek_oob(f.ppa(b, 0)).unwrap_or_default();
@@ -114,9 +112,8 @@ impl Fast {
         }
         let mut done = t;
         for b in erase {
-            done = done.max(dev.erase(b, Cause::Recovery, t)?);
+            done = done.max(f.free.erase(dev, b, Cause::Recovery, t)?);
             f.role[b as usize] = Role::Free;
-            f.unit[(b / bpu) as usize].free.push_back(b);
         }
         done = done.max(f.complete_trim(dev, &scan, t)?);
         Ok((f, done))
@@ -249,9 +246,9 @@ impl Fast {
         needs: &[(u32, Oob)],
         t: SimTime,
     ) -> Result<u32, RecoverError> {
-        let block = self.unit[u as usize]
+        let block = self
             .free
-            .pop_front()
+            .take(u)
             .ok_or_else(|| lost(format!("unit {u}: no free block to rebuild {lb} into")))?;
         let mut next = needs.iter();
         for off in 0..=needs.last().map_or(0, |n| n.0) {
@@ -266,13 +263,11 @@ impl Fast {
                             off < dev.block_written(p.0 / self.ppb) && dev.peek_oob(p) == Some(oob)
                         })
                         .ok_or_else(|| lost(format!("logical block {lb} offset {off} lost")))?;
-                    let (_, read) = dev.read(src, Cause::Recovery, t)?;
-                    dev.program(dst, oob, Src::Page(src), Cause::Recovery, read)?;
+                    blocks::copy(dev, src, dst, Cause::Recovery, t)?;
                 }
                 _ => {
                     let lpn = self.lpn_at(lb, off).unwrap_or(Lpn(0));
-                    dev.program(dst, Oob::data(lpn, 0), Src::None, Cause::Recovery, t)?;
-                    dev.invalidate(dst)?;
+                    blocks::pad(dev, lpn, dst, Cause::Recovery, t)?;
                     self.merges.pad_pages += 1;
                 }
             }
