@@ -6,9 +6,11 @@
 //! are the newest word on some LPN. Torn pages (a program cut by the power loss) are skipped.
 //! Copies with equal stamps — GC copied a page and the cut struck before the victim was erased,
 //! or a TP written back twice between two host writes — are ordered by when they were
-//! programmed: lines by the newest block sequence number of their blocks
-//! ([`Device::block_seq`]), pages within a line by VPPN (a write pointer's order); the later
-//! copy wins, so an interrupted collection's victim is left with nothing valid.
+//! programmed ([`CopyOrder`]): for line-striped allocation ([`scan`]), lines by the newest block
+//! sequence number of their blocks ([`Device::block_seq`]), pages within a line by VPPN (a
+//! write pointer's order); for per-block allocation ([`scan_in`] with [`CopyOrder::Blocks`]),
+//! blocks by their own sequence number, pages within a block by offset. The later copy wins, so
+//! an interrupted collection's victim is left with nothing valid.
 //!
 //! With a committed mapping checkpoint (`checkpoint_every`, [`Device::checkpoint`]) the scan
 //! first reads the checkpoint, then only the pages programmed after it, plus the newest copy
@@ -63,8 +65,31 @@ pub struct Scan {
     pub done: SimTime,
 }
 
-/// Scans every programmed page's OOB at `t` (the device must be powered on).
+/// How a scan orders copies of equal stamp: by when they were programmed, as the FTL's
+/// allocation decides it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CopyOrder {
+    /// Line-striped allocation (the shared [`Allocator`]'s write pointers fill a line's blocks
+    /// together): lines by the newest block sequence number of their blocks, pages within a
+    /// line by VPPN.
+    Lines,
+    /// Per-block allocation (blocks of a line fill independently: block-mapped and hybrid
+    /// FTLs, `mapping::blocks`): blocks by their own sequence number ([`Device::block_seq`],
+    /// set at the block's first program), pages within a block by offset. A line's VPPN order
+    /// is not program order there: a merge's destination may sit in a line, and at a lower
+    /// VPPN, than the block it copies from.
+    Blocks,
+}
+
+/// Scans every programmed page's OOB at `t` (the device must be powered on), ordering copies
+/// of equal stamp for line-striped allocation ([`CopyOrder::Lines`]).
 pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
+    scan_in(dev, t, CopyOrder::Lines)
+}
+
+/// Scans every programmed page's OOB at `t` (the device must be powered on), ordering copies
+/// of equal stamp by `order`.
+pub fn scan_in(dev: &mut Device, t: SimTime, order: CopyOrder) -> Result<Scan, FtlError> {
     let geo = dev.geo().clone();
     let lp = geo.logical_pages as usize;
     let mut s = Scan {
@@ -79,22 +104,26 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
     };
     let mut records: Vec<(u32, Ppa)> = Vec::new();
     let ppb = geo.pages_per_block;
-    let line_seq: Vec<u32> = (0..geo.lines())
-        .map(|line| {
-            (0..geo.blocks_per_line())
-                .map(|i| geo.block_in_line(line, i))
-                .filter(|&b| dev.block_written(b) > 0)
-                .map(|b| dev.block_seq(b))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let line_seq: Vec<u32> = match order {
+        CopyOrder::Lines => (0..geo.lines())
+            .map(|line| {
+                (0..geo.blocks_per_line())
+                    .map(|i| geo.block_in_line(line, i))
+                    .filter(|&b| dev.block_written(b) > 0)
+                    .map(|b| dev.block_seq(b))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect(),
+        CopyOrder::Blocks => Vec::new(),
+    };
     // When a page was programmed, for copies of equal stamp.
-    let order = |p: u32| {
-        (
+    let order = |dev: &Device, p: u32| match order {
+        CopyOrder::Lines => (
             line_seq[geo.line_of(Ppa(p)) as usize],
             geo.ppa_to_vppn(Ppa(p)).0,
-        )
+        ),
+        CopyOrder::Blocks => (dev.block_seq(p / ppb), p % ppb),
     };
     // The checkpoint first: it says what the rest of the scan must read.
     let (ckpt_reads, t) = dev.read_checkpoint(t)?;
@@ -132,7 +161,7 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
                 let cur = s.tp_ppa[i];
                 if cur == NONE
                     || oob.stamp > s.tp_stamp[i]
-                    || oob.stamp == s.tp_stamp[i] && order(ppa.0) > order(cur)
+                    || oob.stamp == s.tp_stamp[i] && order(dev, ppa.0) > order(dev, cur)
                 {
                     s.tp_ppa[i] = ppa.0;
                     s.tp_stamp[i] = oob.stamp;
@@ -147,7 +176,7 @@ pub fn scan(dev: &mut Device, t: SimTime) -> Result<Scan, FtlError> {
                 }
                 let cur = s.ppa[i];
                 if oob.stamp > s.stamp[i]
-                    || oob.stamp == s.stamp[i] && cur != NONE && order(ppa.0) > order(cur)
+                    || oob.stamp == s.stamp[i] && cur != NONE && order(dev, ppa.0) > order(dev, cur)
                 {
                     s.ppa[i] = ppa.0;
                     s.stamp[i] = oob.stamp;
@@ -350,6 +379,32 @@ mod tests {
         s.revalidate(&mut dev).unwrap();
         assert_eq!(dev.valid_records(), 1);
         dev.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn per_block_allocation_orders_equal_stamps_by_block_sequence_then_offset() {
+        let cfg = DeviceConfig::preset("tiny").unwrap();
+        let geo = cfg.geometry.clone();
+        let mut dev = Device::new(&cfg);
+        let t = SimTime(0);
+        // Two blocks of line 0: the second (LUN 1 of channel 0, VPPNs above the first's) is
+        // opened first and holds LPN 3 at stamp 5; then a merge copies it into the first.
+        let (first, second) = (geo.block_in_line(0, 0), geo.block_in_line(0, 1));
+        let at = |b: u32| Ppa(b * geo.pages_per_block);
+        let old = at(second);
+        dev.program(old, Oob::data(Lpn(3), 5), Src::None, Cause::User, t)
+            .unwrap();
+        let copy = at(first);
+        dev.program(copy, Oob::data(Lpn(3), 5), Src::Page(old), Cause::GcData, t)
+            .unwrap();
+        assert!(dev.block_seq(first) > dev.block_seq(second));
+        assert!(geo.ppa_to_vppn(old).0 > geo.ppa_to_vppn(copy).0);
+        dev.cut_power();
+        dev.power_on();
+        // The line order takes the higher VPPN, the original; the block order the copy.
+        assert_eq!(scan(&mut dev, t).unwrap().mapped(Lpn(3)), Some(old));
+        let s = scan_in(&mut dev, t, CopyOrder::Blocks).unwrap();
+        assert_eq!(s.mapped(Lpn(3)), Some(copy));
     }
 
     /// The same flash history with and without a checkpoint in its middle: data and a TP in
