@@ -40,6 +40,7 @@ macro_rules! registered {
 }
 pub(crate) use registered;
 
+pub mod blockmap;
 pub mod controller;
 pub mod demand;
 pub mod dftl;
@@ -349,6 +350,7 @@ pub const SCHEMES: &[Scheme] = &[
     Scheme::of::<learned::LearnedFtl>(),
     Scheme::of::<fast::Fast>(),
     Scheme::of::<mu::MuFtl>(),
+    Scheme::of::<blockmap::Blockmap>(),
 ];
 
 /// The names of the registered FTLs ([`SCHEMES`]) that recover, or all of them.
