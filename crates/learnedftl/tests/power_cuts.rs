@@ -194,6 +194,16 @@ fn random_cuts_fast() {
 }
 
 #[test]
+fn random_cuts_blockmap() {
+    random_cuts("blockmap", &[], 18);
+}
+
+#[test]
+fn random_cuts_blockmap_merging_on_the_old_blocks_plane() {
+    random_cuts("blockmap", &["place=plane"], 19);
+}
+
+#[test]
 fn leaftl_with_power_loss_protection_loses_nothing() {
     // The buffer is programmed on capacitor energy: every acknowledged write must read back
     // exactly (nothing is reported unflushed, so the check allows no older version).
@@ -336,6 +346,28 @@ fn fast_recovers_from_a_cut_at_any_of_its_first_merge_operations() {
         })
         .unwrap();
         let m = random_requests(&mut sim, 600, 12);
+        assert_eq!(m.verify.failures, 0, "cut at merge operation {nth}");
+        assert_eq!(m.power_cuts.map(|p| p.count), Some(1), "cut {nth}");
+        sim.ftl().check_invariants(sim.device()).unwrap();
+    }
+}
+
+#[test]
+fn blockmap_recovers_from_a_cut_at_any_of_its_first_merge_operations() {
+    // Every copy, padding page and erase of blockmap's merges carries cause gc_data (a trim's
+    // merges too): cutting at each of the first 150 tears a copy or padding page of a merge's
+    // destination (the old block then still whole), or an erase of the old block (the
+    // destination whole), in merges by writes and by trims, over one and several logical
+    // blocks.
+    let base = prepared("blockmap", &[], 20);
+    for nth in 1..=150 {
+        let mut sim = base.clone();
+        sim.arm_power_cut(PowerCut::AtCause {
+            cause: Cause::GcData,
+            nth,
+        })
+        .unwrap();
+        let m = random_requests(&mut sim, 100, 20);
         assert_eq!(m.verify.failures, 0, "cut at merge operation {nth}");
         assert_eq!(m.power_cuts.map(|p| p.count), Some(1), "cut {nth}");
         sim.ftl().check_invariants(sim.device()).unwrap();

@@ -138,6 +138,8 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ("fast", &["log_blocks=1"]),
     // Spare room for 14 log blocks per plane: merges rarer, logs older.
     ("fast", &["logical_ratio=0.75"]),
+    // Merges on their old block's plane (the pool's other planes only when it has none free).
+    ("blockmap", &["place=plane"]),
     // A node cache of one leaf and its parent: node reads and path write-backs on every
     // request, one partition.
     ("mu-ftl", &["mapping_dram_bytes=8k", "partitions=1"]),
