@@ -29,9 +29,11 @@
 //!
 //! A merge holds up the run that needs it: copies are read at the request's arrival and
 //! programmed when each read completes, new data is programmed at the arrival (after the
-//! block's earlier pages: the device orders a block's programs), the erase is issued with them
-//! (after the old block's reads) and the run completes with its last operation. Copies,
-//! padding and erases carry cause `gc_data`, host data `user`. No background or idle work.
+//! block's earlier pages: the device orders a block's programs), and the old block's erase is
+//! issued with them (after its reads). A write completes with its last program (the erase
+//! only frees a block; its LUN still pays for it), a trim with the erase (what makes it
+//! durable). Copies, padding and erases carry cause `gc_data`, host data `user`. No background
+//! or idle work.
 //!
 //! Persistence (docs/power.md): nothing but the pages — each page's OOB holds its LPN and write
 //! stamp (padding: stamp 0, never a version). Recovery (`recovery.rs`) orders copies by block
@@ -223,7 +225,10 @@ impl Blockmap {
         if k0 >= wp {
             return self.in_place(dev, lbn, old, wp, (k0, k1), stamp, t);
         }
-        self.merge(dev, lbn, old, (k0, k1), Some(stamp), t)
+        // The run is durable once programmed: the old block's erase only frees it (a cut
+        // before the erase leaves the destination holding every newest version, which
+        // recovery keeps), so the write does not wait for it; its LUN does.
+        Ok(self.merge(dev, lbn, old, (k0, k1), Some(stamp), t)?.0)
     }
 
     /// Programs offsets `k0..k1` of logical block `lbn` into its block `block`, whose write
@@ -259,7 +264,7 @@ impl Blockmap {
     /// get new data of stamp `stamp` (a write) or are dropped (`None`: a trim); every other
     /// valid page is copied to its offset; offsets below the last one with data and without
     /// any get padding. Then `old` is erased. A trim that leaves no page erases `old` and
-    /// unmaps the logical block. Returns the completion.
+    /// unmaps the logical block. Returns when the last program and when the erase complete.
     fn merge(
         &mut self,
         dev: &mut Device,
@@ -268,7 +273,7 @@ impl Blockmap {
         (k0, k1): (u32, u32),
         stamp: Option<u32>,
         t: SimTime,
-    ) -> Result<SimTime, FtlError> {
+    ) -> Result<(SimTime, SimTime), FtlError> {
         let base = lbn * self.ppb;
         let wp = dev.block_written(old);
         // The run's old versions are superseded (or trimmed).
@@ -284,7 +289,7 @@ impl Blockmap {
         if end == 0 {
             self.map[lbn as usize] = NONE;
             self.counters.trim_erases += 1;
-            return Ok(self.pool.erase(dev, old, Cause::GcData, t)?);
+            return Ok((t, self.pool.erase(dev, old, Cause::GcData, t)?));
         }
         let new = self.take(Some(old))?;
         let (mut done, mut copies, mut pads) = (t, 0, 0);
@@ -307,7 +312,7 @@ impl Blockmap {
             };
             done = done.max(d);
         }
-        done = done.max(self.pool.erase(dev, old, Cause::GcData, t)?);
+        let erased = self.pool.erase(dev, old, Cause::GcData, t)?;
         self.map[lbn as usize] = new;
         self.stats.gc_events += 1;
         self.stats.gc_pages_moved += copies;
@@ -321,7 +326,7 @@ impl Blockmap {
             }
             None => c.trim_merges += 1,
         }
-        Ok(done)
+        Ok((done, erased))
     }
 
     /// Trims offsets `k0..k1` of logical block `lbn` at `t`: a merge without them if one holds
@@ -341,7 +346,9 @@ impl Blockmap {
         if !(k0..k1.min(wp)).any(|o| dev.is_valid(self.ppa(old, o))) {
             return Ok(t);
         }
-        self.merge(dev, lbn, old, (k0, k1), None, t)
+        // The trim is durable only once the old block, holding the trimmed pages, is erased.
+        let (programmed, erased) = self.merge(dev, lbn, old, (k0, k1), None, t)?;
+        Ok(programmed.max(erased))
     }
 
     /// Checks the blocks: every mapped block is mapped once, is not free, holds a valid page,
