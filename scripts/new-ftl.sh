@@ -40,7 +40,8 @@ if grep -q "^pub mod $module;" "$registry" || [ -e "$ftl_dir/$module" ] || [ -e 
     echo "new-ftl: $ftl_dir already has a module '$module'; choose another name" >&2
     exit 1
 fi
-if grep -q "const NAME: &'static str = \"$name\";" -r "$ftl_dir"; then
+# Registered names: by `registered!(Type, "name")` or a `Register` impl's `NAME`.
+if grep -qE "registered!\([A-Za-z0-9_]+, \"$name\"|const NAME: &'static str = \"$name\";" -r "$ftl_dir"; then
     echo "new-ftl: an FTL named '$name' is registered already" >&2
     exit 1
 fi

@@ -24,7 +24,12 @@ pub(super) fn shrink_and_save(
     // Candidates are only ever subsets, each tested as it is.
     let around = ops[..(2 * (f.op_index as usize + 1)).min(ops.len())].to_vec();
     let (small, failure) = shrink(prepared, around, f, deadline, make);
-    let (spec, small, mut failure, setup_ids) = match from_blank(spec, &small, opts, make) {
+    // The blank replay holds what the preconditioning contributed; it is kept unless it is much
+    // longer than the prepared one (a failure whose cause the stream holds already, a power
+    // cut's recovery, shrinks shorter from the prepared state).
+    let blank = from_blank(spec, &small, opts, make)
+        .filter(|(_, (ops, _))| ops.len() <= (2 * small.len()).max(16));
+    let (spec, small, mut failure, setup_ids) = match blank {
         Some((spec, (small, failure))) => (spec, small, failure, 0),
         None => (spec.clone(), small, failure, prepared.last_id),
     };

@@ -7,7 +7,8 @@ use super::def::{paper_design, Ctx, Def, Scale};
 use super::sections;
 use super::spec::{RunSpec, WorkloadSpec};
 use super::sweeps::{ablation_label, ABLATIONS, CMT_RATIOS, HP_RATIOS, HP_WORKLOADS};
-use super::validation;
+use super::theory::{THEORY_SPARE, THEORY_UNITS};
+use super::validation::{self, validation_label, VALIDATION_CAPACITY};
 use super::{Config, ReproduceError};
 use crate::config::DeviceConfig;
 use crate::ftl::FTLS;
@@ -442,8 +443,18 @@ fn two_planes(c: &Ctx, together: bool) -> Vec<(&'static str, String)> {
 }
 
 fn drive_features(c: &Ctx) -> Vec<RunSpec> {
+    // Half the blocks per plane leave `tiny` too few lines for GC: a setting whose device does
+    // not build on the suite's preset has no row.
+    let builds = |sets: &Vec<(&str, String)>| {
+        let mut p = Params::new();
+        sets.iter()
+            .for_each(|(k, v)| p.insert(k, v, "drive-features"));
+        DeviceConfig::from_params_sized(&c.config.preset, c.config.capacity.as_ref(), &mut p)
+            .is_ok()
+    };
     drive_settings(c)
         .into_iter()
+        .filter(|(_, sets)| builds(sets))
         .map(|(label, sets)| {
             sets.into_iter().fold(
                 RunSpec::new(
@@ -457,13 +468,6 @@ fn drive_features(c: &Ctx) -> Vec<RunSpec> {
         })
         .collect()
 }
-
-/// The theory oracle's device (`reproduce::theory`): one LUN and one plane, so that a line,
-/// our GC's erase unit, is one block of 64 pages, and 4,096 of them whatever the preset.
-pub const THEORY_UNITS: u32 = 4096;
-
-/// The spare factors the theory oracle checks ((physical − logical) ÷ physical pages).
-pub const THEORY_SPARE: [f64; 6] = [0.05, 0.07, 0.10, 0.20, 0.30, 0.50];
 
 /// The ideal FTL under FIFO and greedy GC at each of [`THEORY_SPARE`], on its own device: a
 /// sequential fill, then independent random 4 KiB writes (job `theory`).
@@ -490,15 +494,6 @@ fn theory(_: &Ctx) -> Vec<RunSpec> {
             })
         })
         .collect()
-}
-
-/// The validation's drive: the 980 PRO preset at this logical capacity (its random reads do
-/// not depend on the size: docs/reproduction.md "Validation against a real drive").
-pub const VALIDATION_CAPACITY: &str = "8GiB";
-
-/// The run label of a measured point (the section finds its run by it).
-pub fn validation_label(p: &validation::Point) -> String {
-    format!("{}, {} jobs, QD{}", p.path, p.numjobs, p.iodepth)
 }
 
 /// The 980 PRO preset at [`VALIDATION_CAPACITY`] running `w` on the ideal FTL (the drive's

@@ -14,6 +14,13 @@
 //! Our GC cleans lines (one block on every LUN and plane), so the erase unit of the model is
 //! the line: a device of one LUN and one plane makes the line one block.
 
+/// The theory oracle's device (`reproduce theory`): one LUN and one plane, so that a line, our
+/// GC's erase unit, is one block of 64 pages, and 4,096 of them whatever the preset.
+pub const THEORY_UNITS: u32 = 4096;
+
+/// The spare factors the theory oracle checks ((physical − logical) ÷ physical pages).
+pub const THEORY_SPARE: [f64; 6] = [0.05, 0.07, 0.10, 0.20, 0.30, 0.50];
+
 /// The principal branch of the Lambert W function, `W₀(x)` for `x ≥ −1/e`: the `w ≥ −1` with
 /// `w eᵂ = x` (Halley's iteration, to machine precision). `NaN` below `−1/e`.
 pub fn lambert_w0(x: f64) -> f64 {

@@ -8,6 +8,15 @@
 pub const SAMSUNG_980PRO_RANDREAD: &str =
     include_str!("../../data/real-drives/samsung-980pro-1tb-randread-4k.csv");
 
+/// The validation's drive: the 980 PRO preset at this logical capacity (its random reads do
+/// not depend on the size: docs/reproduction.md "Validation against a real drive").
+pub const VALIDATION_CAPACITY: &str = "8GiB";
+
+/// The run label of a measured point (the section finds its run by it).
+pub fn validation_label(p: &Point) -> String {
+    format!("{}, {} jobs, QD{}", p.path, p.numjobs, p.iodepth)
+}
+
 /// One measured point.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {

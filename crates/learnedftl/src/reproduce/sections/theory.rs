@@ -9,8 +9,7 @@ use crate::reproduce::Results;
 /// Theory as an oracle: the ideal FTL's WAF under FIFO and greedy GC beside Desnoyers' models,
 /// at each spare factor, with the error of each point.
 pub(in crate::reproduce) fn theory(results: &Results, def: &Def, s: &mut Section) {
-    use crate::reproduce::registry::THEORY_UNITS;
-    use crate::reproduce::theory::{alpha_of_spare, fifo_waf, greedy_waf};
+    use crate::reproduce::theory::{alpha_of_spare, fifo_waf, greedy_waf, THEORY_UNITS};
     let Some(e) = results.get(def.name) else {
         return;
     };

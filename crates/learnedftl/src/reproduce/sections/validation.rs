@@ -4,8 +4,9 @@
 use super::*;
 use crate::reproduce::def::Def;
 use crate::reproduce::doc::{Section, Table};
-use crate::reproduce::registry::{validation_label, VALIDATION_CAPACITY};
-use crate::reproduce::validation::{samsung_980pro, DATASHEET_980PRO};
+use crate::reproduce::validation::{
+    samsung_980pro, validation_label, DATASHEET_980PRO, VALIDATION_CAPACITY,
+};
 use crate::reproduce::Results;
 
 /// The measured phase of the run labelled `label`, on its one FTL.
