@@ -1428,7 +1428,15 @@ fn a_failed_check_exits_1_with_a_replay_that_fails_again() {
     assert!(stdout.contains(
         "the whole stream: learnedftl check --ftl tpftl --preset tiny --seed 1 --ops 5000 --through engine --set inject=drop-trim"
     ), "{stdout}");
-    let (ok, again, _) = learnedftl(&["check", "--replay", replay, "--quiet"]);
+    // Its own failures go to the scratch directory too (the default is the working directory).
+    let (ok, again, _) = learnedftl(&[
+        "check",
+        "--replay",
+        replay,
+        "--quiet",
+        "--failures",
+        failures.to_str().unwrap(),
+    ]);
     assert!(!ok && again.contains("FAILED: tpftl"), "{again}");
 }
 
