@@ -65,8 +65,8 @@ pub(in crate::reproduce) fn theory(results: &Results, def: &Def, s: &mut Section
     }
     s.text(format!(
         "The ideal FTL on a device of {THEORY_UNITS} lines of one 64-page block (one LUN, one \
-         plane): a sequential fill, twice the logical space in independent random 4 KiB writes, \
-         then once more measured. Model: FIFO `A = α / (α + W₀(−α e^(−α)))`, greedy \
+         plane): a sequential fill, the logical space in independent random 4 KiB writes once \
+         (twice from spare 0.2) to reach the steady state, then once more measured. Model: FIFO `A = α / (α + W₀(−α e^(−α)))`, greedy \
          `A_FIFO(kα) / k` with `k = 1 + 1/128`, α = physical ÷ logical pages."
     ));
     s.table(t);
