@@ -42,6 +42,14 @@ impl Params {
         );
     }
 
+    /// Records `value` as the default a consumer used for `key`, if one asked for it: a drive
+    /// preset's value, which `learnedftl params` then lists as the preset's default.
+    pub fn set_default(&mut self, key: &str, value: &str) {
+        if let Some((_, v)) = self.defaults.iter_mut().find(|(k, _)| **k == key) {
+            *v = value.to_string();
+        }
+    }
+
     /// Parses every `key=value` of `items` (e.g. a list of `--set` flags).
     pub fn from_assignments<'a>(
         items: impl IntoIterator<Item = &'a str>,

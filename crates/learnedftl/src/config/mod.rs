@@ -980,15 +980,21 @@ impl DeviceConfig {
             let (base, keys) = parse_drive_preset(preset, &text)?;
             let given: Vec<String> = params.keys().map(str::to_string).collect();
             let has = |k: &str| given.iter().any(|g| g == k);
+            let mut applied = Vec::new();
             for PresetKey { key, value, origin } in keys {
                 let k = key.as_str();
                 let sized = capacity.is_some() && (k == "blocks_per_plane" || k == "logical_pages");
                 let ratio_given = k == "logical_ratio" && has("logical_pages");
                 if !has(k) && !sized && !ratio_given {
                     params.insert(k, &value, &origin);
+                    applied.push((key, value));
                 }
             }
             let mut c = Self::build(&base, capacity, params)?;
+            // The preset's values are its defaults (`learnedftl params --preset NAME`).
+            for (k, v) in applied {
+                params.set_default(&k, &v);
+            }
             c.preset = preset.to_string();
             return Ok(c);
         }
@@ -1133,7 +1139,7 @@ impl DeviceConfig {
         });
         c.slc.pages = match share {
             Some((p, origin)) => {
-                params.take_str(&SLC_CACHE);
+                params.take_str_or(&SLC_CACHE, &(c.slc.pages * ps).to_string());
                 let f = p
                     .trim()
                     .parse::<f64>()
@@ -1345,8 +1351,12 @@ mod tests {
     /// sizes it itself, and a user's own preset file works the same; a bad line is named.
     #[test]
     fn drive_presets_are_keys_on_a_base() {
-        let c = DeviceConfig::preset("980pro").unwrap();
+        let mut p = Params::new();
+        let c = DeviceConfig::from_params("980pro", &mut p).unwrap();
         assert_eq!(c.preset, "980pro");
+        // Its values are the defaults `learnedftl params --preset 980pro` lists.
+        assert_eq!(p.default_of(&CMD_OVERHEAD_NS), Some("18000"));
+        assert_eq!(p.default_of(&SLC_CACHE), Some("0.6%"));
         let g = c.geometry;
         assert_eq!(
             (g.channels, g.luns_per_channel, g.pages_per_block),
