@@ -26,6 +26,10 @@ pub struct CheckOpts {
     /// Device preset: paper, quick, tiny or 980pro (docs/device.md "Drive presets"), or a drive preset file (PATH.preset).
     #[arg(long, default_value = "tiny")]
     preset: String,
+    /// Scale the preset to this logical capacity (as `run --capacity`; docs/device.md
+    /// "Capacity"): every page's data is kept, so keep it small.
+    #[arg(long, value_name = "SIZE")]
+    capacity: Option<String>,
     /// Override a device or FTL parameter (repeatable), e.g. --set cmt_ratio=0.05.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -49,7 +53,7 @@ pub struct CheckOpts {
     #[arg(long)]
     jobs: Option<usize>,
     /// Replay a failing stream saved by an earlier check (its settings come from the file).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["ftl", "preset", "set", "ops", "seed", "power_cuts", "through"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ftl", "preset", "capacity", "set", "ops", "seed", "power_cuts", "through"])]
     replay: Option<PathBuf>,
     /// Wall-clock seconds shrinking a failing stream may take.
     #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
@@ -143,7 +147,13 @@ fn specs(o: &CheckOpts) -> Result<Vec<CheckSpec>> {
     // a key need only be taken by one of the FTLs; each check gets the keys its FTL (or the
     // device) takes, so its replay command names only those.
     let mut p = Params::from_assignments(o.set.iter().map(String::as_str), "--set")?;
-    let device = DeviceConfig::from_params(&o.preset, &mut p)?;
+    let capacity = o
+        .capacity
+        .as_deref()
+        .map(str::parse::<learnedftl::config::Capacity>)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--capacity: {e}"))?;
+    let device = DeviceConfig::from_params_sized(&o.preset, capacity.as_ref(), &mut p)?;
     let left = learnedftl::ftl::build_each(&names, &device, &p, |_, _| Ok(()))
         .map_err(|e| crate::params_error(e, &names))?;
     Ok(names
@@ -152,6 +162,7 @@ fn specs(o: &CheckOpts) -> Result<Vec<CheckSpec>> {
         .map(|(name, left)| CheckSpec {
             ftl: name.to_string(),
             preset: o.preset.clone(),
+            capacity: o.capacity.clone(),
             set: o
                 .set
                 .iter()

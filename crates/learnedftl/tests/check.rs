@@ -13,6 +13,7 @@ fn spec(ftl: &str, ops: u64, cut_every: u64, set: &[&str]) -> CheckSpec {
     CheckSpec {
         ftl: ftl.into(),
         preset: "tiny".into(),
+        capacity: None,
         set: set.iter().map(|s| s.to_string()).collect(),
         seed: 5,
         ops,
@@ -174,4 +175,23 @@ fn a_cut_in_the_background_work_after_a_read_leaves_what_the_read_returned() {
         r.power_cuts_in
     );
     assert_eq!(r.reads_checked, 2);
+}
+
+/// `--capacity` sizes the checked device as `run`'s does, and its replay command says so.
+#[test]
+fn a_check_at_a_capacity_sizes_its_device_and_names_it() {
+    let s = CheckSpec {
+        capacity: Some("240MiB".into()),
+        ..spec("ideal", 2000, 0, &[])
+    };
+    let (cfg, _) = s.device().unwrap();
+    assert_eq!(cfg.geometry.blocks_per_plane, 128, "twice tiny's 64");
+    assert!(
+        s.command()
+            .starts_with("learnedftl check --ftl ideal --preset tiny --capacity 240MiB --seed 5"),
+        "{}",
+        s.command()
+    );
+    let r = run(&s, None, dir("capacity"));
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
 }

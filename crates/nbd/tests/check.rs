@@ -15,6 +15,7 @@ fn spec(ftl: &str, ops: u64, cut_every: u64, connections: u32) -> CheckSpec {
     CheckSpec {
         ftl: ftl.into(),
         preset: "tiny".into(),
+        capacity: None,
         set: Vec::new(),
         seed: 3,
         ops,

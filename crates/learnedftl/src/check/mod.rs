@@ -69,6 +69,9 @@ pub struct CheckSpec {
     pub ftl: String,
     /// Device preset.
     pub preset: String,
+    /// The preset scaled to this logical capacity (`--capacity`, as `run` takes it), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<String>,
     /// `key=value` device and FTL parameters.
     #[serde(default)]
     pub set: Vec<String>,
@@ -109,7 +112,13 @@ impl CheckSpec {
                 "check --power-cuts",
             );
         }
-        let mut cfg = DeviceConfig::from_params(&self.preset, &mut params)?;
+        let capacity = self
+            .capacity
+            .as_deref()
+            .map(str::parse::<crate::config::Capacity>)
+            .transpose()?;
+        let mut cfg =
+            DeviceConfig::from_params_sized(&self.preset, capacity.as_ref(), &mut params)?;
         cfg.payloads = true;
         cfg.validate()?;
         if cfg.geometry.page_size as u64 % SECTOR != 0 {
@@ -124,8 +133,15 @@ impl CheckSpec {
     /// The command line that runs this check again.
     pub fn command(&self) -> String {
         let mut c = format!(
-            "learnedftl check --ftl {} --preset {} --seed {} --ops {} --through {}",
-            self.ftl, self.preset, self.seed, self.ops, self.through
+            "learnedftl check --ftl {} --preset {}",
+            self.ftl, self.preset
+        );
+        if let Some(cap) = &self.capacity {
+            c += &format!(" --capacity {cap}");
+        }
+        c += &format!(
+            " --seed {} --ops {} --through {}",
+            self.seed, self.ops, self.through
         );
         if self.cut_every > 0 {
             c += &format!(" --power-cuts {}", self.cut_every);
