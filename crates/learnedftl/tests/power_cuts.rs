@@ -332,24 +332,31 @@ fn a_cut_in_the_middle_of_a_leaftl_flush_loses_only_its_unprogrammed_pages() {
     assert!((1..=64).contains(&p.lost_unflushed_pages), "{p:?}");
 }
 
-#[test]
-fn fast_recovers_from_a_cut_at_any_of_its_first_merge_operations() {
-    // Every copy, padding page and erase of FAST's merges carries cause gc_data: cutting at
-    // each of the first 48 tears a copy into a data or sequential log block, a padding page, or
-    // an erase (a whole torn block), in switch, partial and full merges alike.
-    let base = prepared("fast", &[], 12);
-    for nth in 1..=48 {
+/// `ftl`, prepared from `seed`, cut at each of its first `merges` GC-data operations in turn
+/// (a cut at each, on a copy of the same state), `requests` random requests after: every read
+/// checked, the cut struck once, the FTL's invariants hold.
+fn recovers_at_each_merge_operation(ftl: &str, seed: u64, merges: u64, requests: u64) {
+    let base = prepared(ftl, &[], seed);
+    for nth in 1..=merges {
         let mut sim = base.clone();
         sim.arm_power_cut(PowerCut::AtCause {
             cause: Cause::GcData,
             nth,
         })
         .unwrap();
-        let m = random_requests(&mut sim, 600, 12);
-        assert_eq!(m.verify.failures, 0, "cut at merge operation {nth}");
-        assert_eq!(m.power_cuts.map(|p| p.count), Some(1), "cut {nth}");
+        let m = random_requests(&mut sim, requests, seed);
+        assert_eq!(m.verify.failures, 0, "{ftl}: cut at merge operation {nth}");
+        assert_eq!(m.power_cuts.map(|p| p.count), Some(1), "{ftl}: cut {nth}");
         sim.ftl().check_invariants(sim.device()).unwrap();
     }
+}
+
+#[test]
+fn fast_recovers_from_a_cut_at_any_of_its_first_merge_operations() {
+    // Every copy, padding page and erase of FAST's merges carries cause gc_data: cutting at
+    // each of the first 48 tears a copy into a data or sequential log block, a padding page, or
+    // an erase (a whole torn block), in switch, partial and full merges alike.
+    recovers_at_each_merge_operation("fast", 12, 48, 600);
 }
 
 #[test]
@@ -359,19 +366,7 @@ fn blockmap_recovers_from_a_cut_at_any_of_its_first_merge_operations() {
     // destination (the old block then still whole), or an erase of the old block (the
     // destination whole), in merges by writes and by trims, over one and several logical
     // blocks.
-    let base = prepared("blockmap", &[], 20);
-    for nth in 1..=150 {
-        let mut sim = base.clone();
-        sim.arm_power_cut(PowerCut::AtCause {
-            cause: Cause::GcData,
-            nth,
-        })
-        .unwrap();
-        let m = random_requests(&mut sim, 100, 20);
-        assert_eq!(m.verify.failures, 0, "cut at merge operation {nth}");
-        assert_eq!(m.power_cuts.map(|p| p.count), Some(1), "cut {nth}");
-        sim.ftl().check_invariants(sim.device()).unwrap();
-    }
+    recovers_at_each_merge_operation("blockmap", 20, 150, 100);
 }
 
 #[test]
