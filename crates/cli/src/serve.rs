@@ -10,7 +10,8 @@ use learnedftl::params::{parse_duration_ns, Params};
 use learnedftl::report;
 use learnedftl::stats::LatencySummary;
 use learnedftl::trace::{Format, TraceWriter};
-use learnedftl_nbd::sim::{Recorder, SimBackend, Timing};
+use learnedftl_nbd::server::Connections;
+use learnedftl_nbd::sim::{CutTrigger, Recorder, SimBackend, Timing};
 use learnedftl_nbd::Listener;
 use std::io::Write;
 use std::net::TcpListener;
@@ -73,7 +74,50 @@ pub struct ServeOpts {
     /// counted (docs/nbd.md).
     #[arg(long)]
     verify: bool,
+    /// Cut the power while serving (docs/nbd.md "Power cuts"): N, once in every N page-level
+    /// requests at a seeded request and flash operation; or a DURATION (e.g. 2s), once in
+    /// every such window of wall time at a seeded instant, striking inside the flash work
+    /// (host writes, GC, mapping write-back) that follows. Each cut closes every connection
+    /// and the FTL recovers from flash; SIGUSR1 cuts on demand.
+    #[arg(long, value_name = "N|DURATION")]
+    power_cut_every: Option<String>,
+    /// Seed of where power cuts strike (reported).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
+
+/// How often `--power-cut-every` cuts.
+#[derive(Copy, Clone)]
+enum CutEvery {
+    Requests(u64),
+    Wall(Duration),
+}
+
+impl CutEvery {
+    fn parse(s: &str) -> Result<CutEvery> {
+        let what = || {
+            format!("--power-cut-every: '{s}' is neither a count of requests (e.g. 1000) nor a duration (e.g. 2s)")
+        };
+        if s.bytes().all(|b| b.is_ascii_digit()) {
+            return match s.parse::<u64>() {
+                Ok(n @ 1..) => Ok(CutEvery::Requests(n)),
+                _ => bail!("{}", what()),
+            };
+        }
+        let ns = parse_duration_ns(s)
+            .filter(|&ns| ns > 0)
+            .with_context(what)?;
+        Ok(CutEvery::Wall(Duration::from_nanos(ns)))
+    }
+}
+
+/// Flash programs and erases after which an armed cut strikes, drawn from [0, this): within
+/// the flash work of the next few requests.
+const CUT_WITHIN_OPS: u64 = 64;
+
+/// How long an armed cut may wait for flash work before it strikes between requests (an
+/// idle or read-only device issues none).
+const ARMED_GRACE: Duration = Duration::from_millis(100);
 
 /// A configuration error, a capacity's named as the option that gave it.
 fn capacity_error(e: ConfigError) -> anyhow::Error {
@@ -83,9 +127,14 @@ fn capacity_error(e: ConfigError) -> anyhow::Error {
     }
 }
 
-/// Serves until SIGINT or SIGTERM, then writes the report; SIGUSR1 cuts the power (the FTL
-/// recovers from flash and serving goes on).
+/// Serves until SIGINT or SIGTERM, then writes the report; SIGUSR1 and `--power-cut-every`
+/// cut the power (every connection closes, the FTL recovers from flash and serving goes on).
 pub fn serve(o: ServeOpts) -> Result<()> {
+    let cut_every = o
+        .power_cut_every
+        .as_deref()
+        .map(CutEvery::parse)
+        .transpose()?;
     let timing: Timing = o
         .timing
         .parse()
@@ -136,7 +185,19 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         .as_ref()
         .map(|p| recorder(p, &o.record_format))
         .transpose()?;
-    let mut backend = SimBackend::new(sim, &o.name, timing, record).map_err(anyhow::Error::msg)?;
+    if let (Some(_), Some(why)) = (&cut_every, sim.power_cut_refusal()) {
+        bail!("--power-cut-every: {why}");
+    }
+    let connections = Arc::new(Connections::default());
+    let mut backend = SimBackend::new(sim, &o.name, timing, record)
+        .map_err(anyhow::Error::msg)?
+        .close_on_cut(connections.clone());
+    if let Some(CutEvery::Requests(n)) = cut_every {
+        backend
+            .plan_cuts(n, o.seed)
+            .map_err(anyhow::Error::msg)
+            .context("--power-cut-every")?;
+    }
     if o.verify {
         backend = backend
             .verify(|m| eprintln!("{m}"))
@@ -190,7 +251,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     {
         let (backend, failed, stop) = (backend.clone(), failed.clone(), stop.clone());
         std::thread::spawn(move || {
-            let e = learnedftl_nbd::serve(listener, backend, |m| eprintln!("{m}"));
+            let e = learnedftl_nbd::serve(listener, backend, connections, |m| eprintln!("{m}"));
             *failed.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some(format!("accepting connections: {e:?}"));
             stop.store(true, Ordering::SeqCst);
@@ -198,8 +259,17 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     }
     let mut next = interval.map(|i| Instant::now() + i);
     let mut look = Instant::now();
+    let started = Instant::now();
+    let mut timed = TimedCuts::new(cut_every, o.seed, started);
+    let (mut signals, mut logged) = (0u64, 0usize);
     while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(50));
+        let nap = timed
+            .next
+            .map_or(Duration::from_millis(50), |t| {
+                t.saturating_duration_since(Instant::now())
+            })
+            .clamp(Duration::from_millis(1), Duration::from_millis(50));
+        std::thread::sleep(nap);
         // The memory floor, as runs have it (docs/device.md "Memory"): the server stops, with
         // its report, rather than be killed by the kernel as the FTL's tables grow.
         if Instant::now() >= look {
@@ -213,11 +283,25 @@ pub fn serve(o: ServeOpts) -> Result<()> {
             }
         }
         if cut.swap(false, Ordering::SeqCst) {
-            // Between two requests (docs/nbd.md); the server keeps serving if refused.
-            match backend.cut_power() {
-                Ok(line) => eprintln!("SIGUSR1: {line}"),
-                Err(why) => eprintln!("SIGUSR1: {why}"),
+            // Inside the flash work that follows, or between requests if none comes
+            // (docs/nbd.md); the server keeps serving if refused.
+            signals += 1;
+            let ops = learnedftl::seed::mix(o.seed, signals, 2) % CUT_WITHIN_OPS;
+            if let Err(why) = backend.arm_cut(CutTrigger::Signal, ops) {
+                eprintln!("SIGUSR1: no power cut: {why}");
             }
+        }
+        if let Some(ops) = timed.due() {
+            if let Err(why) = backend.arm_cut(CutTrigger::EveryDuration, ops) {
+                eprintln!("--power-cut-every: no power cut: {why}");
+            }
+        }
+        if let Some(Err(why)) = backend.strike_armed(ARMED_GRACE) {
+            eprintln!("{why}");
+        }
+        // Cuts taken here and inside requests alike.
+        for c in backend.cuts_since(&mut logged) {
+            eprintln!("{c}");
         }
         if let (Some(at), Some(i)) = (next, interval) {
             if Instant::now() >= at {
@@ -237,11 +321,12 @@ pub fn serve(o: ServeOpts) -> Result<()> {
                 "record": o.record.as_ref().map(|p| p.display().to_string()),
                 "payload_file": o.payload_file.as_ref().map(|p| p.display().to_string()),
                 "verify": o.verify,
+                "power_cut_every": o.power_cut_every,
             },
         },
         "verify": true,
     });
-    let served = backend.report(&o.preset, 0, config);
+    let served = backend.report(&o.preset, o.seed, config);
     let r = &served.run;
     // Whoever started the server may have stopped reading its output: not a failure.
     let _ = writeln!(
@@ -270,6 +355,54 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         bail!("{e}");
     }
     Ok(())
+}
+
+/// The wall-clock windows of `--power-cut-every DURATION`: one cut armed at a seeded instant
+/// of each.
+struct TimedCuts {
+    every: Option<Duration>,
+    seed: u64,
+    started: Instant,
+    window: u64,
+    /// When the current window's cut is armed (`None`: no timed cuts).
+    next: Option<Instant>,
+}
+
+impl TimedCuts {
+    fn new(every: Option<CutEvery>, seed: u64, started: Instant) -> TimedCuts {
+        let every = match every {
+            Some(CutEvery::Wall(d)) => Some(d),
+            _ => None,
+        };
+        let mut t = TimedCuts {
+            every,
+            seed,
+            started,
+            window: 0,
+            next: None,
+        };
+        t.next = t.instant();
+        t
+    }
+
+    /// The seeded instant of the current window.
+    fn instant(&self) -> Option<Instant> {
+        let d = self.every?.as_nanos() as u64;
+        let offset = learnedftl::seed::mix(self.seed, self.window, 0) % d;
+        Some(self.started + Duration::from_nanos(self.window * d + offset))
+    }
+
+    /// If the current window's instant has come: the flash operations after which its cut
+    /// strikes (and the next window begins).
+    fn due(&mut self) -> Option<u64> {
+        if Instant::now() < self.next? {
+            return None;
+        }
+        let ops = learnedftl::seed::mix(self.seed, self.window, 1) % CUT_WITHIN_OPS;
+        self.window += 1;
+        self.next = self.instant();
+        Some(ops)
+    }
 }
 
 fn print_stats(backend: &SimBackend) {

@@ -330,10 +330,10 @@ fn qemu_io(qemu_io: &Path, server: &Server, commands: &[&str]) {
     assert_eq!(text.matches("read ").count(), reads, "{text}");
 }
 
-/// Runs `before`, a sleep and `after` in one qemu-io connection (with `flags` before the URI)
-/// and cuts the server's power (`SIGUSR1`, its `nth` cut) during the sleep: the cut strikes
-/// while the client keeps its connection open, and `after` runs on the recovered device.
-/// Every read of `after` must match its pattern.
+/// Runs `before` and a sleep in one qemu-io connection (with `flags` before the URI) and cuts
+/// the server's power (`SIGUSR1`, its `nth` cut) during the sleep: the cut closes the
+/// connection the client holds, so its next command fails, as on a drive that lost power; a
+/// new connection then runs `after` on the recovered device, every read matching its pattern.
 fn cut_while_connected(
     qemu: &Path,
     server: &Server,
@@ -344,7 +344,7 @@ fn cut_while_connected(
 ) {
     let mut cmd = Command::new(qemu);
     cmd.args(["-f", "raw"]).args(flags).arg(server.uri());
-    for c in before.iter().chain(&["sleep 1500"]).chain(after) {
+    for c in before.iter().chain(&["sleep 1500", "read 0 4k"]) {
         cmd.args(["-c", c]);
     }
     let client = cmd
@@ -354,13 +354,15 @@ fn cut_while_connected(
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     server.signal("USR1");
-    server.wait_log(&format!("power cut {nth}"));
+    let line = server.wait_log(&format!("power cut {nth}"));
+    assert!(line.contains("1 connections closed"), "{line}");
     let out = client.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
-    assert!(!text.contains("Pattern verification failed"), "{text}");
-    let reads = after.iter().filter(|c| c.starts_with("read ")).count();
-    assert_eq!(text.matches("read ").count(), reads, "{text}");
+    assert!(
+        !out.status.success() && text.contains("read failed"),
+        "the held connection survived the cut: {text}"
+    );
+    qemu_io(qemu, server, after);
 }
 
 #[test]
@@ -402,7 +404,7 @@ fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
     ];
     qemu_io(&qemu, &server, &reads);
     // A second cut while a client keeps its connection open: qemu-io sleeps between
-    // commands, and the cut strikes between two of its requests.
+    // commands, the cut closes its connection, and a new one reads back.
     let after = [reads[0], reads[1], reads[2], "read -P 0x11 2M 64k"];
     cut_while_connected(&qemu, &server, &[], &["write -P 0x11 2M 64k"], &after, 2);
     server.stop();
@@ -448,9 +450,9 @@ fn sigusr1_loses_only_unflushed_writes_behind_a_volatile_write_buffer() {
                 &plp_set,
             ],
         );
-        // One connection throughout: qemu-io flushes when it closes, so the cut strikes while
-        // it sleeps between its writes and its reads; write-back caching, or qemu flushes
-        // after every write (its default is write-through).
+        // The cut strikes while qemu-io sleeps after its writes, with its connection open:
+        // it flushes when it closes; write-back caching, or qemu flushes after every write
+        // (its default is write-through).
         let reads: &[&str] = if lost > 0 {
             &["read -P 0xa5 0 8M"]
         } else {
@@ -727,5 +729,82 @@ fn a_recording_of_fio_replays_closed_loop_on_every_ftl() {
                 "{p}"
             );
         }
+    }
+}
+
+/// `serve --power-cut-every DURATION`: cuts at seeded instants while a client writes; each
+/// closes the connection, the client connects again at once and is served, and the report
+/// lists every cut. Bad values are refused, naming the option.
+#[test]
+fn power_cut_every_duration_cuts_a_writing_client_which_reconnects() {
+    let dir = Scratch::new("nbd-cut-every");
+    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
+    let server = Server::start(
+        "tpftl",
+        &[
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--power-cut-every",
+            "150ms",
+            "--seed",
+            "5",
+        ],
+    );
+    let connect = || client::connect(UnixStream::connect(&sock).unwrap()).unwrap();
+    let (_, _, mut tx, mut rx) = connect();
+    let (start, mut n, mut lost) = (Instant::now(), 0u64, 0);
+    let mut out = Vec::new();
+    while start.elapsed() < Duration::from_millis(1500) {
+        n += 1;
+        let w = Request {
+            flags: 0,
+            cmd: Cmd::Write,
+            cookie: n,
+            offset: (n % 1024) * 65536,
+            len: 65536,
+        };
+        out.clear();
+        client::encode(&mut out, &w, Some(&[n as u8; 65536]));
+        let ok = tx
+            .send(&out)
+            .and_then(|()| rx.reply())
+            .is_ok_and(|r| r.0 == 0);
+        if !ok {
+            // The cut closed the connection: the device serves again at once.
+            lost += 1;
+            let failed = Instant::now();
+            (_, _, tx, rx) = connect();
+            assert!(failed.elapsed() < Duration::from_secs(1));
+        }
+    }
+    server.stop();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let cuts = r["live_power_cuts"].as_array().unwrap();
+    assert!(cuts.len() >= 5, "{} cuts in 1.5 s", cuts.len());
+    assert!(
+        lost >= 1 && lost <= cuts.len(),
+        "{lost} writes failed, {} cuts",
+        cuts.len()
+    );
+    for c in cuts {
+        assert_eq!(c["trigger"], "every_duration", "{c}");
+        assert_eq!(c["pages_read_back_wrong"], 0, "{c}");
+        assert!(c["recovery_wall_ms"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    assert_eq!(r["seed"], 5);
+    assert_eq!(r["result"]["power_cuts"]["count"], cuts.len());
+    assert_eq!(r["result"]["verify"]["failures"], 0);
+    for (bad, says) in [("0", "'0'"), ("2 weeks", "'2 weeks'")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+            .args(["serve", "--preset", "tiny", "--power-cut-every", bad])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("--power-cut-every") && err.contains(says),
+            "{err}"
+        );
     }
 }

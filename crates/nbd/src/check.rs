@@ -108,7 +108,7 @@ fn request(op: &HostOp, i: usize) -> Request {
 
 impl Driver for NbdDriver {
     fn cut(&mut self, _: Cut) -> Result<(), String> {
-        self.sim.cut_power().map(drop)
+        self.sim.cut_power(crate::sim::CutTrigger::Signal).map(drop)
     }
 
     fn run_batch(&mut self, ops: &[HostOp], bufs: &mut [Vec<u8>]) -> Result<Ran, DriverError> {

@@ -506,6 +506,22 @@ enum Conn {
     Unix(UnixStream),
 }
 
+impl Conn {
+    /// What closes this connection from another thread.
+    fn closer(&self) -> io::Result<Box<dyn Fn() + Send>> {
+        Ok(match self {
+            Conn::Tcp(s) => {
+                let s = s.try_clone()?;
+                Box::new(move || Stream::shutdown(&s))
+            }
+            Conn::Unix(s) => {
+                let s = s.try_clone()?;
+                Box::new(move || Stream::shutdown(&s))
+            }
+        })
+    }
+}
+
 impl Listener {
     /// The next connection, and who it is from.
     fn accept(&self) -> io::Result<(Conn, String)> {
@@ -521,18 +537,70 @@ impl Listener {
     }
 }
 
+/// The connections a server is serving, so that a power cut can close them all at once (the
+/// link to a drive that lost its power is gone: clients see a disconnect, fail what they had
+/// in flight, and connect again).
+#[derive(Default)]
+pub struct Connections {
+    open: std::sync::Mutex<Open>,
+}
+
+/// Open connections' closers by connection number, the next number to give, and the first
+/// number the last closing spared.
+#[derive(Default)]
+struct Open {
+    closers: Vec<(u64, Box<dyn Fn() + Send>)>,
+    next: u64,
+    closed_below: u64,
+}
+
+impl Connections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Numbers a new connection and registers `close` to end it; under the lock that
+    /// [`Connections::close_all`] takes, so no connection escapes a closing.
+    fn open(&self, close: Box<dyn Fn() + Send>) -> u64 {
+        let mut o = self.lock();
+        let id = o.next;
+        o.next += 1;
+        o.closers.push((id, close));
+        id
+    }
+
+    /// Connection `id` ended; whether a closing ended it.
+    fn ended(&self, id: u64) -> bool {
+        let mut o = self.lock();
+        o.closers.retain(|(c, _)| *c != id);
+        id < o.closed_below
+    }
+
+    /// Closes every open connection (both directions: blocked readers wake, replies not yet
+    /// sent are dropped). Returns how many were open, and the number the next connection will
+    /// get: every connection numbered below it is closed.
+    pub fn close_all(&self) -> (usize, u64) {
+        let mut o = self.lock();
+        for (_, close) in &o.closers {
+            close();
+        }
+        o.closed_below = o.next;
+        (o.closers.len(), o.next)
+    }
+}
+
 /// Accepts connections forever, each served on a thread of its own (at most
-/// [`MAX_CONNECTIONS`] at once). A connection's failure is reported to `log` and ends only it.
+/// [`MAX_CONNECTIONS`] at once) and registered in `connections` (numbered from 0 in the order
+/// accepted). A connection's failure is reported to `log` and ends only it.
 pub fn serve<B: Backend>(
     listener: Listener,
     backend: Arc<B>,
+    connections: Arc<Connections>,
     log: impl Fn(String) + Send + Sync + 'static,
 ) -> io::Result<()> {
     let log = Arc::new(log);
     let live = Arc::new(AtomicUsize::new(0));
-    let mut id = 0u64;
     loop {
-        id += 1;
         let (conn, peer) = match listener.accept() {
             Ok(c) => c,
             // The client gave up before we accepted it: not the listener's failure.
@@ -542,18 +610,36 @@ pub fn serve<B: Backend>(
         if live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             live.fetch_sub(1, Ordering::SeqCst);
             log(format!(
-                "connection {id} ({peer}) refused: {MAX_CONNECTIONS} connections already"
+                "connection ({peer}) refused: {MAX_CONNECTIONS} connections already"
             ));
             continue;
         }
-        let (backend, live, log) = (backend.clone(), live.clone(), log.clone());
+        let id = match conn.closer() {
+            Ok(close) => connections.open(close),
+            Err(e) => {
+                live.fetch_sub(1, Ordering::SeqCst);
+                log(format!("connection ({peer}): {e}"));
+                continue;
+            }
+        };
+        let (backend, live, log, connections) = (
+            backend.clone(),
+            live.clone(),
+            log.clone(),
+            connections.clone(),
+        );
         std::thread::spawn(move || {
             let r = match conn {
-                Conn::Tcp(s) => serve_connection(s, &*backend, id - 1),
-                Conn::Unix(s) => serve_connection(s, &*backend, id - 1),
+                Conn::Tcp(s) => serve_connection(s, &*backend, id),
+                Conn::Unix(s) => serve_connection(s, &*backend, id),
             };
-            if let Err(e) = r {
-                log(format!("connection {id} ({peer}): {e}"));
+            match (r, connections.ended(id)) {
+                (_, true) => log(format!(
+                    "connection {} ({peer}) closed by a power cut",
+                    id + 1
+                )),
+                (Err(e), false) => log(format!("connection {} ({peer}): {e}", id + 1)),
+                (Ok(()), false) => {}
             }
             live.fetch_sub(1, Ordering::SeqCst);
         });

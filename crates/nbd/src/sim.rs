@@ -13,19 +13,21 @@
 
 use crate::handshake::Export;
 use crate::proto::*;
-use crate::server::{Backend, Cmd};
+use crate::server::{Backend, Cmd, Connections};
 use learnedftl::addr::SimTime;
+use learnedftl::device::PowerCut;
 use learnedftl::engine::bytes::HostBytes;
+use learnedftl::engine::PowerCutPlan;
 use learnedftl::engine::{EngineError, Simulator};
 use learnedftl::error::FtlError;
 use learnedftl::run::RunReport;
-use learnedftl::stats::{LatencyHistogram, LatencySummary, Metrics};
+use learnedftl::stats::{LatencyHistogram, LatencySummary, Metrics, PowerCutSummary};
 use learnedftl::trace::{Format, TraceError, TraceRecord, TraceWriter};
 use serde::Serialize;
 use std::fmt;
 use std::io::Write;
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How replies are timed.
@@ -68,13 +70,97 @@ pub type Recorder = TraceWriter<Box<dyn Write + Send>>;
 /// Where a server's messages go.
 type Log = Box<dyn Fn(String) + Send + Sync>;
 
-/// What `serve --json` writes: the keys of `run --json`, and `lateness_us` and
-/// `reply_write_us` with [`Timing::Realtime`] (docs/metrics.md).
+/// What made a live power cut (docs/nbd.md "Power cuts").
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutTrigger {
+    /// A signal (`kill -USR1`), or [`SimBackend::arm_cut`] called on demand.
+    Signal,
+    /// `--power-cut-every N`: one in every window of N page-level requests.
+    EveryRequests,
+    /// `--power-cut-every DURATION`: one at a seeded instant of every window of wall time.
+    EveryDuration,
+}
+
+impl fmt::Display for CutTrigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CutTrigger::Signal => "signal",
+            CutTrigger::EveryRequests => "every N requests",
+            CutTrigger::EveryDuration => "every DURATION",
+        })
+    }
+}
+
+/// One power cut a server took while serving: `live_power_cuts` in its report
+/// (docs/metrics.md).
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveCut {
+    /// Which cut of the server this is (from 1).
+    pub n: u64,
+    /// Wall-clock seconds since the server started when the power was lost.
+    pub wall_seconds: f64,
+    /// Simulated seconds since the server started when the power was lost.
+    pub sim_seconds: f64,
+    /// What made it.
+    pub trigger: CutTrigger,
+    /// The flash operation in flight that it tore (`Cause` key: `user`, `gc_data`,
+    /// `translation_writeback`, ...), or `between_operations`.
+    pub struck_in: &'static str,
+    /// The NBD command being served when it struck (answered with an error, never
+    /// acknowledged), e.g. `write 8192+4096`; `None` between commands.
+    pub command: Option<String>,
+    /// Acknowledged page writes a volatile buffer lost.
+    pub lost_unflushed_pages: u64,
+    /// Of which a completed FLUSH or FUA had covered (0 unless `flush=ignore|reorder`).
+    pub lost_flushed_pages: u64,
+    /// Pages recovery returned in a version other than the last acknowledged one or one a
+    /// lost buffer allows (0 unless the FTL's recovery is wrong).
+    pub pages_read_back_wrong: u64,
+    /// Simulated time of the recovery (OOB scan, translation pages), seconds.
+    pub recovery_sim_seconds: f64,
+    /// Flash page reads of the recovery.
+    pub recovery_flash_reads: u64,
+    /// Wall-clock time from the cut until the server could serve again, ms.
+    pub recovery_wall_ms: f64,
+    /// Client connections the cut closed.
+    pub connections_closed: usize,
+}
+
+impl fmt::Display for LiveCut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "power cut {} ({}) at simulated {:.6} s in {}{}: recovered in {:.6} simulated s ({:.1} ms wall), {} flash reads; {} unflushed pages lost ({} of them flushed), {} pages read back wrong; {} connections closed",
+            self.n,
+            self.trigger,
+            self.sim_seconds,
+            self.struck_in,
+            self.command
+                .as_ref()
+                .map_or(String::new(), |c| format!(" (serving {c})")),
+            self.recovery_sim_seconds,
+            self.recovery_wall_ms,
+            self.recovery_flash_reads,
+            self.lost_unflushed_pages,
+            self.lost_flushed_pages,
+            self.pages_read_back_wrong,
+            self.connections_closed,
+        )
+    }
+}
+
+/// What `serve --json` writes: the keys of `run --json`, `live_power_cuts` when the FTL can
+/// recover, and `lateness_us` and `reply_write_us` with [`Timing::Realtime`]
+/// (docs/metrics.md).
 #[derive(Clone, Debug, Serialize)]
 pub struct ServeReport {
     /// The run's report.
     #[serde(flatten)]
     pub run: RunReport,
+    /// Every power cut taken, in order (absent when the FTL cannot recover from one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_power_cuts: Option<Vec<LiveCut>>,
     /// How late replies were sent ([`SimBackend::lateness`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lateness_us: Option<LatencySummary>,
@@ -116,6 +202,15 @@ struct State {
     last_failure: Option<String>,
     /// Where failed checks are logged (with [`SimBackend::verify`]).
     log: Option<Log>,
+    /// Live power cuts: those taken (`None` when the FTL cannot recover), the one armed and
+    /// not struck yet (what made it, when), the connections a cut closes.
+    cuts: Option<Vec<LiveCut>>,
+    armed: Option<(CutTrigger, Instant)>,
+    connections: Option<Arc<Connections>>,
+    /// Connections numbered below this one were closed by a cut: their commands fail.
+    dead_below: u64,
+    /// The power-cut counters after the last cut (the next one's are the difference).
+    cut_counts: PowerCutSummary,
 }
 
 impl SimBackend {
@@ -160,7 +255,8 @@ impl SimBackend {
         };
         sim.begin_phase("serve");
         // The report carries the power_cuts block whenever cuts on demand can strike.
-        if sim.power_cut_refusal().is_none() {
+        let recovers = sim.power_cut_refusal().is_none();
+        if recovers {
             sim.track_power_cuts();
         }
         let start = sim.clock();
@@ -186,6 +282,11 @@ impl SimBackend {
                 failures: 0,
                 last_failure: None,
                 log: None,
+                cuts: recovers.then(Vec::new),
+                armed: None,
+                connections: None,
+                dead_below: 0,
+                cut_counts: PowerCutSummary::default(),
             }),
             sent: (timing == Timing::Realtime).then(Mutex::default),
         })
@@ -262,46 +363,92 @@ impl SimBackend {
         };
         ServeReport {
             run,
+            live_power_cuts: s.cuts.clone(),
             lateness_us,
             reply_write_us,
         }
     }
 
-    /// Cuts the power between two requests and recovers the FTL from flash (docs/nbd.md):
-    /// taking the simulator's lock waits for the request being served, whose reply then is
-    /// the last acknowledgement before the cut, and requests arriving meanwhile wait for the
-    /// recovery. Connections go on. Returns a line saying what the recovery cost, or one
-    /// saying why the cut was refused (`no power cut: ...`, the FTL cannot recover; nothing
-    /// changed) or failed (`power cut failed: ...`; later requests then fail).
-    pub fn cut_power(&self) -> Result<String, String> {
-        let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
+    /// Has every power cut close the connections `connections` holds (the server's:
+    /// [`crate::serve`]): clients see a disconnect and connect again; commands still arriving
+    /// on a closed connection fail.
+    pub fn close_on_cut(self, connections: Arc<Connections>) -> Self {
+        self.lock().connections = Some(connections);
+        self
+    }
+
+    /// Cuts the power inside one in every window of `every` page-level requests, at a seeded
+    /// request and operation (`serve --power-cut-every N`; [`PowerCutPlan`]).
+    pub fn plan_cuts(&self, every: u64, seed: u64) -> Result<(), String> {
         let mut s = self.lock();
-        let before = s.sim.live_metrics();
+        s.sim
+            .plan_power_cuts(PowerCutPlan { every, seed })
+            .map_err(|e| e.to_string())
+    }
+
+    /// Arms a power cut that strikes after `after_ops` more flash programs and erases (those
+    /// of host writes, garbage collection, mapping write-back alike), inside whichever
+    /// request issues it; [`SimBackend::strike_armed`] cuts an armed cut that found no such
+    /// work between requests. Replaces a cut armed before.
+    pub fn arm_cut(&self, trigger: CutTrigger, after_ops: u64) -> Result<(), String> {
+        let mut s = self.lock();
+        s.sim
+            .arm_power_cut(PowerCut::AfterOps(after_ops))
+            .map_err(|e| e.to_string())?;
+        s.armed = Some((trigger, Instant::now()));
+        Ok(())
+    }
+
+    /// If a cut armed at least `after` ago has not struck (the device issued too little flash
+    /// work since), cuts the power now, between two requests.
+    pub fn strike_armed(&self, after: Duration) -> Option<Result<LiveCut, String>> {
+        let (trigger, at) = self.lock().armed?;
+        (at.elapsed() >= after).then(|| self.cut_power(trigger))
+    }
+
+    /// The cuts taken since the first `from` (which then counts them too), for logging.
+    pub fn cuts_since(&self, from: &mut usize) -> Vec<LiveCut> {
+        let s = self.lock();
+        let new = s
+            .cuts
+            .as_deref()
+            .unwrap_or_default()
+            .get(*from..)
+            .unwrap_or_default();
+        *from += new.len();
+        new.to_vec()
+    }
+
+    /// Cuts the power now, between two requests, and recovers the FTL from flash
+    /// (docs/nbd.md "Power cuts"): taking the simulator's lock waits for the request being
+    /// served, and requests arriving meanwhile wait for the recovery. With
+    /// [`SimBackend::close_on_cut`] every connection is closed. Returns what the cut cost, or
+    /// why it was refused (`no power cut: ...`, the FTL cannot recover; nothing changed) or
+    /// failed (`power cut failed: ...`; later requests then fail).
+    pub fn cut_power(&self, trigger: CutTrigger) -> Result<LiveCut, String> {
+        let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
+        let wall = Instant::now();
+        let mut s = self.lock();
         let at = now.max(s.last_arrival);
-        let done = s.sim.cut_power_now(at).map_err(|e| match e {
+        let failures = s.verify_failures();
+        s.sim.cut_power_now(at).map_err(|e| match e {
             EngineError::PowerCuts(why) => format!("no power cut: {why}"),
             e => format!("power cut failed: {e}"),
         })?;
         // Later requests arrive no earlier than the cut; the recovery's flash work keeps the
         // LUNs busy until it is done.
         s.last_arrival = at;
-        let after = s.sim.live_metrics();
-        let (b, a) = (
-            before.power_cuts.unwrap_or_default(),
-            after.power_cuts.unwrap_or_default(),
-        );
-        Ok(format!(
-            "power cut {} at simulated {:.6} s: recovered in {:.6} simulated s, {} flash reads; {} unflushed pages lost, {} pages read back wrong",
-            a.count,
-            at.since(self.start) as f64 / 1e9,
-            done.since(at) as f64 / 1e9,
-            a.recovery_flash_reads - b.recovery_flash_reads,
-            a.lost_unflushed_pages - b.lost_unflushed_pages,
-            after.verify.failures - before.verify.failures,
-        ))
+        let cut = Noticed {
+            trigger,
+            at,
+            command: None,
+            wall,
+            failures_before: failures,
+        };
+        Ok(s.took_cut(self.start, self.anchor, cut))
     }
 
-    /// Flushes the recorded trace (call before exiting; recording goes on).
+    /// Flushes the recorded trace (call before exiting; recording goes on).    /// Flushes the recorded trace (call before exiting; recording goes on).
     pub fn flush_record(&self) -> Result<(), TraceError> {
         match self.lock().record.as_mut() {
             Some(r) => r.flush(),
@@ -337,10 +484,31 @@ impl Backend for SimBackend {
 
     fn execute(&self, conn: u64, cmd: Cmd<'_>) -> Result<Option<Instant>, NbdError> {
         let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
+        let wall = Instant::now();
         let mut s = self.lock();
+        if conn < s.dead_below {
+            // Sent on a connection a power cut closed: the device never saw it.
+            return Err(NbdError::EIO);
+        }
         let arrival = now.max(s.last_arrival);
         s.last_arrival = arrival;
-        let r = s.execute(cmd, arrival);
+        let (recoveries, failures) = (s.sim.recoveries(), s.verify_failures());
+        let what = s.cuts.is_some().then(|| describe(&cmd));
+        let mut r = s.execute(cmd, arrival);
+        if s.sim.recoveries() != recoveries {
+            // A cut struck while serving it (its flash work, or the background work after
+            // it): never acknowledged, whatever its pages now hold.
+            let trigger = s.armed.map_or(CutTrigger::EveryRequests, |a| a.0);
+            let cut = Noticed {
+                trigger,
+                at: arrival,
+                command: what,
+                wall,
+                failures_before: failures,
+            };
+            s.took_cut(self.start, self.anchor, cut);
+            r = Err(NbdError::EIO);
+        }
         if s.record.is_some() {
             // When the reply leaves: held until the simulated completion, or at once (the
             // lateness of either is not counted: a few µs, docs/nbd.md "Timing").
@@ -354,7 +522,86 @@ impl Backend for SimBackend {
     }
 }
 
+/// A power cut the simulator just recovered from, as the server noticed it.
+struct Noticed {
+    trigger: CutTrigger,
+    /// When the power was lost, simulated.
+    at: SimTime,
+    /// The NBD command it struck in.
+    command: Option<String>,
+    /// When the server took it (the recovery's wall time counts from here).
+    wall: Instant,
+    /// Reads the oracle had found wrong before.
+    failures_before: u64,
+}
+
+/// A command as a cut's report names it: `write 8192+4096`.
+fn describe(cmd: &Cmd<'_>) -> String {
+    match cmd {
+        Cmd::Read { offset, buf } => format!("read {offset}+{}", buf.len()),
+        Cmd::Write { offset, data, fua } => {
+            format!(
+                "write {offset}+{}{}",
+                data.len(),
+                if *fua { " fua" } else { "" }
+            )
+        }
+        Cmd::Flush => "flush".into(),
+        Cmd::Trim { offset, len, .. } => format!("trim {offset}+{len}"),
+        Cmd::WriteZeroes { offset, len, .. } => format!("write-zeroes {offset}+{len}"),
+    }
+}
+
 impl State {
+    /// Notes a cut the simulator just recovered from and closes the connections; returns its
+    /// report.
+    fn took_cut(&mut self, start: SimTime, anchor: Instant, cut: Noticed) -> LiveCut {
+        let Noticed {
+            trigger,
+            at,
+            command,
+            wall,
+            failures_before,
+        } = cut;
+        self.armed = None;
+        let now = self.sim.power_cuts().cloned().unwrap_or_default();
+        let was = std::mem::replace(&mut self.cut_counts, now.clone());
+        let connections_closed = match &self.connections {
+            Some(c) => {
+                let (open, next) = c.close_all();
+                self.dead_below = next;
+                open
+            }
+            None => 0,
+        };
+        let cut = LiveCut {
+            n: now.count,
+            wall_seconds: wall.duration_since(anchor).as_secs_f64(),
+            sim_seconds: at.since(start) as f64 / 1e9,
+            trigger,
+            struck_in: self
+                .sim
+                .device()
+                .last_cut_in()
+                .map_or("between_operations", |c| c.key()),
+            command,
+            lost_unflushed_pages: now.lost_unflushed_pages - was.lost_unflushed_pages,
+            lost_flushed_pages: now.lost_flushed_pages - was.lost_flushed_pages,
+            pages_read_back_wrong: self.verify_failures() - failures_before,
+            recovery_sim_seconds: now.recovery_sim_seconds - was.recovery_sim_seconds,
+            recovery_flash_reads: now.recovery_flash_reads - was.recovery_flash_reads,
+            recovery_wall_ms: wall.elapsed().as_secs_f64() * 1e3,
+            connections_closed,
+        };
+        self.cuts.get_or_insert_with(Vec::new).push(cut.clone());
+        cut
+    }
+
+    /// Reads the oracle found wrong so far.
+    fn verify_failures(&self) -> u64 {
+        self.sim.oracle().map_or(0, |o| o.failures())
+    }
+
     /// Records the page-level requests the last command issued, when recording: a
     /// learnedftl recording gets the command's connection, issue and reply times (ns since the
     /// server started); other formats each request's simulated arrival.

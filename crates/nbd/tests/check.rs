@@ -68,6 +68,29 @@ fn checks_pass_through_the_server_with_power_cuts() {
     }
 }
 
+/// The cache contracts through the server, FLUSH and FUA in the stream: behind a volatile
+/// write buffer the check allows unflushed writes to be lost and passes; with power-loss
+/// protection it allows nothing acknowledged to be lost and passes; a drive that ignores
+/// FLUSH (`flush=ignore`) loses flushed writes, and the check catches it.
+#[test]
+fn each_cache_contract_is_held_and_a_broken_flush_is_caught() {
+    let buffer = ["write_buffer=256KiB", "write_buffer_drain=full"];
+    for (extra, passes) in [
+        (None, true),
+        (Some("power_loss_protection=on"), true),
+        (Some("flush=ignore"), false),
+    ] {
+        let mut s = spec("tpftl", 10_000, 300, 2);
+        s.set = buffer.iter().chain(&extra).map(|x| x.to_string()).collect();
+        let r = run(&s, None, &opts(&format!("contract-{passes}")), false);
+        assert_eq!(r.failures.is_empty(), passes, "{extra:?}: {:?}", r.failures);
+        if !passes {
+            let f = &r.failures[0];
+            assert!(f.to_string().contains("a flushed write was lost"), "{f}");
+        }
+    }
+}
+
 /// A server bug: reads of some offsets are answered with the bytes of the previous read
 /// (a reused reply buffer), which no check inside the simulator can see.
 struct Stale {

@@ -11,8 +11,10 @@ use learnedftl::engine::{SimOptions, Simulator, Verify};
 use learnedftl::params::Params;
 use learnedftl::trace::{Format, TraceWriter};
 use learnedftl_nbd::proto::*;
-use learnedftl_nbd::sim::{SimBackend, Timing};
+use learnedftl_nbd::server::{serve, Connections, Listener};
+use learnedftl_nbd::sim::{CutTrigger, SimBackend, Timing};
 use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -351,7 +353,7 @@ fn a_power_cut_between_requests_keeps_acknowledged_data_and_the_connection() {
         let mut want = first.clone();
         want[4096 + 512..4096 + 1536].fill(0x5a);
         want[32 * 4096..40 * 4096].copy_from_slice(&second);
-        let line = b.cut_power().unwrap();
+        let line = b.cut_power(CutTrigger::Signal).unwrap().to_string();
         assert!(
             line.contains("power cut 1") && line.contains("flash reads"),
             "{line}"
@@ -362,7 +364,7 @@ fn a_power_cut_between_requests_keeps_acknowledged_data_and_the_connection() {
         write(&mut c, 0, &second, 0);
         assert_eq!(call(&mut c, Command::Flush, 0, 0, Err(0)).0, 0);
         want[..8 * 4096].copy_from_slice(&second);
-        b.cut_power().unwrap();
+        b.cut_power(CutTrigger::Signal).unwrap();
         assert_eq!(read(&mut c, 0, 64 * 4096), want, "{ftl} after two cuts");
         let m = b.live_metrics();
         let p = m.power_cuts.expect("power cuts reported");
@@ -486,7 +488,7 @@ fn verify_after_a_power_cut_learns_the_versions_recovery_brought_back() {
     // Unflushed: an overwrite of four pages and two new pages, in LeaFTL's volatile buffer.
     write(&mut c, 4 * 4096, &bytes(5, 4 * 4096), 0);
     write(&mut c, 64 * 4096, &bytes(6, 2 * 4096), 0);
-    let line = b.cut_power().unwrap();
+    let line = b.cut_power(CutTrigger::Signal).unwrap().to_string();
     assert!(line.contains("6 unflushed pages lost"), "{line}");
     // The acknowledged versions were lost: the last flushed ones read back, without a
     // false mismatch; the flushed pages are still compared byte for byte.
@@ -506,4 +508,105 @@ fn verify_after_a_power_cut_learns_the_versions_recovery_brought_back() {
     assert_eq!(read(&mut c, 4 * 4096, 4096), &old[4 * 4096..5 * 4096]);
     assert_eq!(b.live_metrics().verify.bytes.unwrap().pages_compared, 13);
     disconnect(c, h);
+}
+
+/// A write's outcome seen by a client: its NBD error, or the connection gone before its reply.
+fn try_write(c: &mut UnixStream, offset: u64, data: &[u8], flags: u16) -> std::io::Result<u32> {
+    let r = Request {
+        flags,
+        cmd: Command::Write,
+        cookie: 7,
+        offset,
+        len: data.len() as u32,
+    };
+    c.write_all(&r.to_bytes())?;
+    c.write_all(data)?;
+    let mut b = [0u8; 16];
+    c.read_exact(&mut b)?;
+    assert_eq!(
+        u32::from_be_bytes(b[..4].try_into().unwrap()),
+        SIMPLE_REPLY_MAGIC
+    );
+    Ok(u32::from_be_bytes(b[4..8].try_into().unwrap()))
+}
+
+/// `serve --power-cut-every N` on every recoverable FTL: each cut strikes inside a request's
+/// flash work (host programs, GC, mapping write-back); the write being served fails, every
+/// connection closes (an idle one too), the client connects again and retries, and every
+/// acknowledged FUA write reads back afterwards.
+#[test]
+fn live_cuts_close_every_connection_and_keep_acknowledged_writes() {
+    for ftl in learnedftl::ftl::RECOVERABLE {
+        let dir = std::env::temp_dir().join(format!("lftl-live-cut-{}-{ftl}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let conns = Arc::new(Connections::default());
+        let b = Arc::new(
+            SimBackend::new(sim(ftl, &[]), "t", Timing::None, None)
+                .unwrap()
+                .close_on_cut(conns.clone()),
+        );
+        b.plan_cuts(25, 3).unwrap();
+        {
+            let (b, conns) = (b.clone(), conns.clone());
+            std::thread::spawn(move || serve(Listener::Unix(listener), b, conns, |_| {}));
+        }
+        let open = || {
+            let mut c = UnixStream::connect(&path).unwrap();
+            go(&mut c);
+            c
+        };
+        let mut idle = open();
+        let mut c = open();
+        // 8 MiB written over and over in 4-32 KiB FUA writes: GC and write-back run too.
+        let span = 8u64 << 20;
+        let mut image = vec![0u8; span as usize];
+        let (mut failed, mut n) = (0, 0u64);
+        while n < 3000 && b.live_metrics().power_cuts.map_or(0, |p| p.count) < 8 {
+            n += 1;
+            let len = 4096 * (1 + learnedftl::seed::mix(9, n, 0) % 8);
+            let offset = 4096 * (learnedftl::seed::mix(9, n, 1) % ((span - len) / 4096));
+            let data = bytes(n, len as usize);
+            // Retried on a new connection until acknowledged.
+            loop {
+                match try_write(&mut c, offset, &data, CMD_FLAG_FUA) {
+                    Ok(0) => break,
+                    Ok(_) | Err(_) => {
+                        failed += 1;
+                        c = open();
+                    }
+                }
+            }
+            image[offset as usize..(offset + len) as usize].copy_from_slice(&data);
+        }
+        let cuts = b
+            .report("tiny", 3, serde_json::json!({}))
+            .live_power_cuts
+            .unwrap();
+        assert!(cuts.len() >= 8, "{ftl}: {} cuts in {n} writes", cuts.len());
+        assert_eq!(
+            failed,
+            cuts.len(),
+            "{ftl}: every cut fails the write it struck in"
+        );
+        assert!(cuts
+            .iter()
+            .all(|c| c.command.is_some() && c.pages_read_back_wrong == 0));
+        // Some tore a program or erase (others fell on a FUA's flush, which programs nothing
+        // on most FTLs, and struck after it).
+        let torn = cuts.iter().filter(|c| c.struck_in != "between_operations");
+        assert!(torn.count() >= 1, "{ftl}: {cuts:?}");
+        assert!(
+            cuts.iter().all(|c| c.connections_closed >= 1),
+            "{ftl}: {cuts:?}"
+        );
+        // The idle connection was closed by the first cut.
+        let mut byte = [0u8; 1];
+        assert!(matches!(idle.read(&mut byte), Ok(0) | Err(_)), "{ftl}");
+        let mut c = open();
+        assert_eq!(read(&mut c, 0, span as u32), image, "{ftl}");
+        assert_eq!(b.live_metrics().verify.failures, 0, "{ftl}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -329,7 +329,10 @@ pub fn prepare(spec: &CheckSpec) -> Result<Prepared, CheckError> {
     };
     let last_id = ops.iter().map(|o| o.id).max().unwrap_or(0);
     let mut driver = EngineDriver::new(sim);
-    let mut run = Run::new(Model::new(g.logical_bytes(), ps, spec.cut_every > 0));
+    let mut model = Model::new(g.logical_bytes(), ps, spec.cut_every > 0);
+    // Power-loss protection: nothing acknowledged may be lost, flushed or not.
+    model.set_every_ack_durable(cfg.power_loss_protection);
+    let mut run = Run::new(model);
     if let Some(f) = run.ops(&mut driver, &ops, 0, None) {
         return Err(CheckError::Setup(format!(
             "the preconditioning failed: {f} (replay: {})",

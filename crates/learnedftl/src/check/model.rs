@@ -110,6 +110,8 @@ pub struct Model {
     stamps: Vec<u32>,
     /// With power cuts, the versions a recovery may bring back, per page: `(stamp, sectors)`.
     history: Option<Versions>,
+    /// Every acknowledged write is durable (power-loss protection).
+    every_ack_durable: bool,
 }
 
 /// Versions of pages by LPN: `(stamp, sectors)`.
@@ -139,7 +141,19 @@ impl Model {
             sectors: vec![0; (logical_bytes / SECTOR) as usize],
             stamps: vec![0; (logical_bytes / page_size) as usize],
             history: cuts.then(HashMap::new),
+            every_ack_durable: false,
         }
+    }
+
+    /// Whether every acknowledged write is durable at once (a device with power-loss
+    /// protection), not only those a FLUSH or FUA covered.
+    pub fn set_every_ack_durable(&mut self, on: bool) {
+        self.every_ack_durable = on;
+    }
+
+    /// See [`Model::set_every_ack_durable`].
+    pub fn every_ack_durable(&self) -> bool {
+        self.every_ack_durable
     }
 
     /// Bytes per page.

@@ -189,7 +189,9 @@ impl Run {
                 }
             }
             Kind::Flush => self.model.durable(),
-            _ if op.fua => self.model.durable_range(op.offset, op.len),
+            _ if op.fua || self.model.every_ack_durable() => {
+                self.model.durable_range(op.offset, op.len)
+            }
             _ => {}
         }
         Ok(())

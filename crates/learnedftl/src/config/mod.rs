@@ -566,6 +566,39 @@ impl DrainPolicy {
     }
 }
 
+/// What the controller does with a FLUSH (and the flush a FUA adds): `flush=` (docs/power.md
+/// "Misbehaving drives"). Drives that break the contract exist (FAST'13 found most of 15
+/// consumer SSDs losing or corrupting data at a power cut); these emulate them on purpose.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlushMode {
+    /// A FLUSH completes once every acknowledged write is durable.
+    #[default]
+    Honor,
+    /// A FLUSH completes at once and makes nothing durable; the write buffer drains as it
+    /// otherwise would.
+    Ignore,
+    /// As `ignore`, and the write buffer drains its newest pages first, so a write issued
+    /// after a FLUSH may be durable while one before it is lost.
+    Reorder,
+}
+
+impl FlushMode {
+    /// The `flush=` value naming this mode.
+    pub fn key(self) -> &'static str {
+        match self {
+            FlushMode::Honor => "honor",
+            FlushMode::Ignore => "ignore",
+            FlushMode::Reorder => "reorder",
+        }
+    }
+
+    /// Whether FLUSHes are honoured (the default).
+    pub fn is_honor(&self) -> bool {
+        *self == FlushMode::Honor
+    }
+}
+
 /// The controller between the host and the FTL (docs/device.md "The controller"): a
 /// per-command firmware cost and a write buffer in the controller's own DRAM. All off by
 /// default (every preset): FEMU's model has neither.
@@ -582,6 +615,18 @@ pub struct Controller {
     /// The host link's bandwidth, MB/s (`host_mb_s`; 0: not modelled, transfers take no
     /// time): every request's data crosses it, one transfer at a time.
     pub host_mb_s: u64,
+    /// What a FLUSH does (`flush`; honoured unless set).
+    #[serde(skip_serializing_if = "FlushMode::is_honor")]
+    pub flush: FlushMode,
+    /// A buffered page is handed to the FTL at the first request arriving this long after its
+    /// acknowledgement (`write_buffer_max_age_ns`; 0: no limit): the window in which an
+    /// acknowledged write can be lost at a power cut, whatever FLUSH does.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_age_ns: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 impl Controller {
@@ -590,7 +635,10 @@ impl Controller {
 
     /// Whether any part is on (off: the FTL sees host requests as they arrive).
     pub fn is_on(&self) -> bool {
-        self.write_buffer > 0 || self.cmd_overhead_ns > 0 || self.host_mb_s > 0
+        self.write_buffer > 0
+            || self.cmd_overhead_ns > 0
+            || self.host_mb_s > 0
+            || !self.flush.is_honor()
     }
 
     /// Whether every part is off (reports then leave the block out).
@@ -626,6 +674,18 @@ impl Controller {
         }
         c.cmd_overhead_ns = params.take_or(&CMD_OVERHEAD_NS, c.cmd_overhead_ns)?;
         c.host_mb_s = params.take_or(&HOST_MB_S, c.host_mb_s)?;
+        c.flush = match params.take_str_or(&FLUSH, c.flush.key()).as_str() {
+            "honor" => FlushMode::Honor,
+            "ignore" => FlushMode::Ignore,
+            "reorder" => FlushMode::Reorder,
+            other => {
+                return Err(ConfigError::invalid(
+                    "flush",
+                    format!("{}: expected honor, ignore or reorder", quote(other)),
+                ))
+            }
+        };
+        c.max_age_ns = params.take_or(&WRITE_BUFFER_MAX_AGE_NS, c.max_age_ns)?;
         Ok(c)
     }
 
@@ -656,6 +716,20 @@ impl Controller {
         }
         if self.host_mb_s > 0 {
             parts.push(format!("host link {} MB/s", self.host_mb_s));
+        }
+        if self.max_age_ns > 0 {
+            parts.push(format!(
+                "buffered pages written within {} ms",
+                self.max_age_ns as f64 / 1e6
+            ));
+        }
+        match self.flush {
+            FlushMode::Honor => {}
+            FlushMode::Ignore => parts.push("FLUSH ignored (misbehaving on purpose)".into()),
+            FlushMode::Reorder => parts.push(
+                "FLUSH ignored, newest buffered pages written first (misbehaving on purpose)"
+                    .into(),
+            ),
         }
         Some(format!("controller: {}", parts.join(", ")))
     }
@@ -761,6 +835,8 @@ keys! {
     WRITE_BUFFER_WATERMARK = "write_buffer_watermark" ["of the buffer"] "with a write_buffer and drain=watermark: the fill above which it drains, down to it";
     CMD_OVERHEAD_NS = "cmd_overhead_ns" ["ns"] "firmware time per host command before the FTL sees it";
     HOST_MB_S = "host_mb_s" ["MB/s"] "host link bandwidth (0: transfers take no time); every request's data crosses it, one transfer at a time";
+    FLUSH = "flush" ["honor|ignore|reorder"] "what a FLUSH (and FUA) does: honor it, ignore it, or ignore it and write the newest buffered pages first (misbehaving drives, on purpose)";
+    WRITE_BUFFER_MAX_AGE_NS = "write_buffer_max_age_ns" ["ns"] "with a write_buffer: a buffered page goes to the FTL at the first request this long after its acknowledgement (0: no limit); bounds what a cut can lose";
 }
 
 /// The suspend keys of `params` applied to `base` (and removed): `None` when suspend is off.

@@ -250,6 +250,9 @@ pub struct Simulator {
     oracle: Option<Oracle>,
     opts: SimOptions,
     stamp: u32,
+    /// The stamp of the latest write or trim before the latest completed FLUSH: every version
+    /// up to it was acknowledged as durable.
+    flushed: u32,
     clock: SimTime,
     last_arrival: SimTime,
     phase: Collector,
@@ -313,6 +316,7 @@ impl Simulator {
             oracle: (opts.verify != Verify::Off).then(|| Oracle::new(lp)),
             opts,
             stamp: 0,
+            flushed: 0,
             clock: SimTime::ZERO,
             last_arrival: SimTime::ZERO,
             phase: Collector::new("initial", SimTime::ZERO),
@@ -463,6 +467,12 @@ impl Simulator {
             None => VerifySummary::default(),
         };
         self.phase.metrics(&self.dev, self.ftl.as_ref(), verify)
+    }
+
+    /// The current phase's power cuts so far, without building its metrics (`None` when cuts
+    /// are not tracked).
+    pub fn power_cuts(&self) -> Option<&crate::stats::PowerCutSummary> {
+        self.phase.power_cuts()
     }
 
     /// The stamp of the latest write or trim served (0 before any).
@@ -629,6 +639,9 @@ impl Simulator {
                 Op::Trim => req.lpns().for_each(|l| store.unstage(l)),
                 _ => {}
             }
+        }
+        if io.op == Op::Flush {
+            self.flushed = self.stamp;
         }
         // Acknowledged: a cut in the background work after it leaves it durable.
         if let Some(o) = self.oracle.as_mut() {

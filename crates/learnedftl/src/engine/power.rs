@@ -94,8 +94,12 @@ impl Simulator {
         self.recoveries += 1;
         self.cut_after_ack = inflight.is_none();
         let lost = self.check_recovery(inflight, &mut unflushed, cost.done)?;
-        self.phase
-            .note_power_cut(old.as_ref(), lost, cost.flash_reads, cost.sim_ns());
+        self.phase.note_power_cut(
+            old.as_ref(),
+            (lost.unflushed, lost.flushed),
+            cost.flash_reads,
+            cost.sim_ns(),
+        );
         // Once per cut, the FTL's invariants are checked whenever reads are verified.
         if self.opts.check_invariants || self.oracle.is_some() {
             self.ftl
@@ -107,16 +111,24 @@ impl Simulator {
 
     /// Reads LPNs through a clone of the recovered simulator at `at`: every LPN when reads are
     /// verified (failures go to the oracle, which then adopts the recovered stamps), else only
-    /// the unflushed ones. Returns how many acknowledged buffered writes were lost.
+    /// the unflushed ones. Returns how many acknowledged buffered writes were lost, and how
+    /// many of those a completed FLUSH had covered (`flush=ignore|reorder` only: where
+    /// FLUSHes are honoured such a loss is a failure the oracle reports).
     fn check_recovery(
         &mut self,
         inflight: Option<&Request>,
         unflushed: &mut [Unflushed],
         at: SimTime,
-    ) -> Result<u64, EngineError> {
+    ) -> Result<Lost, EngineError> {
+        let mut lost = Lost::default();
         if self.oracle.is_none() && unflushed.is_empty() {
-            return Ok(0);
+            return Ok(lost);
         }
+        // Versions up to this stamp must survive (0: FLUSH promises nothing).
+        let flushed = match self.dev.config().controller.flush.is_honor() {
+            true => self.flushed,
+            false => 0,
+        };
         unflushed.sort_unstable_by_key(|u| u.lpn.0);
         let lp = self.dev.geo().logical_pages as u32;
         // The read-back needs OOBs, not data: a clone without payloads skips touching every
@@ -127,7 +139,6 @@ impl Simulator {
             first: 0,
             stamps: Vec::new(),
         };
-        let mut lost = 0;
         let mut next_unflushed = unflushed.iter().peekable();
         let verify = self.oracle.is_some();
         let failures_before = self.oracle.as_ref().map_or(0, |o| o.failures());
@@ -157,11 +168,12 @@ impl Simulator {
             for (i, &got) in found.stamps.iter().enumerate() {
                 let lpn = Lpn(first + i as u32);
                 let u = next_unflushed.next_if(|u| u.lpn == lpn);
-                if let Some(u) = u {
-                    lost += (got != u.acked) as u64;
+                if let Some(u) = u.filter(|u| got != u.acked) {
+                    lost.unflushed += 1;
+                    lost.flushed += (u.acked <= self.flushed) as u64;
                 }
                 if let Some(o) = self.oracle.as_mut() {
-                    check_lpn(o, lpn, got, inflight, u);
+                    check_lpn(o, lpn, got, inflight, u, flushed);
                 }
             }
             first += pages;
@@ -178,13 +190,24 @@ impl Simulator {
     }
 }
 
-/// Checks the stamp `got` recovery left on `lpn` and adopts it.
+/// Acknowledged page writes a cut lost.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Lost {
+    /// From a volatile buffer.
+    pub unflushed: u64,
+    /// Of which a completed FLUSH had covered.
+    pub flushed: u64,
+}
+
+/// Checks the stamp `got` recovery left on `lpn` and adopts it; an unflushed version with a
+/// stamp up to `flushed` was covered by a FLUSH and must have survived.
 fn check_lpn(
     o: &mut Oracle,
     lpn: Lpn,
     got: u32,
     inflight: Option<&Request>,
     unflushed: Option<&Unflushed>,
+    flushed: u32,
 ) {
     let want = o.expected(lpn);
     // The request in flight may have left its version (a write's, or unmapped for a trim) on
@@ -194,6 +217,7 @@ fn check_lpn(
         .map(|r| if r.op == Op::Write { r.stamp } else { 0 });
     let ok = alt == Some(got) && got != WRONG_PAGE
         || match unflushed {
+            Some(u) if u.acked <= flushed => got == u.acked,
             Some(u) => {
                 got != WRONG_PAGE
                     && if got == 0 {
@@ -248,18 +272,18 @@ mod tests {
     #[test]
     fn acknowledged_versions_must_survive() {
         let mut o = oracle_with(3, 7);
-        check_lpn(&mut o, Lpn(3), 7, None, None);
-        check_lpn(&mut o, Lpn(4), 0, None, None);
+        check_lpn(&mut o, Lpn(3), 7, None, None, 0);
+        check_lpn(&mut o, Lpn(4), 0, None, None, 0);
         assert_eq!((o.checked(), o.failures()), (2, 0));
         // Older data, or a page of another LPN: failures, and the oracle keeps its stamp for a
         // page that holds no version of the LPN.
-        check_lpn(&mut o, Lpn(3), 5, None, None);
+        check_lpn(&mut o, Lpn(3), 5, None, None, 0);
         assert_eq!(o.expected(Lpn(3)), 5);
         o.set(Lpn(3), 7);
-        check_lpn(&mut o, Lpn(3), WRONG_PAGE, None, None);
+        check_lpn(&mut o, Lpn(3), WRONG_PAGE, None, None, 0);
         assert_eq!(o.expected(Lpn(3)), 7);
         // A trimmed LPN must not come back.
-        check_lpn(&mut o, Lpn(4), 2, None, None);
+        check_lpn(&mut o, Lpn(4), 2, None, None, 0);
         assert_eq!(o.failures(), 3);
         assert!(o.messages()[0].contains("LPN 3") && o.messages()[0].contains("stamp 5"));
     }
@@ -268,20 +292,20 @@ mod tests {
     fn the_request_in_flight_may_leave_old_or_new_per_page() {
         let write = Request::new(Op::Write, 2, 3, 0, 9);
         let mut o = oracle_with(3, 7);
-        check_lpn(&mut o, Lpn(2), 9, Some(&write), None);
-        check_lpn(&mut o, Lpn(3), 7, Some(&write), None);
-        check_lpn(&mut o, Lpn(4), 0, Some(&write), None);
+        check_lpn(&mut o, Lpn(2), 9, Some(&write), None, 0);
+        check_lpn(&mut o, Lpn(3), 7, Some(&write), None, 0);
+        check_lpn(&mut o, Lpn(4), 0, Some(&write), None, 0);
         assert_eq!(o.failures(), 0);
         // Outside the request, or a third version: failures.
-        check_lpn(&mut o, Lpn(5), 9, Some(&write), None);
-        check_lpn(&mut o, Lpn(3), 8, Some(&write), None);
+        check_lpn(&mut o, Lpn(5), 9, Some(&write), None, 0);
+        check_lpn(&mut o, Lpn(3), 8, Some(&write), None, 0);
         assert_eq!(o.failures(), 2);
         let trim = Request::new(Op::Trim, 3, 1, 0, 10);
         let mut o = oracle_with(3, 7);
-        check_lpn(&mut o, Lpn(3), 0, Some(&trim), None);
+        check_lpn(&mut o, Lpn(3), 0, Some(&trim), None, 0);
         o.set(Lpn(3), 7);
-        check_lpn(&mut o, Lpn(3), 7, Some(&trim), None);
-        check_lpn(&mut o, Lpn(3), 10, Some(&trim), None);
+        check_lpn(&mut o, Lpn(3), 7, Some(&trim), None, 0);
+        check_lpn(&mut o, Lpn(3), 10, Some(&trim), None, 0);
         assert_eq!(o.failures(), 1, "a trim leaves no version 10");
     }
 
@@ -294,21 +318,36 @@ mod tests {
         };
         for (got, ok) in [(9, true), (4, true), (6, true), (3, false), (0, false)] {
             let mut o = oracle_with(3, 9);
-            check_lpn(&mut o, Lpn(3), got, None, Some(&u));
+            check_lpn(&mut o, Lpn(3), got, None, Some(&u), 0);
             assert_eq!(o.failures(), !ok as u64, "stamp {got}");
         }
         // Nothing durable: it may read unmapped.
         let never = Unflushed { durable: 0, ..u };
         let mut o = oracle_with(3, 9);
-        check_lpn(&mut o, Lpn(3), 0, None, Some(&never));
+        check_lpn(&mut o, Lpn(3), 0, None, Some(&never), 0);
         assert_eq!(o.failures(), 0);
         // Overwritten by the request in flight (a write larger than a write buffer goes
         // around it): that request's version too, not a third one.
         let write = Request::new(Op::Write, 2, 3, 0, 12);
         for (got, ok) in [(12, true), (9, true), (11, false)] {
             let mut o = oracle_with(3, 9);
-            check_lpn(&mut o, Lpn(3), got, Some(&write), Some(&u));
+            check_lpn(&mut o, Lpn(3), got, Some(&write), Some(&u), 0);
             assert_eq!(o.failures(), !ok as u64, "stamp {got}");
+        }
+    }
+
+    #[test]
+    fn a_flushed_write_must_survive_where_flushes_are_honoured() {
+        let u = Unflushed {
+            lpn: Lpn(3),
+            durable: 4,
+            acked: 9,
+        };
+        // Covered by a FLUSH (stamp 9 ≤ 10): only the acknowledged version will do.
+        for (got, flushed, ok) in [(9, 10, true), (4, 10, false), (4, 8, true), (4, 0, true)] {
+            let mut o = oracle_with(3, 9);
+            check_lpn(&mut o, Lpn(3), got, None, Some(&u), flushed);
+            assert_eq!(o.failures(), !ok as u64, "stamp {got}, flushed {flushed}");
         }
     }
 

@@ -259,6 +259,9 @@ pub struct PowerCutSummary {
     /// Acknowledged page writes lost because they sat in a volatile buffer no FLUSH/FUA
     /// covered (only without `power_loss_protection`).
     pub lost_unflushed_pages: u64,
+    /// Of the lost acknowledged page writes, those a completed FLUSH or FUA had covered: 0
+    /// unless the drive breaks the contract on purpose (`flush=ignore|reorder`).
+    pub lost_flushed_pages: u64,
     /// Flash page reads of every recovery (the OOB scan, translation pages).
     pub recovery_flash_reads: u64,
     /// Simulated time of every recovery, seconds.
@@ -444,15 +447,26 @@ impl Collector {
         self.dram_peak = self.dram_peak.max(bytes);
     }
 
+    /// The phase's power cuts so far (`None` when not tracked).
+    pub fn power_cuts(&self) -> Option<&PowerCutSummary> {
+        self.power_cuts.as_ref()
+    }
+
     /// Reports power cuts in this phase's metrics (zero so far).
     pub fn track_power_cuts(&mut self) {
         self.power_cuts.get_or_insert_with(PowerCutSummary::default);
     }
 
     /// A power cut struck and a recovery rebuilt the FTL: `old` is the lost FTL, whose
-    /// counters stay in the phase's totals, `lost_unflushed` the buffered writes lost, and the
-    /// recovery cost `reads` flash reads and `sim_ns` of simulated time.
-    pub fn note_power_cut(&mut self, old: &dyn Ftl, lost_unflushed: u64, reads: u64, sim_ns: u64) {
+    /// counters stay in the phase's totals, `lost_unflushed` the buffered writes lost (of which
+    /// `lost_flushed` a FLUSH had covered), and the recovery cost `reads` flash reads and `sim_ns` of simulated time.
+    pub fn note_power_cut(
+        &mut self,
+        old: &dyn Ftl,
+        (lost_unflushed, lost_flushed): (u64, u64),
+        reads: u64,
+        sim_ns: u64,
+    ) {
         self.carried.add(old.stats());
         if let Some(c) = old.controller() {
             self.carried_controller.add(&c);
@@ -460,6 +474,7 @@ impl Collector {
         let p = self.power_cuts.get_or_insert_with(PowerCutSummary::default);
         p.count += 1;
         p.lost_unflushed_pages += lost_unflushed;
+        p.lost_flushed_pages += lost_flushed;
         p.recovery_flash_reads += reads;
         p.recovery_sim_seconds += sim_ns as f64 / 1e9;
     }

@@ -31,7 +31,7 @@
 
 use super::{DramUsage, Ftl, NullSink, ReadSink, Served, Unflushed};
 use crate::addr::{Lpn, Ppa, SimTime};
-use crate::config::{Controller as Config, DeviceConfig, DrainPolicy};
+use crate::config::{Controller as Config, DeviceConfig, DrainPolicy, FlushMode};
 use crate::device::Device;
 use crate::error::FtlError;
 use crate::mapping::FtlStats;
@@ -97,9 +97,13 @@ struct WriteBuffer {
     /// Per LPN, the stamp of the newest version handed to the FTL, or found on flash at
     /// power-on (0: none, or trimmed since): what a lost buffered version falls back to.
     durable: Vec<u32>,
-    /// Buffered pages as `(lpn, stamp)` in arrival order; an entry whose stamp is no longer
-    /// `held` was replaced or trimmed and is skipped.
-    fifo: VecDeque<(u32, u32)>,
+    /// Buffered pages as `(lpn, stamp, acknowledged ns)` in arrival order; an entry whose
+    /// stamp is no longer `held` was replaced or trimmed and is skipped.
+    fifo: VecDeque<(u32, u32, u64)>,
+    /// Pages drain newest first (`flush=reorder`).
+    newest_first: bool,
+    /// `write_buffer_max_age_ns` (0: none).
+    max_age_ns: u64,
     /// Pages held.
     live: u32,
     /// Drained runs whose programs have not completed, as `(completion ns, pages)`, earliest
@@ -121,6 +125,8 @@ impl WriteBuffer {
             held: vec![0; lp],
             durable: vec![0; lp],
             fifo: VecDeque::new(),
+            newest_first: c.flush == FlushMode::Reorder,
+            max_age_ns: c.max_age_ns,
             live: 0,
             draining: BinaryHeap::new(),
             draining_pages: 0,
@@ -144,23 +150,47 @@ impl WriteBuffer {
     }
 
     /// Drops stale entries from the FIFO's front; returns the oldest run of buffered pages of
-    /// one host write with consecutive LPNs, as `(first lpn, pages, stamp)`.
-    fn oldest_run(&mut self) -> Option<(u32, u32, u32)> {
-        while let Some(&(lpn, stamp)) = self.fifo.front() {
+    /// one host write with consecutive LPNs, as `(first lpn, pages, stamp)`, and when it was
+    /// acknowledged.
+    fn oldest_run(&mut self) -> Option<((u32, u32, u32), u64)> {
+        while let Some(&(lpn, stamp, _)) = self.fifo.front() {
             if self.held[lpn as usize] == stamp {
                 break;
             }
             self.fifo.pop_front();
         }
-        let &(first, stamp) = self.fifo.front()?;
+        let &(first, stamp, at) = self.fifo.front()?;
         let mut n = 1u32;
-        while let Some(&(l, s)) = self.fifo.get(n as usize) {
+        while let Some(&(l, s, _)) = self.fifo.get(n as usize) {
             if l != first.wrapping_add(n) || s != stamp || self.held[l as usize] != s {
                 break;
             }
             n += 1;
         }
-        Some((first, n, stamp))
+        Some(((first, n, stamp), at))
+    }
+
+    /// As [`WriteBuffer::oldest_run`] from the FIFO's back: the newest run (`flush=reorder`).
+    fn newest_run(&mut self) -> Option<(u32, u32, u32)> {
+        while let Some(&(lpn, stamp, _)) = self.fifo.back() {
+            if self.held[lpn as usize] == stamp {
+                break;
+            }
+            self.fifo.pop_back();
+        }
+        let &(last, stamp, _) = self.fifo.back()?;
+        let len = self.fifo.len();
+        let mut n = 1u32;
+        while let Some(&(l, s, _)) = len
+            .checked_sub(n as usize + 1)
+            .and_then(|i| self.fifo.get(i))
+        {
+            if l.wrapping_add(n) != last || s != stamp || self.held[l as usize] != s {
+                break;
+            }
+            n += 1;
+        }
+        Some((last + 1 - n, n, stamp))
     }
 
     /// Drops the FIFO's stale entries once they outnumber the buffered pages (a workload that
@@ -168,7 +198,7 @@ impl WriteBuffer {
     fn compact(&mut self) {
         if self.fifo.len() > 2 * self.cap as usize + 1024 {
             let held = &self.held;
-            self.fifo.retain(|&(l, s)| held[l as usize] == s);
+            self.fifo.retain(|&(l, s, _)| held[l as usize] == s);
         }
     }
 }
@@ -204,6 +234,8 @@ fn drop_held(b: &mut WriteBuffer, dev: &mut Device, req: &Request) {
 pub struct Controller {
     inner: Box<dyn Ftl>,
     overhead_ns: u64,
+    /// What a FLUSH does.
+    flush: FlushMode,
     buf: Option<WriteBuffer>,
     counters: ControllerCounters,
     /// The FTL's counters plus the buffer's read hits (lookups that needed no flash read).
@@ -217,6 +249,7 @@ impl Controller {
         let mut ctl = Controller {
             inner,
             overhead_ns: c.cmd_overhead_ns,
+            flush: c.flush,
             buf: (c.write_buffer > 0).then(|| WriteBuffer::new(cfg)),
             counters: ControllerCounters::default(),
             stats: FtlStats::default(),
@@ -263,27 +296,48 @@ impl Controller {
         self.stats.lookups[0] += self.counters.buffer_read_hits;
     }
 
-    /// Hands the oldest run of buffered pages to the FTL at `t`; returns its completion, or
-    /// `None` when the buffer is empty. The pages leave the buffer only once the FTL
-    /// acknowledged them: a power cut inside leaves them buffered (unflushed).
+    /// Hands the oldest run of buffered pages (the newest with `flush=reorder`) to the FTL at
+    /// `t`; returns its completion, or `None` when the buffer is empty. The pages leave the
+    /// buffer only once the FTL acknowledged them: a power cut inside leaves them buffered
+    /// (unflushed).
     fn drain_run(&mut self, dev: &mut Device, t: SimTime) -> Result<Option<SimTime>, FtlError> {
         let b = self.buf.as_mut().expect("a write buffer");
-        let Some((first, n, stamp)) = b.oldest_run() else {
+        let newest = b.newest_first;
+        let run = match newest {
+            true => b.newest_run(),
+            false => b.oldest_run().map(|r| r.0),
+        };
+        let Some((first, n, stamp)) = run else {
             return Ok(None);
         };
+        self.hand_over(dev, t, (first, n, stamp), newest).map(Some)
+    }
+
+    /// Hands buffered run `(first, n, stamp)` at the FIFO's front (its back if `from_back`)
+    /// to the FTL at `t`; returns its completion.
+    fn hand_over(
+        &mut self,
+        dev: &mut Device,
+        t: SimTime,
+        (first, n, stamp): (u32, u32, u32),
+        from_back: bool,
+    ) -> Result<SimTime, FtlError> {
         let req = Request::new(Op::Write, first, n, t.0, stamp);
         let done = self.inner.submit(dev, &req, &mut NullSink)?;
         let b = self.buf.as_mut().expect("a write buffer");
         for l in first..first + n {
             b.held[l as usize] = 0;
-            b.fifo.pop_front();
+            match from_back {
+                true => b.fifo.pop_back(),
+                false => b.fifo.pop_front(),
+            };
         }
         handed_over(b, dev, &req);
         b.live -= n;
         b.draining.push(Reverse((done.0, n)));
         b.draining_pages += n;
         self.counters.drained_pages += n as u64;
-        Ok(Some(done))
+        Ok(done)
     }
 
     /// Drains every buffered page at `t`; returns when the last drained program (of these and
@@ -383,7 +437,7 @@ impl Controller {
                 }
             }
             b.held[l.idx()] = req.stamp;
-            b.fifo.push_back((l.0, req.stamp));
+            b.fifo.push_back((l.0, req.stamp, t.0));
         }
         self.counters.buffered_pages += req.pages as u64;
         b.compact();
@@ -413,10 +467,31 @@ impl Controller {
     }
 
     fn flush(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
-        let drained = self.drain_all(dev, req.arrival)?;
-        let flushed = self.inner.submit(dev, req, &mut NullSink)?;
         self.counters.flushes += 1;
+        if !self.flush.is_honor() {
+            // Acknowledged at once, nothing made durable (docs/power.md "Misbehaving drives").
+            return Ok(req.arrival);
+        }
+        let drained = match self.buf {
+            Some(_) => self.drain_all(dev, req.arrival)?,
+            None => req.arrival,
+        };
+        let flushed = self.inner.submit(dev, req, &mut NullSink)?;
         Ok(drained.max(flushed))
+    }
+
+    /// Hands the pages acknowledged `write_buffer_max_age_ns` or longer before `t` to the FTL
+    /// (oldest first, whatever the drain order).
+    fn drain_aged(&mut self, dev: &mut Device, t: SimTime) -> Result<(), FtlError> {
+        loop {
+            let b = self.buf.as_mut().expect("a write buffer");
+            match b.oldest_run() {
+                Some((run, at)) if at.saturating_add(b.max_age_ns) <= t.0 => {
+                    self.hand_over(dev, t, run, false)?;
+                }
+                _ => return Ok(()),
+            }
+        }
     }
 }
 
@@ -444,12 +519,16 @@ impl Ftl for Controller {
             });
         }
         let stalled = self.counters.stall_ns;
+        if let Some(b) = self.buf.as_mut().filter(|b| b.max_age_ns > 0) {
+            b.release(req.arrival);
+            self.drain_aged(dev, req.arrival)?;
+        }
         let done = match (self.buf.is_some(), req.op) {
+            (_, Op::Flush) => self.flush(dev, &req),
             (false, _) => self.inner.submit(dev, &req, sink),
             (true, Op::Read) => self.read(dev, &req, sink),
             (true, Op::Write) => self.write(dev, &req),
             (true, Op::Trim) => self.trim(dev, &req),
-            (true, Op::Flush) => self.flush(dev, &req),
         };
         self.sync_stats();
         let done = done?;
@@ -511,7 +590,7 @@ impl Ftl for Controller {
         // back to what the FTL had durable.
         out[start..].sort_unstable_by_key(|u| u.lpn.0);
         let from_ftl = out.len();
-        for &(lpn, stamp) in &b.fifo {
+        for &(lpn, stamp, _) in &b.fifo {
             if b.held[lpn as usize] != stamp {
                 continue;
             }
@@ -546,8 +625,8 @@ impl Ftl for Controller {
             .chain(
                 b.fifo
                     .iter()
-                    .filter(|&&(l, s)| b.held[l as usize] == s)
-                    .map(|&(l, s)| (Lpn(l), s)),
+                    .filter(|&&(l, s, _)| b.held[l as usize] == s)
+                    .map(|&(l, s, _)| (Lpn(l), s)),
             )
             .collect();
         dev.dump_on_capacitors(&pages);
@@ -597,7 +676,7 @@ impl Ftl for Controller {
         let listed = b
             .fifo
             .iter()
-            .filter(|&&(l, s)| b.held[l as usize] == s)
+            .filter(|&&(l, s, _)| b.held[l as usize] == s)
             .count();
         if held != b.live as usize || listed != held {
             return Err(format!(

@@ -224,6 +224,99 @@ fn power_cuts_keep_each_contract() {
     }
 }
 
+/// Misbehaving drives (docs/power.md): `flush=ignore` acknowledges a FLUSH at once and a cut
+/// then loses flushed writes, counted apart; the engine's check accepts the loss only there.
+#[test]
+fn an_ignored_flush_makes_nothing_durable() {
+    for (mode, lost_flushed) in [("honor", 0), ("ignore", 4), ("reorder", 4)] {
+        for ftl in ["ideal", "leaftl"] {
+            let flush = format!("flush={mode}");
+            let mut s = sim(
+                ftl,
+                &["write_buffer=64KiB", "write_buffer_drain=full", &flush],
+            );
+            s.submit(io(0, Op::Write, 0, 4)).unwrap();
+            let done = s.submit(io(100, Op::Flush, 0, 0)).unwrap();
+            assert_eq!(
+                done > SimTime(100),
+                mode == "honor",
+                "{ftl} {mode}: {done:?}"
+            );
+            s.submit(io(200, Op::Write, 8, 2)).unwrap();
+            let t = s.clock();
+            s.cut_power_now(t).unwrap();
+            let m = s.live_metrics();
+            let cut = m.power_cuts.unwrap();
+            assert_eq!(cut.lost_flushed_pages, lost_flushed, "{ftl} {mode}");
+            assert_eq!(cut.lost_unflushed_pages, lost_flushed + 2, "{ftl} {mode}");
+            assert_eq!(m.verify.failures, 0, "{ftl} {mode}");
+        }
+    }
+    // Without a write buffer, an ignored FLUSH leaves LeaFTL's own buffer volatile.
+    let mut s = sim("leaftl", &["flush=ignore"]);
+    s.submit(io(0, Op::Write, 0, 4)).unwrap();
+    s.submit(io(100, Op::Flush, 0, 0)).unwrap();
+    let mut out = Vec::new();
+    s.ftl().unflushed(s.device(), &mut out);
+    assert_eq!(out.len(), 4);
+}
+
+/// `flush=reorder` drains the newest buffered pages first: after a cut, a write issued after
+/// a FLUSH may be durable while one before it is lost (what journaling file systems fear).
+#[test]
+fn reorder_makes_a_later_write_durable_before_an_earlier_one() {
+    let mut s = sim(
+        "ideal",
+        &[
+            "write_buffer=16KiB",
+            "write_buffer_drain=full",
+            "flush=reorder",
+        ],
+    );
+    s.submit(io(0, Op::Write, 0, 2)).unwrap(); // stamp 1: the "journal data"
+    s.submit(io(1, Op::Flush, 0, 0)).unwrap();
+    s.submit(io(2, Op::Write, 9, 2)).unwrap(); // stamp 2: the "commit"
+                                               // A third write needs room: the newest run (the commit) goes to the FTL first.
+    s.submit(io(3, Op::Write, 20, 1)).unwrap();
+    let mut out = Vec::new();
+    s.ftl().unflushed(s.device(), &mut out);
+    out.sort_by_key(|u| u.lpn.0);
+    let lpns: Vec<u32> = out.iter().map(|u| u.lpn.0).collect();
+    assert_eq!(
+        lpns,
+        [0, 1, 20],
+        "the commit (9, 10) is durable, the data before it is not"
+    );
+}
+
+/// `write_buffer_max_age_ns` bounds what a cut can lose: the first request arriving that long
+/// after a page's acknowledgement hands it to the FTL.
+#[test]
+fn max_age_bounds_how_long_a_page_stays_volatile() {
+    let mut s = sim(
+        "ideal",
+        &[
+            "write_buffer=64KiB",
+            "write_buffer_drain=full",
+            "flush=ignore",
+            "write_buffer_max_age_ns=1000000",
+        ],
+    );
+    s.submit(io(0, Op::Write, 0, 4)).unwrap();
+    s.submit(io(500_000, Op::Write, 8, 1)).unwrap();
+    s.submit(io(999_999, Op::Read, 30, 1)).unwrap();
+    assert_eq!(counters(&s).drained_pages, 0);
+    s.submit(io(1_000_000, Op::Read, 30, 1)).unwrap();
+    assert_eq!(
+        counters(&s).drained_pages,
+        4,
+        "the first write aged out, not the second"
+    );
+    let mut out = Vec::new();
+    s.ftl().unflushed(s.device(), &mut out);
+    assert_eq!(out.len(), 1);
+}
+
 #[test]
 fn bad_settings_are_refused_naming_the_key() {
     for (set, key) in [
@@ -232,6 +325,8 @@ fn bad_settings_are_refused_naming_the_key() {
         ("write_buffer_drain=never", "write_buffer_drain"),
         ("write_buffer_watermark=1.5", "write_buffer_watermark"),
         ("cmd_overhead_ns=-3", "cmd_overhead_ns"),
+        ("flush=sometimes", "flush"),
+        ("write_buffer_max_age_ns=soon", "write_buffer_max_age_ns"),
     ] {
         let mut p = Params::from_assignments(["write_buffer=1MiB", set], "test").unwrap();
         let e = DeviceConfig::from_params("tiny", &mut p)
