@@ -3,6 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use learnedftl::config::{Capacity, DeviceConfig};
+use learnedftl::device::StateFiles;
 use learnedftl::engine::{SimOptions, Simulator, Verify};
 use learnedftl::error::ConfigError;
 use learnedftl::host::{short_of_memory, AvailableMemory, MEMORY_FLOOR_BYTES};
@@ -84,6 +85,13 @@ pub struct ServeOpts {
     /// Seed of where power cuts strike (reported).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Keep the device's flash in DIR across restarts (docs/power.md "Persistent state"): the
+    /// page data in DIR/pages from the start, the rest of the flash saved to DIR/flash when
+    /// the server stops (SIGINT/SIGTERM: an orderly shutdown, buffers flushed; SIGUSR2: the
+    /// power pulled, volatile buffers lost). Started on a saved state, the FTL recovers from
+    /// it, as after a power cut.
+    #[arg(long, value_name = "DIR", conflicts_with = "payload_file")]
+    state: Option<PathBuf>,
 }
 
 /// How often `--power-cut-every` cuts.
@@ -163,7 +171,7 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     let mut device = DeviceConfig::from_params_sized(&o.preset, capacity.as_ref(), &mut params)
         .map_err(capacity_error)?;
     // Pages in a file take no memory (issue 13: refuse what cannot fit before building it).
-    device.payloads = o.payload_file.is_none();
+    device.payloads = o.payload_file.is_none() && o.state.is_none();
     learnedftl::run::with_largest_cache(device.memory_estimate(true), &device, &params)
         .check(1, &AvailableMemory::now())?;
     device.payloads = true;
@@ -174,11 +182,25 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     };
     let mut sim = Simulator::new(&device, &o.ftl, params, opts)
         .map_err(|e| crate::params_error(e, &[&o.ftl]))?;
-    if let Some(path) = &o.payload_file {
-        let store = sim.device_mut().payloads_mut().expect("payloads are on");
-        store
-            .use_file(path)
-            .with_context(|| format!("--payload-file: cannot use {}", path.display()))?;
+    let mut state = o.state.as_deref().map(State::open).transpose()?;
+    let mut resumed = serde_json::Value::Null;
+    match (&state, &o.payload_file) {
+        (Some(st), _) if st.files.flash.exists() => {
+            let reads = sim
+                .resume(&st.files)
+                .with_context(|| format!("--state {}", st.dir.display()))?;
+            let secs = sim.clock().0 as f64 / 1e9;
+            eprintln!(
+                "resumed the state in {}: {} recovered in {secs:.6} simulated s, {reads} flash reads",
+                st.dir.display(),
+                o.ftl,
+            );
+            resumed =
+                serde_json::json!({ "recovery_flash_reads": reads, "recovery_sim_seconds": secs });
+        }
+        (Some(st), _) => use_pages_file(&mut sim, &st.files.pages, "--state")?,
+        (None, Some(path)) => use_pages_file(&mut sim, path, "--payload-file")?,
+        (None, None) => {}
     }
     let record = o
         .record
@@ -237,6 +259,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     if let Some(c) = device.controller.describe(device.power_loss_protection) {
         eprintln!("{c}");
     }
+    if let Some(st) = state.as_mut() {
+        st.serving = true;
+    }
     // Scripts and tests wait for this line.
     println!("listening on {at}");
     std::io::stdout().flush()?;
@@ -247,6 +272,12 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     }
     let cut = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, cut.clone())?;
+    // With a state: SIGUSR2 pulls the power and stops (the state as a cut leaves it).
+    let unplug = Arc::new(AtomicBool::new(false));
+    if state.is_some() {
+        signal_hook::flag::register(signal_hook::consts::SIGUSR2, unplug.clone())?;
+        signal_hook::flag::register(signal_hook::consts::SIGUSR2, stop.clone())?;
+    }
     let failed = Arc::new(std::sync::Mutex::new(None::<String>));
     {
         let (backend, failed, stop) = (backend.clone(), failed.clone(), stop.clone());
@@ -322,6 +353,8 @@ pub fn serve(o: ServeOpts) -> Result<()> {
                 "payload_file": o.payload_file.as_ref().map(|p| p.display().to_string()),
                 "verify": o.verify,
                 "power_cut_every": o.power_cut_every,
+                "state": o.state.as_ref().map(|p| p.display().to_string()),
+                "resumed": resumed,
             },
         },
         "verify": true,
@@ -342,6 +375,23 @@ pub fn serve(o: ServeOpts) -> Result<()> {
         eprintln!("{n} requests failed; last: {}", last.unwrap_or_default());
     }
     backend.flush_record().context("--record")?;
+    if let Some(st) = &state {
+        let orderly = !unplug.load(Ordering::SeqCst);
+        backend
+            .power_off(orderly)
+            .map_err(anyhow::Error::msg)
+            .and_then(|()| st.save(&backend))
+            .with_context(|| format!("--state {}: saving the flash", st.dir.display()))?;
+        eprintln!(
+            "flash saved to {} ({})",
+            st.dir.display(),
+            if orderly {
+                "orderly shutdown: buffers flushed"
+            } else {
+                "power pulled: volatile buffers lost"
+            }
+        );
+    }
     if let Some(path) = &o.json {
         let f = std::fs::File::create(path)
             .with_context(|| format!("cannot create {}", path.display()))?;
@@ -402,6 +452,64 @@ impl TimedCuts {
         self.window += 1;
         self.next = self.instant();
         Some(ops)
+    }
+}
+
+/// Keeps the device's page data in the file `path` (`option` names where it came from).
+fn use_pages_file(sim: &mut Simulator, path: &std::path::Path, option: &str) -> Result<()> {
+    let store = sim.device_mut().payloads_mut().expect("payloads are on");
+    store
+        .use_file(path)
+        .with_context(|| format!("{option}: cannot use {}", path.display()))
+}
+
+/// A state directory in use (`--state`): a marker file says so while the server runs, so a
+/// state whose server died without saving is not resumed (its page data is newer than its
+/// saved flash).
+struct State {
+    dir: PathBuf,
+    files: StateFiles,
+    marker: PathBuf,
+    /// Whether serving began: from then on only a save releases the directory.
+    serving: bool,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        if !self.serving {
+            std::fs::remove_file(&self.marker).ok();
+        }
+    }
+}
+
+impl State {
+    fn open(dir: &std::path::Path) -> Result<State> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--state: cannot create {}", dir.display()))?;
+        let marker = dir.join("serving");
+        if marker.exists() {
+            bail!(
+                "--state {}: a server is using it, or one stopped without saving it (killed): \
+                 its page data may be newer than its saved flash. Remove the directory to start \
+                 afresh",
+                dir.display()
+            );
+        }
+        std::fs::write(&marker, format!("{}\n", std::process::id()))
+            .with_context(|| format!("--state: cannot write {}", marker.display()))?;
+        Ok(State {
+            dir: dir.to_path_buf(),
+            files: StateFiles::in_dir(dir),
+            marker,
+            serving: false,
+        })
+    }
+
+    /// Saves the flash (the power is off) and releases the directory.
+    fn save(&self, backend: &SimBackend) -> Result<()> {
+        backend.with_sim(|s| s.save_state(&self.files))?;
+        std::fs::remove_file(&self.marker)
+            .with_context(|| format!("cannot remove {}", self.marker.display()))
     }
 }
 

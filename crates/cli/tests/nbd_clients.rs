@@ -808,3 +808,91 @@ fn power_cut_every_duration_cuts_a_writing_client_which_reconnects() {
         );
     }
 }
+
+/// `serve --state DIR`: data written and flushed survives an orderly stop and a restart
+/// (through the FTL's recovery); pulling the power (SIGUSR2) behind a volatile write buffer
+/// loses what no FLUSH covered; another FTL, or a state whose server never saved it, is
+/// refused with the reason.
+#[test]
+fn serve_state_survives_restarts_and_refuses_a_mismatch() {
+    let Some(qemu) = common::client("qemu-io", "qemu-utils") else {
+        return;
+    };
+    let dir = Scratch::new("nbd-state");
+    let state = dir.join("state");
+    let sock = dir.join("nbd.sock");
+    let start = |ftl: &str| {
+        Server::start(
+            ftl,
+            &[
+                "--socket",
+                sock.to_str().unwrap(),
+                "--state",
+                state.to_str().unwrap(),
+                "--set",
+                "write_buffer=1MiB",
+                "--set",
+                "write_buffer_drain=full",
+            ],
+        )
+    };
+    let server = start("dftl");
+    qemu_io(&qemu, &server, &["write -P 0x5a 0 4M", "flush"]);
+    server.stop();
+    let server = start("dftl");
+    let line = server.wait_log("resumed the state");
+    assert!(line.contains("flash reads"), "{line}");
+    // Flushed (qemu-io flushes as it closes), then written without a flush and unplugged.
+    qemu_io(
+        &qemu,
+        &server,
+        &["read -P 0x5a 0 4M", "write -P 0x11 0 64k"],
+    );
+    let mut cmd = Command::new(&qemu);
+    cmd.args(["-f", "raw", "-t", "writeback", &server.uri()]);
+    cmd.args(["-c", "write -P 0x22 1M 64k", "-c", "sleep 3000"]);
+    let mut held = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    server.signal("USR2");
+    server.wait_log("power pulled");
+    held.kill().ok();
+    held.wait().ok();
+    let server = start("dftl");
+    qemu_io(
+        &qemu,
+        &server,
+        &[
+            "read -P 0x11 0 64k",
+            "read -P 0x5a 1M 64k",
+            "read -P 0x5a 2M 2M",
+        ],
+    );
+    server.stop();
+    // Another FTL's recovery cannot read dftl's flash.
+    let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+        .args(["serve", "--preset", "tiny", "--ftl", "tpftl", "--state"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("ftl \"dftl\""),
+        "{err}"
+    );
+    // A server that died without saving leaves its marker: the state is not resumed.
+    std::fs::write(state.join("serving"), "1\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+        .args(["serve", "--preset", "tiny", "--ftl", "dftl", "--state"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("stopped without saving"),
+        "{err}"
+    );
+}

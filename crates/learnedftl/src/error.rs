@@ -185,6 +185,32 @@ impl FtlError {
     }
 }
 
+/// A device state that cannot be saved or loaded (`serve --state`, docs/power.md).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum StateError {
+    /// A file could not be read or written.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The file is not a state this version can read, or is damaged.
+    #[error("{0}")]
+    Format(String),
+    /// The state was made by another device or FTL.
+    #[error("the state was saved with {what} {saved}, this device has {now}")]
+    Mismatch {
+        /// What differs: format, ftl, geometry, cell, slc_cache.
+        what: &'static str,
+        /// The saved value.
+        saved: String,
+        /// This device's.
+        now: String,
+    },
+}
+
 /// A failed recovery after a power cut.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum RecoverError {

@@ -448,7 +448,17 @@ impl SimBackend {
         Ok(s.took_cut(self.start, self.anchor, cut))
     }
 
-    /// Flushes the recorded trace (call before exiting; recording goes on).    /// Flushes the recorded trace (call before exiting; recording goes on).
+    /// Turns the device's power off now (`orderly`: write buffers flushed first, as at a
+    /// host's shutdown; else as a power cut, which only power-loss protection survives
+    /// whole): nothing is served after it.
+    pub fn power_off(&self, orderly: bool) -> Result<(), String> {
+        let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
+        let mut s = self.lock();
+        let at = now.max(s.last_arrival);
+        s.sim.power_off(orderly, at).map_err(|e| e.to_string())
+    }
+
+    /// Flushes the recorded trace (call before exiting; recording goes on).
     pub fn flush_record(&self) -> Result<(), TraceError> {
         match self.lock().record.as_mut() {
             Some(r) => r.flush(),

@@ -23,6 +23,11 @@ pub(super) struct Copies {
 }
 
 impl Copies {
+    /// Whether counts are kept (a trim came).
+    pub(super) fn is_counting(&self) -> bool {
+        !self.n.is_empty()
+    }
+
     /// A data page of `lpn` was programmed.
     #[inline]
     pub(super) fn programmed(&mut self, lpn: Lpn) {

@@ -12,6 +12,7 @@ mod planes;
 mod power;
 mod records;
 mod slc;
+mod state;
 mod suspend;
 
 pub use backfill::BackfillCounters;
@@ -20,6 +21,7 @@ pub use planes::PlaneCounters;
 pub use power::PowerCut;
 pub use records::TrimRecord;
 pub use slc::SlcCounters;
+pub use state::{StateFiles, StateOwner, STATE_FORMAT};
 pub use suspend::SuspendCounters;
 
 use crate::addr::{Lpn, Ppa, SimTime, Tpn};

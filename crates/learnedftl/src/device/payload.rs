@@ -219,6 +219,33 @@ impl PayloadStore {
         Ok(())
     }
 
+    /// Opens `path`, which holds the pages of a saved state (`state.rs`), as the store's file:
+    /// `present` says which pages hold data. Its length must be the physical space's.
+    pub fn reopen_file(&mut self, path: &Path, present: Vec<u64>) -> io::Result<()> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let want = present.len() as u64 * 64 * self.page_size as u64;
+        let len = file.metadata()?.len();
+        if len.div_ceil(64 * self.page_size as u64) != present.len() as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{len} B, not the {want} B of this device's pages"),
+            ));
+        }
+        self.pages = Pages::File {
+            file: std::sync::Arc::new(file),
+            present,
+        };
+        Ok(())
+    }
+
+    /// With pages kept in a file, which hold data (a bit per PPA).
+    pub fn file_pages(&self) -> Option<&[u64]> {
+        match &self.pages {
+            Pages::File { present, .. } => Some(present),
+            Pages::Memory(_) => None,
+        }
+    }
+
     /// Page size in bytes.
     pub fn page_size(&self) -> usize {
         self.page_size

@@ -177,3 +177,28 @@ impl Slc {
         self.valid = 0;
     }
 }
+
+impl Slc {
+    /// Saves which pages hold SLC-mode data and the order they are folded in (the device's
+    /// state file, `state.rs`).
+    pub(super) fn save(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        super::state::put_u64s(w, &self.in_slc)?;
+        super::state::put_u64(w, self.used)?;
+        self.fifo
+            .iter()
+            .try_for_each(|lun| super::state::put_u32s(w, lun.iter()))
+    }
+
+    /// Loads what [`Slc::save`] saved (on a device of the same geometry).
+    pub(super) fn load(
+        &mut self,
+        r: &mut super::state::Reader<impl std::io::Read>,
+    ) -> Result<(), crate::error::StateError> {
+        r.u64s_into("slc cache", &mut self.in_slc)?;
+        self.used = r.u64()?;
+        for lun in &mut self.fifo {
+            *lun = r.u32s("slc cache", self.physical as usize)?.into();
+        }
+        Ok(())
+    }
+}

@@ -79,6 +79,9 @@ pub enum EngineError {
     /// Power cuts cannot be injected into this run.
     #[error("power cuts: {0}")]
     PowerCuts(String),
+    /// A saved device state that cannot be loaded or saved (`serve --state`).
+    #[error("state: {0}")]
+    State(#[from] crate::error::StateError),
     /// A request outside the logical space.
     #[error(
         "request at byte {offset} (+{len}) lies beyond the logical space of {logical_bytes} B"

@@ -10,7 +10,7 @@
 
 use super::{EngineError, Oracle, Simulator};
 use crate::addr::{Lpn, SimTime};
-use crate::device::{Device, PowerCut};
+use crate::device::{Device, PowerCut, StateFiles, StateOwner};
 use crate::ftl::{self, ReadSink, Served, Unflushed};
 use crate::request::{Op, Request};
 
@@ -62,7 +62,106 @@ impl ReadSink for Found {
 /// LPNs read per request of the check.
 const CHECK_PAGES: u32 = 256;
 
+impl Found {
+    /// Reads LPNs `first..first + pages` through `ftl` at `at` (after a recovery: its
+    /// failures are the recovery's).
+    fn read(
+        &mut self,
+        ftl: &mut dyn crate::ftl::Ftl,
+        dev: &mut Device,
+        first: u32,
+        pages: u32,
+        at: SimTime,
+    ) -> Result<(), EngineError> {
+        self.first = first;
+        self.stamps.clear();
+        self.stamps.resize(pages as usize, WRONG_PAGE);
+        let req = Request::new(Op::Read, first, pages, at.0, 0);
+        ftl.submit(dev, &req, self)
+            .map(drop)
+            .map_err(|e| EngineError::Recover {
+                at: at.0,
+                message: format!("reading back LPN {first}+{pages}: {e}"),
+            })
+    }
+}
+
 impl Simulator {
+    /// Puts this simulator, just built by FTL name and unused, on the device state saved in
+    /// `files` by [`Simulator::save_state`] (docs/power.md "Persistent state"): a power cycle
+    /// — the device comes back with what its flash holds and the FTL recovers from it, as
+    /// after a power cut. The oracle adopts what recovery found. Refused for a state of
+    /// another format, geometry or FTL, or an FTL that cannot recover. The clock ends where
+    /// the recovery did; returns the recovery's flash reads.
+    pub fn resume(&mut self, files: &StateFiles) -> Result<u64, EngineError> {
+        let s = self;
+        if let Some(why) = s.power_cut_refusal() {
+            return Err(EngineError::PowerCuts(why));
+        }
+        let cfg = s.dev.config().clone();
+        let ftl_name = s.ftl.name();
+        let (dev, stamp) = Device::load_state(&cfg, files, ftl_name)?;
+        s.dev = dev;
+        // New versions are stamped above every one on flash: recovery orders them by stamp.
+        s.stamp = stamp.max(s.dev.newest_stamp());
+        s.flushed = s.stamp;
+        let (name, mut params) = s.recipe.clone().expect("built by name");
+        let (ftl, cost) = crate::ftl::recover(&name, &cfg, &mut params, &mut s.dev, SimTime::ZERO)
+            .map_err(|e| EngineError::Recover {
+                at: 0,
+                message: e.to_string(),
+            })?;
+        s.ftl = ftl;
+        if let Some(o) = s.oracle.as_mut() {
+            let lp = s.dev.geo().logical_pages as u32;
+            let (mut dev, mut ftl) = (s.dev.clone_without_payloads(), s.ftl.clone());
+            let mut found = Found {
+                first: 0,
+                stamps: Vec::new(),
+            };
+            for first in (0..lp).step_by(CHECK_PAGES as usize) {
+                let pages = CHECK_PAGES.min(lp - first);
+                found.read(&mut *ftl, &mut dev, first, pages, cost.done)?;
+                for (i, &got) in found.stamps.iter().enumerate() {
+                    let lpn = Lpn(first + i as u32);
+                    o.set(lpn, if got == WRONG_PAGE { 0 } else { got });
+                }
+            }
+        }
+        s.clock = cost.done;
+        s.last_arrival = cost.done;
+        Ok(cost.flash_reads)
+    }
+
+    /// Turns the power off at `t`: cleanly (`orderly`: the host's shutdown flushes the write
+    /// buffers first, as an NVMe shutdown notification does) or as a power cut (volatile
+    /// buffers lost; with `power_loss_protection` they are flushed, which is what the
+    /// capacitors promise). The simulator serves nothing after it; save its state with
+    /// [`Simulator::save_state`].
+    pub fn power_off(&mut self, orderly: bool, t: SimTime) -> Result<(), EngineError> {
+        if orderly || self.dev.config().power_loss_protection {
+            let flush = crate::workload::HostIo {
+                arrival: t.max(self.last_arrival),
+                op: Op::Flush,
+                offset: 0,
+                len: 0,
+            };
+            self.submit(flush)?;
+        }
+        self.dev.cut_power();
+        Ok(())
+    }
+
+    /// Saves the device's flash state to `files` (its pages must be kept in `files.pages`):
+    /// what [`Simulator::resume`] starts from.
+    pub fn save_state(&self, files: &StateFiles) -> Result<(), EngineError> {
+        let owner = StateOwner {
+            ftl: self.ftl.name().to_string(),
+            stamp: self.stamp,
+        };
+        Ok(self.dev.save_state(files, &owner)?)
+    }
+
     /// Rebuilds the FTL after the power was lost at `t` (`inflight`: the request the cut
     /// interrupted, unacknowledged), checks every LPN when reads are verified, and counts the
     /// cut in the phase. Returns when recovery completed.
@@ -156,15 +255,7 @@ impl Simulator {
             } else {
                 1
             };
-            found.first = first;
-            found.stamps.clear();
-            found.stamps.resize(pages as usize, WRONG_PAGE);
-            let req = Request::new(Op::Read, first, pages, at.0, 0);
-            ftl.submit(&mut dev, &req, &mut found)
-                .map_err(|e| EngineError::Recover {
-                    at: at.0,
-                    message: format!("reading back LPN {first}+{pages}: {e}"),
-                })?;
+            found.read(&mut *ftl, &mut dev, first, pages, at)?;
             for (i, &got) in found.stamps.iter().enumerate() {
                 let lpn = Lpn(first + i as u32);
                 let u = next_unflushed.next_if(|u| u.lpn == lpn);

@@ -1,0 +1,205 @@
+//! A device's flash state saved and resumed (`serve --state`, docs/power.md "Persistent
+//! state"): every recoverable FTL comes back with the data acknowledged before an orderly
+//! power-off, a power-off as a cut keeps each cache contract, and a state of another device
+//! or FTL, or a damaged one, is refused saying why.
+
+use learnedftl::addr::{Lpn, SimTime};
+use learnedftl::config::DeviceConfig;
+use learnedftl::device::StateFiles;
+use learnedftl::engine::{EngineError, Payload, SimOptions, Simulator, Verify};
+use learnedftl::params::Params;
+use learnedftl::request::Op;
+use learnedftl::workload::HostIo;
+use std::path::PathBuf;
+
+const PS: usize = 4096;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("lftl-state-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+fn cfg(sets: &[&str]) -> DeviceConfig {
+    let mut p = Params::from_assignments(sets.iter().copied(), "test").unwrap();
+    let mut c = DeviceConfig::from_params("tiny", &mut p).unwrap();
+    p.finish().unwrap();
+    c.payloads = true;
+    c
+}
+
+fn opts() -> SimOptions {
+    SimOptions {
+        verify: Verify::FailFast,
+        ..SimOptions::default()
+    }
+}
+
+/// A simulator of `ftl` on `cfg` keeping its pages in the state directory's file.
+fn fresh(cfg: &DeviceConfig, ftl: &str, files: &StateFiles) -> Simulator {
+    let mut s = Simulator::new(cfg, ftl, Params::new(), opts()).unwrap();
+    s.device_mut()
+        .payloads_mut()
+        .unwrap()
+        .use_file(&files.pages)
+        .unwrap();
+    s
+}
+
+fn page(seed: u32) -> Vec<u8> {
+    (0..PS)
+        .map(|i| (seed as usize * 31 + i * 7) as u8)
+        .collect()
+}
+
+fn write(s: &mut Simulator, lpn: u64, data: &[u8]) {
+    let t = s.clock();
+    let io = HostIo {
+        arrival: t,
+        op: Op::Write,
+        offset: lpn * PS as u64,
+        len: data.len() as u64,
+    };
+    s.submit_data(io, Payload::Write(data)).unwrap();
+}
+
+fn read(s: &mut Simulator, lpn: u64) -> Vec<u8> {
+    let mut buf = vec![0; PS];
+    let io = HostIo {
+        arrival: s.clock(),
+        op: Op::Read,
+        offset: lpn * PS as u64,
+        len: PS as u64,
+    };
+    s.submit_data(io, Payload::Read(&mut buf)).unwrap();
+    buf
+}
+
+fn flush(s: &mut Simulator) {
+    let io = HostIo {
+        arrival: s.clock(),
+        op: Op::Flush,
+        offset: 0,
+        len: 0,
+    };
+    s.submit(io).unwrap();
+}
+
+/// Overwrites enough to make every FTL collect garbage and write its mapping back, then
+/// returns what each LPN of the first 256 holds.
+fn churn(s: &mut Simulator) -> Vec<Vec<u8>> {
+    let mut want = vec![vec![0; PS]; 256];
+    let lp = s.device().geo().logical_pages;
+    for i in 0..(lp * 5 / 4) as u32 {
+        let lpn = (i as u64 * 7919) % lp;
+        let p = page(i);
+        write(s, lpn, &p);
+        if lpn < 256 {
+            want[lpn as usize] = p;
+        }
+    }
+    want
+}
+
+#[test]
+fn every_recoverable_ftl_resumes_what_an_orderly_power_off_saved() {
+    for ftl in learnedftl::ftl::RECOVERABLE {
+        let d = Dir::new(ftl);
+        let files = StateFiles::in_dir(&d.0);
+        let c = cfg(&[]);
+        let mut s = fresh(&c, ftl, &files);
+        let want = churn(&mut s);
+        let stamps: Vec<u32> = (0..256)
+            .map(|l| s.oracle().unwrap().expected(Lpn(l)))
+            .collect();
+        let t = s.clock();
+        s.power_off(true, t).unwrap();
+        s.save_state(&files).unwrap();
+        let stamp = s.last_stamp();
+        drop(s);
+        let mut r = Simulator::new(&c, ftl, Params::new(), opts()).unwrap();
+        let reads = r.resume(&files).unwrap();
+        assert!(reads > 0, "{ftl}: recovery read nothing");
+        for (lpn, w) in want.iter().enumerate() {
+            let got = r.oracle().unwrap().expected(Lpn(lpn as u32));
+            assert_eq!(got, stamps[lpn], "{ftl}: LPN {lpn}'s version");
+            assert!(&read(&mut r, lpn as u64) == w, "{ftl}: LPN {lpn}'s bytes");
+        }
+        // New writes are stamped above the saved ones, and once flushed (LeaFTL buffers
+        // writes) survive a cut on the resumed device.
+        write(&mut r, 3, &page(999_999));
+        assert!(r.last_stamp() > stamp, "{ftl}");
+        flush(&mut r);
+        let t = r.clock();
+        r.cut_power_now(t).unwrap();
+        assert!(read(&mut r, 3) == page(999_999), "{ftl}");
+        assert_eq!(r.oracle().unwrap().failures(), 0, "{ftl}");
+    }
+}
+
+/// A power-off as a cut: behind a volatile write buffer, what no FLUSH covered may be lost
+/// (and flushed data never is); with power-loss protection nothing acknowledged is lost.
+#[test]
+fn a_power_off_as_a_cut_keeps_each_cache_contract() {
+    for plp in ["off", "on"] {
+        let d = Dir::new(&format!("cut-{plp}"));
+        let files = StateFiles::in_dir(&d.0);
+        let plp_set = format!("power_loss_protection={plp}");
+        let c = cfg(&["write_buffer=64KiB", "write_buffer_drain=full", &plp_set]);
+        let mut s = fresh(&c, "tpftl", &files);
+        write(&mut s, 0, &page(1));
+        flush(&mut s);
+        write(&mut s, 1, &page(2));
+        let t = s.clock();
+        s.power_off(false, t).unwrap();
+        s.save_state(&files).unwrap();
+        let mut r = Simulator::new(&c, "tpftl", Params::new(), opts()).unwrap();
+        r.resume(&files).unwrap();
+        assert!(read(&mut r, 0) == page(1), "flushed, {plp}");
+        let unflushed = if plp == "on" { page(2) } else { vec![0; PS] };
+        assert!(read(&mut r, 1) == unflushed, "unflushed, {plp}");
+    }
+}
+
+#[test]
+fn a_state_of_another_device_or_ftl_or_a_damaged_one_is_refused() {
+    let d = Dir::new("refused");
+    let files = StateFiles::in_dir(&d.0);
+    let c = cfg(&[]);
+    let mut s = fresh(&c, "dftl", &files);
+    write(&mut s, 5, &page(5));
+    s.power_off(true, SimTime(s.clock().0)).unwrap();
+    s.save_state(&files).unwrap();
+    let refused = |cfg: &DeviceConfig, ftl: &str| -> String {
+        let mut r = Simulator::new(cfg, ftl, Params::new(), opts()).unwrap();
+        match r.resume(&files) {
+            Err(EngineError::State(e)) => e.to_string(),
+            other => panic!("resumed: {other:?}"),
+        }
+    };
+    let e = refused(&c, "tpftl");
+    assert!(e.contains("ftl \"dftl\"") && e.contains("\"tpftl\""), "{e}");
+    let e = refused(&cfg(&["blocks_per_plane=80"]), "dftl");
+    assert!(e.contains("geometry"), "{e}");
+    // Cut short: the section is named.
+    let bytes = std::fs::read(&files.flash).unwrap();
+    std::fs::write(&files.flash, &bytes[..bytes.len() / 2]).unwrap();
+    let e = refused(&c, "dftl");
+    assert!(e.contains("section") && e.contains("cut short"), "{e}");
+    std::fs::write(&files.flash, b"not a state").unwrap();
+    let e = refused(&c, "dftl");
+    assert!(
+        e.contains("not a learnedftl state") || e.contains("cut short"),
+        "{e}"
+    );
+}
