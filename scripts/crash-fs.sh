@@ -138,7 +138,12 @@ for ftl in "${ftls[@]}"; do
                 --socket "$work/nbd.sock" --json "$out/$name.json" --seed "$seed" "${sets[@]}" \
                 >"$log.out" 2>"$log" &
             pid=$!
-            wait_for "$work/nbd.sock"
+            # Listening once it says so (the socket file appears a moment before).
+            for _ in $(seq 600); do
+                grep -q '^listening on' "$log.out" 2>/dev/null && break
+                kill -0 "$pid" 2>/dev/null || { echo "$script: the server stopped (see $log)" >&2; exit 1; }
+                sleep 0.1
+            done
             attach
             mkfs_fs "$fs"
             mount_fs

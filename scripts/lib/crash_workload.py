@@ -51,7 +51,8 @@ def files(directory, log_path, seed):
                     f.flush()
                     os.fsync(f.fileno())
                 os.fsync(dfd)
-            except OSError:
+            except OSError as e:
+                print(f"stopped after {n - 1} files: {e}", file=sys.stderr)
                 return
             log_line(log, f"{path} {hashlib.sha256(data).hexdigest()}")
 
@@ -63,7 +64,8 @@ def sqlite(db, log_path, seed):
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=FULL")
         con.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v BLOB)")
-    except sqlite3.Error:
+    except sqlite3.Error as e:
+        print(f"stopped before any transaction: {e}", file=sys.stderr)
         return
     with open(log_path, "a") as log:
         while True:
@@ -73,7 +75,8 @@ def sqlite(db, log_path, seed):
                 cur = con.execute("INSERT INTO t (v) VALUES (?)", (data,))
                 rowid = cur.lastrowid
                 con.execute("COMMIT")
-            except sqlite3.Error:
+            except sqlite3.Error as e:
+                print(f"stopped: {e}", file=sys.stderr)
                 return
             log_line(log, f"{rowid} {hashlib.sha256(data).hexdigest()}")
 
