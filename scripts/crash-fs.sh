@@ -75,16 +75,6 @@ detach() {
 }
 trap 'detach; stop; rm -rf --one-file-system "$work"' EXIT
 
-# Waits (at most 60 s) for the file $1 to appear.
-wait_for() {
-    for _ in $(seq 600); do
-        [ -e "$1" ] && return 0
-        sleep 0.1
-    done
-    echo "$script: $1 did not appear" >&2
-    exit 1
-}
-
 # A new connection to the server: nbdfuse, then the loop device ($loopdev).
 attach() {
     mkdir -p "$work/nbd" "$work/fs"

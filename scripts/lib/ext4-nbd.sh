@@ -28,16 +28,6 @@ teardown() {
 # --one-file-system: never into a mount that teardown could not remove.
 trap 'teardown; rm -rf --one-file-system "$work"' EXIT
 
-# Waits (at most 60 s) for the file $1 to appear.
-wait_for() {
-    for _ in $(seq 600); do
-        [ -e "$1" ] && return 0
-        sleep 0.1
-    done
-    echo "$script: $1 did not appear" >&2
-    exit 1
-}
-
 # Serves FTL $1 (its report to $out/$1.json, its output to $out/$1.serve.log; with RECORD=1 its
 # recording to $out/$1.rec) and mounts a fresh ext4 on it at $work/fs.
 mount_ext4() {

@@ -120,6 +120,20 @@ impl Server {
         }
     }
 
+    /// Serves `ftl` on a Unix socket in `dir`, its report to a file there (with `extra`
+    /// options); returns the server, the socket and the report's path.
+    fn on_socket(dir: &Scratch, ftl: &str, extra: &[&str]) -> (Server, PathBuf, PathBuf) {
+        let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
+        let mut args = vec![
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        (Server::start(ftl, &args), sock, json)
+    }
+
     /// Sends SIGTERM and waits (at most 30 s) for a clean exit.
     fn stop(mut self) {
         let pid = self.child.id().to_string();
@@ -371,16 +385,7 @@ fn sigusr1_cuts_the_power_and_acknowledged_data_reads_back() {
         return;
     };
     let dir = Scratch::new("nbd-cut");
-    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
-    let server = Server::start(
-        "dftl",
-        &[
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
+    let (server, _, json) = Server::on_socket(&dir, "dftl", &[]);
     // Acknowledged writes (one sub-page), some flushed, then a cut while the client is away.
     qemu_io(
         &qemu,
@@ -433,15 +438,11 @@ fn sigusr1_loses_only_unflushed_writes_behind_a_volatile_write_buffer() {
     };
     for (plp, lost) in [("off", 65), ("on", 0)] {
         let dir = Scratch::new(&format!("nbd-cut-buffer-{plp}"));
-        let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
         let plp_set = format!("power_loss_protection={plp}");
-        let server = Server::start(
+        let (server, _, json) = Server::on_socket(
+            &dir,
             "tpftl",
             &[
-                "--socket",
-                sock.to_str().unwrap(),
-                "--json",
-                json.to_str().unwrap(),
                 "--set",
                 "write_buffer=1MiB",
                 "--set",
@@ -483,20 +484,9 @@ fn sigusr1_loses_only_unflushed_writes_behind_a_volatile_write_buffer() {
 #[test]
 fn serve_verify_answers_eio_for_wrong_reads_and_reports_the_counts() {
     let dir = Scratch::new("nbd-verify");
-    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
     // Reads of about one LPN in two return another LPN's page: of LPNs 0-3, 0, 1 and 2.
-    let server = Server::start(
-        "ideal",
-        &[
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-            "--set",
-            "inject=wrong-read:2",
-            "--verify",
-        ],
-    );
+    let (server, sock, json) =
+        Server::on_socket(&dir, "ideal", &["--set", "inject=wrong-read:2", "--verify"]);
     let (_, _, mut tx, mut rx) = client::connect(UnixStream::connect(&sock).unwrap()).unwrap();
     let mut call = |cmd, offset, data: Option<&[u8]>| {
         let len = data.map_or(4096, |d| d.len() as u32);
@@ -537,18 +527,7 @@ fn serve_verify_answers_eio_for_wrong_reads_and_reports_the_counts() {
 #[test]
 fn serve_exports_the_capacity_asked_for() {
     let dir = Scratch::new("nbd-capacity");
-    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
-    let server = Server::start(
-        "ideal",
-        &[
-            "--capacity",
-            "121MiB",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
+    let (server, sock, json) = Server::on_socket(&dir, "ideal", &["--capacity", "121MiB"]);
     let note = server.wait_log("capacity: ");
     assert!(
         note.contains(
@@ -569,19 +548,10 @@ fn serve_exports_the_capacity_asked_for() {
 #[test]
 fn serve_realtime_reports_lateness_in_stats_lines_and_json() {
     let dir = Scratch::new("nbd-lateness");
-    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
-    let server = Server::start(
+    let (server, sock, json) = Server::on_socket(
+        &dir,
         "ideal",
-        &[
-            "--timing",
-            "realtime",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-            "--stats-interval",
-            "100ms",
-        ],
+        &["--timing", "realtime", "--stats-interval", "100ms"],
     );
     let (_, _, mut tx, mut rx) = client::connect(UnixStream::connect(&sock).unwrap()).unwrap();
     // One write, then four reads in flight at once.
@@ -738,19 +708,10 @@ fn a_recording_of_fio_replays_closed_loop_on_every_ftl() {
 #[test]
 fn power_cut_every_duration_cuts_a_writing_client_which_reconnects() {
     let dir = Scratch::new("nbd-cut-every");
-    let (sock, json) = (dir.join("nbd.sock"), dir.join("report.json"));
-    let server = Server::start(
+    let (server, sock, json) = Server::on_socket(
+        &dir,
         "tpftl",
-        &[
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-            "--power-cut-every",
-            "150ms",
-            "--seed",
-            "5",
-        ],
+        &["--power-cut-every", "150ms", "--seed", "5"],
     );
     let connect = || client::connect(UnixStream::connect(&sock).unwrap()).unwrap();
     let (_, _, mut tx, mut rx) = connect();
@@ -872,27 +833,19 @@ fn serve_state_survives_restarts_and_refuses_a_mismatch() {
         ],
     );
     server.stop();
+    // The server refuses to start on the state with FTL `ftl`, saying `why`.
+    let refused = |ftl: &str, why: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
+            .args(["serve", "--preset", "tiny", "--ftl", ftl, "--state"])
+            .arg(&state)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{err}");
+    };
     // Another FTL's recovery cannot read dftl's flash.
-    let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
-        .args(["serve", "--preset", "tiny", "--ftl", "tpftl", "--state"])
-        .arg(&state)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("ftl \"dftl\""),
-        "{err}"
-    );
+    refused("tpftl", "ftl \"dftl\"");
     // A server that died without saving leaves its marker: the state is not resumed.
     std::fs::write(state.join("serving"), "1\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_learnedftl"))
-        .args(["serve", "--preset", "tiny", "--ftl", "dftl", "--state"])
-        .arg(&state)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("stopped without saving"),
-        "{err}"
-    );
+    refused("dftl", "stopped without saving");
 }

@@ -147,6 +147,47 @@ fn every_recoverable_ftl_resumes_what_an_orderly_power_off_saved() {
     }
 }
 
+/// Every section of the state file in use: an SLC cache (which pages hold SLC-mode data, the
+/// fold order), mapping checkpoints, and trims (their records and the copies counted for
+/// them); every LPN comes back in its version.
+#[test]
+fn a_state_with_slc_checkpoints_and_trims_resumes() {
+    let d = Dir::new("sections");
+    let files = StateFiles::in_dir(&d.0);
+    let c = cfg(&["cell=tlc", "slc_cache=4MiB", "checkpoint_every=700"]);
+    let mut s = fresh(&c, "dftl", &files);
+    let want = churn(&mut s);
+    for lpn in (0..2000u64).step_by(3) {
+        let io = HostIo {
+            arrival: s.clock(),
+            op: Op::Trim,
+            offset: (300 + lpn) * PS as u64,
+            len: PS as u64,
+        };
+        s.submit(io).unwrap();
+    }
+    let lp = c.geometry.logical_pages as u32;
+    let stamps: Vec<u32> = (0..lp)
+        .map(|l| s.oracle().unwrap().expected(Lpn(l)))
+        .collect();
+    let t = s.clock();
+    s.power_off(true, t).unwrap();
+    s.save_state(&files).unwrap();
+    let mut r = Simulator::new(&c, "dftl", Params::new(), opts()).unwrap();
+    r.resume(&files).unwrap();
+    let o = r.oracle().unwrap();
+    let wrong = (0..lp)
+        .filter(|&l| o.expected(Lpn(l)) != stamps[l as usize])
+        .count();
+    assert_eq!(wrong, 0, "LPNs in another version after the restart");
+    for (lpn, w) in want.iter().enumerate() {
+        assert!(&read(&mut r, lpn as u64) == w, "LPN {lpn}'s bytes");
+    }
+    // Serving goes on over the restored SLC cache and checkpoints.
+    churn(&mut r);
+    assert_eq!(r.oracle().unwrap().failures(), 0);
+}
+
 /// A power-off as a cut: behind a volatile write buffer, what no FLUSH covered may be lost
 /// (and flushed data never is); with power-loss protection nothing acknowledged is lost.
 #[test]

@@ -194,7 +194,7 @@ impl Slc {
         &mut self,
         r: &mut super::state::Reader<impl std::io::Read>,
     ) -> Result<(), crate::error::StateError> {
-        r.u64s_into("slc cache", &mut self.in_slc)?;
+        r.fill("slc cache", &mut self.in_slc, super::state::Reader::u64)?;
         self.used = r.u64()?;
         for lun in &mut self.fifo {
             *lun = r.u32s("slc cache", self.physical as usize)?.into();

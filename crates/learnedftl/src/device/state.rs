@@ -125,26 +125,16 @@ impl<R: Read> Reader<R> {
         Ok(want)
     }
 
-    pub(super) fn u32s_into(
+    /// Fills `out` from a section as long as it, each element read by `read`.
+    pub(super) fn fill<T>(
         &mut self,
         section: &'static str,
-        out: &mut [u32],
+        out: &mut [T],
+        read: fn(&mut Self) -> Result<T, StateError>,
     ) -> Result<(), StateError> {
         self.len(section, out.len())?;
         for x in out.iter_mut() {
-            *x = self.u32()?;
-        }
-        Ok(())
-    }
-
-    pub(super) fn u64s_into(
-        &mut self,
-        section: &'static str,
-        out: &mut [u64],
-    ) -> Result<(), StateError> {
-        self.len(section, out.len())?;
-        for x in out.iter_mut() {
-            *x = self.u64()?;
+            *x = read(self)?;
         }
         Ok(())
     }
@@ -272,9 +262,9 @@ impl Device {
             let (tag, stamp) = (r.u32()?, r.u32()?);
             dev.oob[i] = Oob { tag, stamp };
         }
-        r.u32s_into("block write pointers", &mut dev.blk_next)?;
-        r.u32s_into("block erase counts", &mut dev.blk_erases)?;
-        r.u32s_into("block sequence numbers", &mut dev.blk_seq)?;
+        r.fill("block write pointers", &mut dev.blk_next, Reader::u32)?;
+        r.fill("block erase counts", &mut dev.blk_erases, Reader::u32)?;
+        r.fill("block sequence numbers", &mut dev.blk_seq, Reader::u32)?;
         r.section = "blocks opened";
         dev.opened = r.u32()?;
         r.section = "checkpoint";
@@ -296,7 +286,7 @@ impl Device {
         r.section = "trim copies";
         let counting = r.bytes::<1>()?[0] != 0;
         let mut present = vec![0u64; pages.div_ceil(64)];
-        r.u64s_into("pages with data", &mut present)?;
+        r.fill("pages with data", &mut present, Reader::u64)?;
         if let Some(s) = dev.slc.as_mut() {
             r.section = "slc cache";
             s.load(&mut r)?;
