@@ -402,8 +402,10 @@ impl SimBackend {
     /// If a cut armed at least `after` ago has not struck (the device issued too little flash
     /// work since), cuts the power now, between two requests.
     pub fn strike_armed(&self, after: Duration) -> Option<Result<LiveCut, String>> {
-        let (trigger, at) = self.lock().armed?;
-        (at.elapsed() >= after).then(|| self.cut_power(trigger))
+        let mut s = self.lock();
+        // Under the lock: a cut that struck inside a request meanwhile has disarmed it.
+        let (trigger, at) = s.armed?;
+        (at.elapsed() >= after).then(|| self.cut_now(&mut s, trigger))
     }
 
     /// The cuts taken since the first `from` (which then counts them too), for logging.
@@ -426,9 +428,13 @@ impl SimBackend {
     /// why it was refused (`no power cut: ...`, the FTL cannot recover; nothing changed) or
     /// failed (`power cut failed: ...`; later requests then fail).
     pub fn cut_power(&self, trigger: CutTrigger) -> Result<LiveCut, String> {
+        self.cut_now(&mut self.lock(), trigger)
+    }
+
+    /// [`SimBackend::cut_power`] with the simulator's lock held.
+    fn cut_now(&self, s: &mut State, trigger: CutTrigger) -> Result<LiveCut, String> {
         let now = self.start.after(self.anchor.elapsed().as_nanos() as u64);
         let wall = Instant::now();
-        let mut s = self.lock();
         let at = now.max(s.last_arrival);
         let failures = s.verify_failures();
         s.sim.cut_power_now(at).map_err(|e| match e {
