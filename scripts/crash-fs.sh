@@ -23,9 +23,10 @@
 #   OUT=DIR                     keep results.tsv, table.md and each server's report and log
 #                               (default: temporary, the table printed)
 # Prints one table: per FTL x file system x contract, the cuts, the rounds whose checker found
-# damage after journal replay (SQLite: PRAGMA integrity_check), the fsynced files (committed
-# rows) checked, summed over the rounds, and lost (each counted once), and the longest
-# recovery.
+# damage after journal replay (SQLite: PRAGMA integrity_check) and whose mount failed (its
+# fsynced files then all count as lost and a new file system is made), the fsynced files
+# (committed rows) checked, summed over the rounds, and lost (each counted once), and the
+# longest recovery.
 # Needs root (mount, losetup), /dev/fuse and the Debian packages libnbd-bin fuse3 e2fsprogs
 # xfsprogs btrfs-progs python3. Everything is torn down on exit, even on failure.
 set -euo pipefail
@@ -106,6 +107,18 @@ mount_fs() {
     mount "$loopdev" "$work/fs" && mounted=1
 }
 
+# Round $1's mount failed, beyond journal replay (a drive breaking the FLUSH contract can do
+# this): counted, every fsynced file counted lost, and a new file system made for the next.
+fresh_fs() {
+    mount_failed=$((mount_failed + 1))
+    touch "$work/fsynced.log"
+    lost=$((lost + $(wc -l <"$work/fsynced.log")))
+    echo "round $1: mount after the cut failed; a new file system follows" >>"$log.fsck"
+    : >"$work/fsynced.log"
+    mkfs_fs "$fs"
+    mount_fs
+}
+
 # Waits (at most 30 s) for power cut number $1 in the server's log.
 wait_cut() {
     for _ in $(seq 300); do
@@ -159,16 +172,18 @@ for ftl in "${ftls[@]}"; do
                 detach
                 attach
                 if ! mount_fs; then
-                    mount_failed=$((mount_failed + 1))
-                    echo "round $n: mount after the cut failed" >>"$log.fsck"
-                    break
+                    fresh_fs "$n"
+                    continue
                 fi
                 umount "$work/fs" && mounted=''
                 if ! fsck_fs "$fs" >>"$log.fsck" 2>&1; then
                     fsck_failed=$((fsck_failed + 1))
                     echo "round $n: the checker found damage (above)" >>"$log.fsck"
                 fi
-                mount_fs || { mount_failed=$((mount_failed + 1)); break; }
+                if ! mount_fs; then
+                    fresh_fs "$n"
+                    continue
+                fi
                 target=$work/fs
                 [ "$fs" = sqlite ] && target=$work/fs/db
                 result=$(python3 scripts/lib/crash_workload.py check "$([ "$fs" = sqlite ] && echo sqlite || echo files)" "$target" "$work/fsynced.log" 2>>"$log.fsck" || true)
