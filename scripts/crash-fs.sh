@@ -19,7 +19,8 @@
 #                               purpose (the table then shows what that costs)
 #   CUTS=10                     power cuts per FTL x file system x contract
 #   WRITE_BUFFER=1MiB  PRESET=tiny  CAPACITY=512MiB (XFS needs 300 MB)  SEED=1
-#   RUN_MS=200-1200             the workload runs this long (uniform, seeded) before each cut
+#   RUN_MS=200-1200             the workload runs this long (uniform, seeded) after its first
+#                               fsync point before each cut
 #   OUT=DIR                     keep results.tsv, table.md and each server's report and log
 #                               (default: temporary, the table printed)
 # Prints one table: per FTL x file system x contract, the cuts, the rounds whose checker found
@@ -164,6 +165,15 @@ for ftl in "${ftls[@]}"; do
                     *) python3 scripts/lib/crash_workload.py files "$work/fs/round-$n" "$work/fsynced.log" "$RANDOM" >>"$log.load" 2>&1 & ;;
                 esac
                 load=$!
+                # The cut comes RUN_MS after the workload's first fsync point (at most 5 s
+                # after it started): a round that cut before any would check nothing.
+                touch "$work/fsynced.log"
+                before=$(wc -l <"$work/fsynced.log")
+                for _ in $(seq 50); do
+                    [ "$(wc -l <"$work/fsynced.log")" -gt "$before" ] && break
+                    kill -0 "$load" 2>/dev/null || break
+                    sleep 0.1
+                done
                 sleep "$(awk -v ms=$((run_min + RANDOM % run_span)) 'BEGIN { print ms / 1000 }')"
                 kill -USR1 "$pid"
                 wait_cut "$n"
