@@ -597,7 +597,6 @@ impl State {
             trigger,
             struck_in: self
                 .sim
-                .device()
                 .last_cut_in()
                 .map_or("between_operations", |c| c.key()),
             command,

@@ -30,15 +30,17 @@ fn backend_recording(
     Arc::new(SimBackend::new(sim(ftl, &[]), "t", timing, record).unwrap())
 }
 
-/// `ftl` on the tiny preset with payloads, parameters `set` (`key=value`), reads counted by
+/// `ftl` on the tiny preset with payloads, parameters `set` (`key=value`: the device's or the
+/// FTL's), reads counted by
 /// the oracle (as `serve` builds it).
 fn sim(ftl: &str, set: &[&str]) -> Simulator {
-    let mut cfg = DeviceConfig::preset("tiny").unwrap();
-    cfg.payloads = true;
     let mut params = Params::new();
     for s in set {
         params.insert_assignment(s, "set").unwrap();
     }
+    // Device keys go to the device, the rest to the FTL.
+    let mut cfg = DeviceConfig::from_params("tiny", &mut params).unwrap();
+    cfg.payloads = true;
     let opts = SimOptions {
         verify: Verify::Count,
         check_invariants: false,
@@ -533,17 +535,27 @@ fn try_write(c: &mut UnixStream, offset: u64, data: &[u8], flags: u16) -> std::i
 /// `serve --power-cut-every N` on every recoverable FTL: each cut strikes inside a request's
 /// flash work (host programs, GC, mapping write-back); the write being served fails, every
 /// connection closes (an idle one too), the client connects again and retries, and every
-/// acknowledged FUA write reads back afterwards.
+/// acknowledged FUA write reads back afterwards. Also behind a power-loss-protected write
+/// buffer, whose capacitor flush must not hide where the cut struck.
 #[test]
 fn live_cuts_close_every_connection_and_keep_acknowledged_writes() {
-    for ftl in learnedftl::ftl::RECOVERABLE {
-        let dir = std::env::temp_dir().join(format!("lftl-live-cut-{}-{ftl}", std::process::id()));
+    let plp: &[&str] = &["write_buffer=64KiB", "power_loss_protection=on"];
+    let cases = learnedftl::ftl::RECOVERABLE
+        .iter()
+        .map(|&f| (f, &[][..]))
+        .chain([("dftl", plp)]);
+    for (ftl, set) in cases {
+        let dir = std::env::temp_dir().join(format!(
+            "lftl-live-cut-{}-{ftl}-{}",
+            std::process::id(),
+            set.len()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         let conns = Arc::new(Connections::default());
         let b = Arc::new(
-            SimBackend::new(sim(ftl, &[]), "t", Timing::None, None)
+            SimBackend::new(sim(ftl, set), "t", Timing::None, None)
                 .unwrap()
                 .close_on_cut(conns.clone()),
         );

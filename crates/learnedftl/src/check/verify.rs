@@ -259,7 +259,7 @@ impl Run {
                 // Through the engine a cut is only armed before its operation.
                 return;
             }
-            cut_in = Some(s.device().last_cut_in());
+            cut_in = Some(s.last_cut_in());
             let o = s.oracle().expect("checks verify");
             for lpn in 0..s.device().geo().logical_pages as u32 {
                 let stamp = o.expected(Lpn(lpn));

@@ -271,6 +271,10 @@ pub struct Simulator {
     /// Whether the latest cut struck after every request was acknowledged (in the background
     /// work after one, or between two) rather than in a request's service.
     cut_after_ack: bool,
+    /// The cause of the flash operation the latest cut tore (`None`: between operations),
+    /// kept before recovery (power-loss protection's capacitor flush ends with a cut of its
+    /// own, which the device then reports).
+    cut_in: Option<crate::device::Cause>,
     /// For the next request only: when its job issued it and the host's completion cost, so
     /// that its latency is the job's ([`crate::config::HostCost`]); `None`: the request's
     /// arrival and no cost.
@@ -329,6 +333,7 @@ impl Simulator {
             ckpt_due: 0,
             recoveries: 0,
             cut_after_ack: false,
+            cut_in: None,
             host_origin: None,
         }
     }
@@ -470,6 +475,12 @@ impl Simulator {
             None => VerifySummary::default(),
         };
         self.phase.metrics(&self.dev, self.ftl.as_ref(), verify)
+    }
+
+    /// The cause of the flash operation the latest power cut tore, `None` if it struck
+    /// between operations or none struck yet.
+    pub fn last_cut_in(&self) -> Option<crate::device::Cause> {
+        self.cut_in
     }
 
     /// The current phase's power cuts so far, without building its metrics (`None` when cuts

@@ -171,6 +171,7 @@ impl Simulator {
         t: SimTime,
     ) -> Result<SimTime, EngineError> {
         let fail = |message: String| EngineError::Recover { at: t.0, message };
+        self.cut_in = self.dev.last_cut_in();
         let mut unflushed = Vec::new();
         if self.dev.config().power_loss_protection {
             self.dev.run_on_capacitors();
