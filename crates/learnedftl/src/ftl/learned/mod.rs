@@ -14,6 +14,7 @@
 //! ([`groups`]). The pieces are in [`model`], the fitting in [`plr`].
 
 pub mod groups;
+pub mod layout;
 pub mod log;
 pub mod model;
 pub mod plr;
@@ -179,6 +180,10 @@ struct Counters {
     /// Model hits in groups whose models an idle merge trained and that no collection has
     /// moved since: the reads that paid for idle merges.
     idle_paid_reads: u64,
+    /// Model hits served by a rank piece: pages a line collection described where it put
+    /// them. The other model hits were served by a linear piece: pages a merge or training
+    /// sorted, or a sequential host write laid out.
+    model_hits_rank: u64,
     /// Lines erased without moving anything (`design=log`: every page invalid).
     empty_erases: u64,
     /// Rank pieces installed by line collections.
@@ -567,6 +572,7 @@ impl LearnedFtl {
                                 )));
                             }
                             self.stats.model_hits += 1;
+                            self.extra.model_hits_rank += self.models.rank_at(tpn, x) as u64;
                             self.extra.idle_paid_reads +=
                                 self.groups.idle_trained[g as usize] as u64;
                             (t, 1)
@@ -670,6 +676,24 @@ impl LearnedFtl {
             self.cache_dirty(dev, lpn, req.last_lpn(), req.arrival)?;
         }
         Ok(done)
+    }
+
+    /// The runs every TP's mapped LPNs form where they lie ([`layout`]): what describing
+    /// pages in place could predict at most. A pass over the table: for reports, not requests.
+    fn layout_runs(&self) -> layout::Runs {
+        let mut runs = layout::Runs::default();
+        let (mut points, mut sizes) = (Vec::new(), Vec::new());
+        for t in 0..self.geo.tps() {
+            let lpns = self.table.gtd.lpns(Tpn(t));
+            let first = lpns.start;
+            points.clear();
+            points.extend(lpns.filter_map(|l| {
+                let p = self.table.get(Lpn(l))?;
+                Some((l - first, self.math.ppa_to_vppn(p).0))
+            }));
+            runs.add_tp(&mut points, &mut sizes);
+        }
+        runs
     }
 
     /// Checks the bitmap invariant: every set bit's prediction is the LPN's true VPPN.
@@ -852,6 +876,10 @@ impl Ftl for LearnedFtl {
                 }
             }
             o.insert("group_lines".into(), group_lines.into());
+            o.insert(
+                "layout".into(),
+                serde_json::to_value(self.layout_runs()).unwrap_or_default(),
+            );
             o.insert("log_lines".into(), log_lines.into());
             o.insert(
                 "gc_per_group".into(),

@@ -474,6 +474,28 @@ fn the_property_setup_merges_groups_and_collects_log_lines() {
 }
 
 #[test]
+fn hits_are_told_by_the_pieces_that_served_them_and_runs_bound_the_models() {
+    // The default's line collections install rank pieces, its 16 KiB writes linear ones
+    // (sequential initialisation): both serve reads.
+    let mut sim = fill_and_fragment(&[]);
+    let hits = random_reads(&mut sim);
+    let x = sim.ftl().extra_counters();
+    let rank = x["model_hits_rank"].as_u64().unwrap();
+    assert!(rank > 0 && rank < hits, "{rank} of {hits}: {x}");
+    // Every piece's verified LPNs lie in one run, so the 8 largest runs of each TP hold at
+    // least the set bits; the bound grows with the parts and stops at the mapped LPNs.
+    let l = &x["layout"];
+    let n = |i: usize| l["in_largest"][i].as_u64().unwrap();
+    assert_eq!(l["mapped"], x["mapped_lpns"], "{x}");
+    assert!(n(1) >= x["bits_set"].as_u64().unwrap(), "{x}");
+    assert!(n(0) <= n(1) && n(1) <= n(2) && n(2) <= l["mapped"].as_u64().unwrap());
+    assert!(
+        l["runs"].as_u64().unwrap() > x["modelled_tps"].as_u64().unwrap(),
+        "{x}"
+    );
+}
+
+#[test]
 fn the_property_setup_idles_into_merges_whose_reads_pay_off() {
     use crate::engine::NoProgress;
     use crate::workload::Settle;
