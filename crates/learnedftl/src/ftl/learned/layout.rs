@@ -4,11 +4,13 @@
 //! A run is a maximal chain of a TP's mapped LPNs, in VPPN order, in which each next LPN has a
 //! higher offset and lies at most its offset gap further (the VPPNs between can be offsets laid
 //! out with them and overwritten since): what one collection's sorted copies of the TP, one
-//! sequential host write or one merge leaves, holes and all. Any exact description of pages where they lie (a rank piece, a LeaFTL
-//! accurate segment, a base plus a membership bitmap) predicts a run as a whole or in parts, so
-//! the pages in a TP's `k` largest runs bound what a description with `k` parts per TP can
-//! predict. A description also needs, per LPN, which of its parts holds it (or none): with `k`
-//! parts at least `log2(k + 1)` bits per LPN whatever the parts are.
+//! sequential host write or one merge leaves, holes and all. Any exact description of pages
+//! where they lie (a rank piece, a linear piece of slope at most 1, a LeaFTL accurate segment, a
+//! base plus a membership bitmap) predicts a run as a whole or in parts, so the pages in a TP's
+//! `k` largest runs bound what a description with `k` parts per TP can predict (a fitted piece
+//! of slope above 1 may span runs: the bound is for descriptions of runs). A description also
+//! needs, per LPN, which of its parts holds it (or none): with `k` parts at least
+//! `log2(k + 1)` bits per LPN whatever the parts are.
 
 use serde::Serialize;
 

@@ -482,8 +482,10 @@ fn hits_are_told_by_the_pieces_that_served_them_and_runs_bound_the_models() {
     let x = sim.ftl().extra_counters();
     let rank = x["model_hits_rank"].as_u64().unwrap();
     assert!(rank > 0 && rank < hits, "{rank} of {hits}: {x}");
-    // Every piece's verified LPNs lie in one run, so the 8 largest runs of each TP hold at
-    // least the set bits; the bound grows with the parts and stops at the mapped LPNs.
+    // The verified LPNs of a rank piece or a piece of slope at most 1 lie in one run, so the 8
+    // largest runs of each TP hold at least the set bits of models made of those (the
+    // collections' runs and the sequential writes here); the bound grows with the parts and
+    // stops at the mapped LPNs.
     let l = &x["layout"];
     let n = |i: usize| l["in_largest"][i].as_u64().unwrap();
     assert_eq!(l["mapped"], x["mapped_lpns"], "{x}");
