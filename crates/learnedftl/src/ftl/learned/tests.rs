@@ -521,6 +521,40 @@ fn the_property_setup_idles_into_merges_whose_reads_pay_off() {
 }
 
 #[test]
+fn idle_collections_keep_moved_mappings_in_the_cmt_and_write_fewer_tps() {
+    use crate::engine::NoProgress;
+    use crate::workload::Settle;
+    // The idling setup of the test above, once per way of updating the TPs of the pages idle
+    // collections move: the same merges, fewer translation programs when the CMT holds the
+    // new mappings until a TP is written back once for many.
+    let settle = |kv: &str| {
+        let mut sim = fill_and_fragment(&["logical_ratio=0.85", kv]);
+        let m = sim
+            .settle("settle", Settle::Auto, &mut NoProgress)
+            .unwrap()
+            .unwrap();
+        sim.ftl().check_invariants(sim.device()).unwrap();
+        let hits = random_reads(&mut sim);
+        let p = &m.flash.programs;
+        let tps = p[Cause::GcTrans.key()] + p[Cause::TransWrite.key()];
+        (m.ftl_counters, tps, hits)
+    };
+    let (cached, cached_tps, cached_hits) = settle("idle_gc_updates=cache");
+    let (rewritten, rewritten_tps, rewritten_hits) = settle("idle_gc_updates=rewrite");
+    assert!(
+        cached["idle_cached_moves"].as_u64().unwrap() > 0,
+        "{cached}"
+    );
+    assert_eq!(rewritten["idle_cached_moves"], 0, "{rewritten}");
+    assert!(cached["idle_merges"].as_u64().unwrap() > 0, "{cached}");
+    assert!(
+        cached_tps < rewritten_tps,
+        "{cached_tps} vs {rewritten_tps}"
+    );
+    assert!(cached_hits > 0 && rewritten_hits > 0);
+}
+
+#[test]
 fn idle_merges_that_no_reclaim_can_make_room_for_move_nothing() {
     use crate::engine::NoProgress;
     use crate::workload::Settle;
