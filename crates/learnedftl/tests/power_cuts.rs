@@ -167,6 +167,32 @@ fn random_cuts_learnedftl_after_idle_merges() {
 }
 
 #[test]
+fn random_cuts_learnedftl_when_idle_time_runs_out_mid_sort() {
+    // Idle time ends half way through the sort: the new mappings of pages the idle
+    // collections moved wait in the CMT as dirty entries (`idle_gc_updates=cache`) when the
+    // host comes back, and a cut loses them as it loses any dirty entry: recovery must find the
+    // moved pages by their OOBs.
+    let mut sim = prepared("learnedftl", &["logical_ratio=0.85"], 20);
+    let whole = sim
+        .clone()
+        .settle("settle", Settle::Auto, &mut NoProgress)
+        .unwrap()
+        .unwrap();
+    let half = (whole.sim_seconds * 1e9 / 2.0) as u64;
+    let settle = sim
+        .settle("settle", Settle::For(half), &mut NoProgress)
+        .unwrap()
+        .unwrap();
+    let cached = &settle.ftl_counters["idle_cached_moves"];
+    assert!(cached.as_u64().unwrap() > 0, "{cached}");
+    assert!(
+        settle.sim_seconds < whole.sim_seconds,
+        "the idle time ran out"
+    );
+    cut_prepared(sim, 20, CUTS);
+}
+
+#[test]
 fn random_cuts_learnedftl_paper_design() {
     // Groups borrow lenders' lines and are collected (and trained) whole.
     random_cuts("learnedftl", &["design=paper"], 15);

@@ -156,6 +156,11 @@ const IDLING: &[(&str, &[&str])] = &[
     // tiny's leaves them room), and a budget that runs out part way, with merges by GC on top;
     // on tiny itself no group without a line can be merged.
     ("learnedftl", &["logical_ratio=0.85"]),
+    // Idle collections rewriting every TP they touch at once (issue 29's way).
+    (
+        "learnedftl",
+        &["logical_ratio=0.85", "idle_gc_updates=rewrite"],
+    ),
     (
         "learnedftl",
         &[

@@ -491,11 +491,18 @@ impl LearnedFtl {
         // of the reserve's lines at once. The moved pages' OOBs name their LPNs, so a power
         // cut in between recovers them (the scan rewrites stale TPs).
         let mut done = data_done.max(self.erase_line(dev, line, t)?);
-        if self.cfg.tp_write_charged {
+        // While idle (`idle_gc_updates=cache`) the new mappings wait in the CMT instead.
+        let deferred = self.idle_collecting && self.cfg.idle_gc_cached && self.cfg.tp_write_charged;
+        if deferred {
+            for &(lpn, ..) in &moves {
+                self.cache_moved(dev, lpn, data_done)?;
+            }
+            self.extra.idle_cached_moves += moves.len() as u64;
+        } else if self.cfg.tp_write_charged {
             self.ensure_trans_room(dev, touched.len() as u32, t, 1)?;
         }
         // Each touched TP now holds every current value, cached dirty ones included.
-        for &(tpn, _) in &touched {
+        for &(tpn, _) in touched.iter().filter(|_| !deferred) {
             if self.cfg.tp_write_charged {
                 let new = self.alloc.next_page(Stream::TRANS)?;
                 done =

@@ -255,7 +255,10 @@ impl LearnedFtl {
         collect: impl FnOnce(&mut Self) -> Result<Option<SimTime>, FtlError>,
     ) -> Result<Option<SimTime>, FtlError> {
         let moved = self.stats.gc_pages_moved;
-        let done = collect(self)?;
+        self.idle_collecting = true;
+        let done = collect(self);
+        self.idle_collecting = false;
+        let done = done?;
         let pages = self.stats.gc_pages_moved - moved;
         self.idle_credit.spend(pages);
         self.extra.idle_room_pages += pages;

@@ -14,6 +14,7 @@
 //! ([`groups`]). The pieces are in [`model`], the fitting in [`plr`].
 
 pub mod groups;
+pub mod layout;
 pub mod log;
 pub mod model;
 pub mod plr;
@@ -41,6 +42,7 @@ use groups::{Groups, FIRST_GROUP_STREAM};
 use model::{Models, Piece};
 use plr::Training;
 use serde::Serialize;
+use std::ops::Range;
 
 /// Which LearnedFTL (`design`; `docs/ftls/learnedftl.md`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -70,6 +72,7 @@ crate::params::keys! {
     DESIGN = "design" ["log|paper"] "log: group lines and a shared write log (ours); paper: the paper's allocation and whole-group GC";
     MERGE_BUDGET = "merge_budget" ["pages per host page"] "design=log: pages a group merge may move per host page written (0: never, inf: whenever GC picks a group line)";
     IDLE_MERGE_BUDGET = "idle_merge_budget" ["pages per host page"] "pages idling may move per host page written (merges while idle, on the groups whose merge removes the most double reads per page moved, and every collection while idle; 0: no idle merges, issue 11's default; inf: no bound)" only with "design=log";
+    IDLE_GC_UPDATES = "idle_gc_updates" ["cache|rewrite"] "while idle, collections keep the moved pages' new mappings as dirty CMT entries, each TP written back once for many (cache), or rewrite every TP they touch at once (rewrite, issue 29's)" only with "design=log";
     IDLE_MERGE_READS = "idle_merge_reads" ["on/off"] "rank idle merges by the reads they would serve and the misses they would remove (on), or by misses alone (off, an ablation)" only with "design=log";
     CROSS_GROUP = "cross_group" ["on/off"] "opportunistic cross-group allocation: a group out of lines may borrow another group's" only with "design=paper";
     GROUP_LINE_QUOTA = "group_line_quota" ["lines"] "lines a group may own before it borrows or GC runs" only with "design=paper";
@@ -95,7 +98,7 @@ static PAPER_ONLY_KEYS: [&Key; 5] = [
 ];
 
 /// Keys that configure the log design's idle merges only.
-static LOG_ONLY_KEYS: [&Key; 2] = [&IDLE_MERGE_BUDGET, &IDLE_MERGE_READS];
+static LOG_ONLY_KEYS: [&Key; 3] = [&IDLE_MERGE_BUDGET, &IDLE_MERGE_READS, &IDLE_GC_UPDATES];
 
 /// LearnedFTL's parameters (all `--set` keys; see `docs/ftls/learnedftl.md`).
 #[derive(Clone, Debug)]
@@ -128,6 +131,9 @@ pub struct Config {
     /// Idle merges rank groups by their reads too (`idle_merge_reads`, default on), not by
     /// their misses alone.
     pub idle_merge_reads: bool,
+    /// While idle, collections leave the moved pages' new mappings in the CMT as dirty entries
+    /// instead of rewriting their TPs (`idle_gc_updates=cache`).
+    pub idle_gc_cached: bool,
     /// How models are trained (`training`, default greedy PLR).
     pub training: Training,
     /// Fewest valid LPNs a TP needs to be trained (`train_min_pages`, default 2).
@@ -176,9 +182,16 @@ struct Counters {
     idle_room_pages: u64,
     /// LPNs idle merges made predictable (their bits were clear before the merge).
     idle_merge_gained: u64,
+    /// Pages moved by collections while idle whose new mappings waited in the CMT as dirty
+    /// entries instead of in TPs rewritten at once (`idle_gc_updates=cache`).
+    idle_cached_moves: u64,
     /// Model hits in groups whose models an idle merge trained and that no collection has
     /// moved since: the reads that paid for idle merges.
     idle_paid_reads: u64,
+    /// Model hits served by a rank piece: pages a line collection described where it put
+    /// them. The other model hits were served by a linear piece: pages a merge or training
+    /// sorted, or a sequential host write laid out.
+    model_hits_rank: u64,
     /// Lines erased without moving anything (`design=log`: every page invalid).
     empty_erases: u64,
     /// Rank pieces installed by line collections.
@@ -235,6 +248,8 @@ pub struct LearnedFtl {
     idle_merge_none_at: Option<(u64, u64)>,
     /// Whether it found no candidate (rather than no room for one and no reclaim).
     idle_merge_no_candidate: bool,
+    /// A collection runs while the device idles ([`LearnedFtl::idle_charged`]).
+    idle_collecting: bool,
 }
 
 /// A two-way switch `key=default|other`: whether `other` was chosen.
@@ -350,6 +365,8 @@ impl LearnedFtl {
         let lend_trained = take_choice(params, &LENDER, "untrained", "any")?;
         let line_gc = take_choice(params, &GROUP_GC, "group", "line")?;
         let idle_merge_reads = params.take_bool_or(&IDLE_MERGE_READS, true)?;
+        let idle_gc_cached =
+            design == Design::Log && !take_choice(params, &IDLE_GC_UPDATES, "cache", "rewrite")?;
         let sequential_init = params.take_bool_or(&SEQUENTIAL_INIT, true)?;
         let rank_pieces = params.take_bool_or(&RANK_PIECES, design == Design::Log)?;
         let training = params.take_or(&TRAINING, Training::GreedyPlr)?;
@@ -430,6 +447,7 @@ impl LearnedFtl {
                 line_gc,
                 sequential_init,
                 idle_merge_reads,
+                idle_gc_cached,
                 rank_pieces,
                 training,
                 train_min_pages,
@@ -463,6 +481,7 @@ impl LearnedFtl {
             host_pages: 0,
             idle_merge_none_at: None,
             idle_merge_no_candidate: false,
+            idle_collecting: false,
         })
     }
 
@@ -483,14 +502,43 @@ impl LearnedFtl {
         t: SimTime,
     ) -> Result<SimTime, FtlError> {
         let range = self.cache.load_range(lpn, req_last);
-        while let Some(v) = self.cache.evict_for(&range) {
+        self.cache_room(dev, &range, t)?;
+        let done = self.table.read_tp(dev, lpn, Cause::TransRead, t)?;
+        self.cache.load(lpn, range, done);
+        Ok(done)
+    }
+
+    /// Evicts from the CMT until `range` fits, paying each dirty eviction's write-back at `t`.
+    fn cache_room(
+        &mut self,
+        dev: &mut Device,
+        range: &Range<u32>,
+        t: SimTime,
+    ) -> Result<(), FtlError> {
+        while let Some(v) = self.cache.evict_for(range) {
             if v.written_back > 0 {
                 self.write_back_tp(dev, v.tpn, t)?;
             }
         }
-        let done = self.table.read_tp(dev, lpn, Cause::TransRead, t)?;
-        self.cache.load(lpn, range, done);
-        Ok(done)
+        Ok(())
+    }
+
+    /// A collection while idle moved `lpn`'s page (its copy done at `t`): its new mapping
+    /// waits in the CMT as a dirty entry instead of in a TP rewritten now. Nothing else uses
+    /// the CMT while the device idles, a TP whose pages several collections move is then
+    /// written once (when its node is evicted, when the idle time ends, or never if its group's
+    /// merge programs it first), and a power cut finds the page by its OOB, as any dirty entry.
+    pub(super) fn cache_moved(
+        &mut self,
+        dev: &mut Device,
+        lpn: Lpn,
+        t: SimTime,
+    ) -> Result<(), FtlError> {
+        let range = lpn.0..lpn.0 + 1;
+        self.cache_room(dev, &range, t)?;
+        self.cache.load(lpn, range, t);
+        self.cache.gc_update(lpn);
+        Ok(())
     }
 
     /// Pays the batch write-back of TP `tpn`'s dirty entries at `t` (an eviction's, or an idle
@@ -567,6 +615,7 @@ impl LearnedFtl {
                                 )));
                             }
                             self.stats.model_hits += 1;
+                            self.extra.model_hits_rank += self.models.rank_at(tpn, x) as u64;
                             self.extra.idle_paid_reads +=
                                 self.groups.idle_trained[g as usize] as u64;
                             (t, 1)
@@ -670,6 +719,24 @@ impl LearnedFtl {
             self.cache_dirty(dev, lpn, req.last_lpn(), req.arrival)?;
         }
         Ok(done)
+    }
+
+    /// The runs every TP's mapped LPNs form where they lie ([`layout`]): what describing
+    /// pages in place could predict at most. A pass over the table: for reports, not requests.
+    fn layout_runs(&self) -> layout::Runs {
+        let mut runs = layout::Runs::default();
+        let (mut points, mut sizes) = (Vec::new(), Vec::new());
+        for t in 0..self.geo.tps() {
+            let lpns = self.table.gtd.lpns(Tpn(t));
+            let first = lpns.start;
+            points.clear();
+            points.extend(lpns.filter_map(|l| {
+                let p = self.table.get(Lpn(l))?;
+                Some((l - first, self.math.ppa_to_vppn(p).0))
+            }));
+            runs.add_tp(&mut points, &mut sizes);
+        }
+        runs
     }
 
     /// Checks the bitmap invariant: every set bit's prediction is the LPN's true VPPN.
@@ -808,6 +875,7 @@ impl Ftl for LearnedFtl {
             "merge_budget": self.merge_credit.rate_json(),
             "idle_merge_budget": self.idle_credit.rate_json(),
             "idle_merge_reads": c.idle_merge_reads,
+            "idle_gc_updates": if c.idle_gc_cached { "cache" } else { "rewrite" },
             "training": c.training.key(),
             "train_min_pages": c.train_min_pages,
             "tp_write_cost": if c.tp_write_charged { "charged" } else { "free" },
@@ -852,6 +920,10 @@ impl Ftl for LearnedFtl {
                 }
             }
             o.insert("group_lines".into(), group_lines.into());
+            o.insert(
+                "layout".into(),
+                serde_json::to_value(self.layout_runs()).unwrap_or_default(),
+            );
             o.insert("log_lines".into(), log_lines.into());
             o.insert(
                 "gc_per_group".into(),

@@ -238,6 +238,13 @@ impl Models {
         }
     }
 
+    /// Whether offset `x` of TP `tpn` is covered by a rank piece (a collection's description of
+    /// pages where it put them) rather than a linear one.
+    #[inline]
+    pub fn rank_at(&self, tpn: Tpn, x: u32) -> bool {
+        covering(&self.pieces[tpn.idx()], x).is_some_and(Piece::is_rank)
+    }
+
     /// Whether offset `x` of TP `tpn` has its bit set.
     #[inline]
     pub fn bit(&self, tpn: Tpn, x: u32) -> bool {

@@ -474,6 +474,30 @@ fn the_property_setup_merges_groups_and_collects_log_lines() {
 }
 
 #[test]
+fn hits_are_told_by_the_pieces_that_served_them_and_runs_bound_the_models() {
+    // The default's line collections install rank pieces, its 16 KiB writes linear ones
+    // (sequential initialisation): both serve reads.
+    let mut sim = fill_and_fragment(&[]);
+    let hits = random_reads(&mut sim);
+    let x = sim.ftl().extra_counters();
+    let rank = x["model_hits_rank"].as_u64().unwrap();
+    assert!(rank > 0 && rank < hits, "{rank} of {hits}: {x}");
+    // The verified LPNs of a rank piece or a piece of slope at most 1 lie in one run, so the 8
+    // largest runs of each TP hold at least the set bits of models made of those (the
+    // collections' runs and the sequential writes here); the bound grows with the parts and
+    // stops at the mapped LPNs.
+    let l = &x["layout"];
+    let n = |i: usize| l["in_largest"][i].as_u64().unwrap();
+    assert_eq!(l["mapped"], x["mapped_lpns"], "{x}");
+    assert!(n(1) >= x["bits_set"].as_u64().unwrap(), "{x}");
+    assert!(n(0) <= n(1) && n(1) <= n(2) && n(2) <= l["mapped"].as_u64().unwrap());
+    assert!(
+        l["runs"].as_u64().unwrap() > x["modelled_tps"].as_u64().unwrap(),
+        "{x}"
+    );
+}
+
+#[test]
 fn the_property_setup_idles_into_merges_whose_reads_pay_off() {
     use crate::engine::NoProgress;
     use crate::workload::Settle;
@@ -494,6 +518,40 @@ fn the_property_setup_idles_into_merges_whose_reads_pay_off() {
     assert!(random_reads(&mut sim) > before);
     let x = sim.ftl().extra_counters();
     assert!(x["idle_paid_reads"].as_u64().unwrap() > 0, "{x}");
+}
+
+#[test]
+fn idle_collections_keep_moved_mappings_in_the_cmt_and_write_fewer_tps() {
+    use crate::engine::NoProgress;
+    use crate::workload::Settle;
+    // The idling setup of the test above, once per way of updating the TPs of the pages idle
+    // collections move: the same merges, fewer translation programs when the CMT holds the
+    // new mappings until a TP is written back once for many.
+    let settle = |kv: &str| {
+        let mut sim = fill_and_fragment(&["logical_ratio=0.85", kv]);
+        let m = sim
+            .settle("settle", Settle::Auto, &mut NoProgress)
+            .unwrap()
+            .unwrap();
+        sim.ftl().check_invariants(sim.device()).unwrap();
+        let hits = random_reads(&mut sim);
+        let p = &m.flash.programs;
+        let tps = p[Cause::GcTrans.key()] + p[Cause::TransWrite.key()];
+        (m.ftl_counters, tps, hits)
+    };
+    let (cached, cached_tps, cached_hits) = settle("idle_gc_updates=cache");
+    let (rewritten, rewritten_tps, rewritten_hits) = settle("idle_gc_updates=rewrite");
+    assert!(
+        cached["idle_cached_moves"].as_u64().unwrap() > 0,
+        "{cached}"
+    );
+    assert_eq!(rewritten["idle_cached_moves"], 0, "{rewritten}");
+    assert!(cached["idle_merges"].as_u64().unwrap() > 0, "{cached}");
+    assert!(
+        cached_tps < rewritten_tps,
+        "{cached_tps} vs {rewritten_tps}"
+    );
+    assert!(cached_hits > 0 && rewritten_hits > 0);
 }
 
 #[test]
