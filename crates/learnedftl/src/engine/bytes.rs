@@ -201,6 +201,7 @@ impl HostBytes {
         arrival: SimTime,
     ) -> Result<SimTime, EngineError> {
         let io = HostIo {
+            placement: 0,
             arrival,
             op,
             offset,

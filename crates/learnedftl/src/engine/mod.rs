@@ -548,6 +548,7 @@ impl Simulator {
             pages,
             arrival: io.arrival,
             stamp,
+            placement: io.placement,
         };
         if !matches!(data, Payload::None) {
             self.check_payload(&io, &data)?;

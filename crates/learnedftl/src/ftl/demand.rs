@@ -640,6 +640,7 @@ mod tests {
                 pages,
                 arrival: SimTime(self.t),
                 stamp: self.stamp,
+                placement: 0,
             };
             self.ftl.submit(&mut self.dev, &req, &mut NullSink).unwrap();
         }
@@ -772,6 +773,7 @@ mod tests {
                     pages: 8,
                     arrival: SimTime(0),
                     stamp: 0,
+                    placement: 0,
                 };
                 assert_eq!(ftl.submit(&mut dev, &req, &mut NullSink), Ok(SimTime(0)));
             }

@@ -510,6 +510,7 @@ fn fill_unwritten(
         let limit = pages.min(start + max_run);
         next = (start..limit).find(|&p| !bit(&fill, p)).unwrap_or(limit);
         Some(Ok::<_, std::convert::Infallible>(HostIo {
+            placement: 0,
             arrival: crate::addr::SimTime::ZERO,
             op: crate::request::Op::Write,
             offset: start as u64 * ps,

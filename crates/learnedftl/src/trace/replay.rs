@@ -269,6 +269,7 @@ where
                     if len > room {
                         self.counters.split += 1;
                         self.pending = Some(HostIo {
+                            placement: 0,
                             arrival,
                             op: rec.op,
                             offset: 0,
@@ -280,6 +281,7 @@ where
             }
         }
         Ok(Some(HostIo {
+            placement: 0,
             arrival,
             op: rec.op,
             offset,
@@ -323,6 +325,7 @@ where
             self.last_done = rec.done_ns.map(|d| SimTime(self.rebased(d)));
             let io = if rec.op == Op::Flush {
                 Some(HostIo {
+                    placement: 0,
                     arrival,
                     op: Op::Flush,
                     offset: 0,
@@ -371,6 +374,7 @@ mod tests {
 
     fn io(arrival: u64, op: Op, offset: u64, len: u64) -> HostIo {
         HostIo {
+            placement: 0,
             arrival: SimTime(arrival),
             op,
             offset,

@@ -309,6 +309,7 @@ impl JobGen {
         let (op, offset) = self.upcoming()?;
         self.ahead = self.draw();
         Some(HostIo {
+            placement: 0,
             arrival: now,
             op,
             offset,
