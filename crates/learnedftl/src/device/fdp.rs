@@ -7,6 +7,7 @@
 //! and cleared by its erase; like the controller's own reclaim unit table it survives a power
 //! cut, which lets recovery give each line back to its handle.
 
+use super::Oob;
 use crate::addr::Ppa;
 use crate::config::{FdpConfig, Geometry, RuhType};
 use serde::Serialize;
@@ -210,6 +211,53 @@ impl Fdp {
             .all(|i| blk_next[geo.block_in_line(line, i) as usize] == ppb);
         self.counters.events.ru_not_fully_written += !full as u64;
         self.owner[l] = RuOwner::NONE;
+    }
+
+    /// Checks placement (docs/fdp.md): every data page on flash was placed, in a line that is
+    /// a reclaim unit; a handle's unit (host, or its own GC unit) holds only that handle's
+    /// data; and persistently isolated handles have no shared GC unit. `oob` and `blk_next`
+    /// are the device's OOB and write pointers.
+    pub(super) fn check(
+        &self,
+        geo: &Geometry,
+        oob: &[Oob],
+        blk_next: &[u32],
+    ) -> Result<(), String> {
+        let ppb = geo.pages_per_block;
+        for line in 0..geo.lines() {
+            let owner = self.owner(line);
+            if owner == RuOwner::SharedGc && self.cfg.ruh_type == RuhType::Persistently {
+                return Err(format!(
+                    "line {line} is a shared GC unit, but handles are persistently isolated"
+                ));
+            }
+            for i in 0..geo.blocks_per_line() {
+                let b = geo.block_in_line(line, i);
+                for pg in 0..blk_next[b as usize] {
+                    let ppa = Ppa(b * ppb + pg);
+                    let Some(lpn) = oob[ppa.idx()].lpn() else {
+                        continue;
+                    };
+                    let h = self.handle(ppa);
+                    match owner {
+                        RuOwner::None => {
+                            return Err(format!(
+                                "{ppa:?} holds data ({lpn:?}) in line {line}, which no write \
+                                 placed as a reclaim unit"
+                            ))
+                        }
+                        RuOwner::Host(o) | RuOwner::Gc(o) if o != h => {
+                            return Err(format!(
+                                "{ppa:?} holds handle {h}'s data ({lpn:?}) in line {line}, \
+                                 a reclaim unit of handle {o} ({owner:?})"
+                            ))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Heap bytes.

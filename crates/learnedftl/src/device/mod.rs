@@ -1183,7 +1183,8 @@ impl Device {
     }
 
     /// Checks that every block's and line's valid count matches the valid bitmap, and that no
-    /// page beyond a block's write pointer is valid.
+    /// page beyond a block's write pointer is valid; with FDP, that placement kept its rules
+    /// (docs/fdp.md).
     pub fn check_consistency(&self) -> Result<(), String> {
         let ppb = self.geo.pages_per_block;
         let mut lines = vec![0u32; self.line_valid.len()];
@@ -1209,7 +1210,10 @@ impl Device {
         if lines != self.line_valid {
             return Err("line valid counts differ from the bitmap".to_string());
         }
-        Ok(())
+        match &self.fdp {
+            Some(f) => f.check(&self.geo, &self.oob, &self.blk_next),
+            None => Ok(()),
+        }
     }
 }
 
