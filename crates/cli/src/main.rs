@@ -247,6 +247,16 @@ struct Opts {
     /// durable).
     #[arg(long, requires = "rw", value_name = "N")]
     fsync: Option<u64>,
+    /// Tag writes with FDP placement IDs (fio's fdp=1; the device needs fdp_ruhs, docs/fdp.md).
+    #[arg(long, requires = "rw")]
+    fdp: bool,
+    /// The placement ID indices writes use, e.g. 0,2,5-7 (fio's fdp_pli; default: every
+    /// handle).
+    #[arg(long, requires = "fdp", value_name = "LIST")]
+    fdp_pli: Option<String>,
+    /// How each write picks its placement ID: roundrobin or random (fio's fdp_pli_select).
+    #[arg(long, requires = "fdp", value_name = "roundrobin|random")]
+    fdp_pli_select: Option<String>,
     /// Idle time after preconditioning, in which each FTL does the work it owes an idle device
     /// (background GC, dirty mapping write-back, buffer flush), reported as phase `settle`:
     /// auto (until it owes nothing), off, or a cap in simulated time (e.g. 100ms).
@@ -312,6 +322,9 @@ impl Opts {
             random_distribution: self.random_distribution.clone(),
             norandommap: self.norandommap,
             fsync: self.fsync,
+            fdp: self.fdp,
+            fdp_pli: self.fdp_pli.clone(),
+            fdp_pli_select: self.fdp_pli_select.clone(),
             settle: self.settle.clone(),
             seed: self.seed,
             verify: self.verify,

@@ -203,11 +203,9 @@ fn ftls_whose_placement_fdp_does_not_fit_refuse_it_naming_why() {
         ("mu-ftl", "partition"),
         ("learnedftl", "group"),
     ] {
-        let mut p = learnedftl::Params::from_assignments(
-            ["logical_ratio=0.75", "fdp_ruhs=2"].into_iter(),
-            "test",
-        )
-        .unwrap();
+        let mut p =
+            learnedftl::Params::from_assignments(["logical_ratio=0.75", "fdp_ruhs=2"], "test")
+                .unwrap();
         let cfg = learnedftl::DeviceConfig::from_params("tiny", &mut p).unwrap();
         let e = learnedftl::ftl::build(ftl, &cfg, &mut p)
             .err()

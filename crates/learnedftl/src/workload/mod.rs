@@ -57,4 +57,4 @@ pub mod job;
 
 pub use dist::Dist;
 pub use fio::Phase;
-pub use job::{JobGen, JobSpec, RwKind};
+pub use job::{parse_plis, JobGen, JobSpec, Placement, PliSelect, RwKind};
