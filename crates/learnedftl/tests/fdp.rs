@@ -240,3 +240,42 @@ fn without_fdp_placement_ids_change_nothing() {
         assert_eq!(run(false), run(true), "{ftl}");
     }
 }
+
+#[test]
+fn fdp_ranges_place_untagged_writes_by_lba() {
+    // What `serve --set fdp_ranges=…` gives unmodified applications: the first half of the
+    // logical space on handle 1, the rest on handle 0; a tagged write keeps its own ID.
+    let mut s = sim(
+        "dftl",
+        &["logical_ratio=0.75", "fdp_ruhs=3", "fdp_ranges=0-50%:1"],
+    );
+    let lp = s.device().geo().logical_pages;
+    let mut t = 0;
+    let mut write = |s: &mut Simulator, lpn: u64, placement: u16| {
+        t += 20_000;
+        s.submit(HostIo {
+            arrival: SimTime(t),
+            op: Op::Write,
+            offset: lpn * 4096,
+            len: 4096,
+            placement,
+        })
+        .unwrap();
+    };
+    for lpn in (0..lp).step_by(97) {
+        write(&mut s, lpn, 0);
+    }
+    write(&mut s, 1, 2);
+    let m = s.end_phase();
+    let h = &m.fdp.unwrap().handles;
+    let first_half = (0..lp).step_by(97).filter(|&l| l < lp / 2).count() as u64;
+    let pages: Vec<u64> = h.iter().map(|h| h.host_pages).collect();
+    assert_eq!(
+        pages,
+        [
+            (0..lp).step_by(97).count() as u64 - first_half,
+            first_half,
+            1
+        ]
+    );
+}

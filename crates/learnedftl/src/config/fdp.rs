@@ -4,7 +4,7 @@
 
 use super::Geometry;
 use crate::error::{quote, ConfigError};
-use crate::params::{keys, Params};
+use crate::params::{keys, parse_size, Params};
 use serde::Serialize;
 
 /// Most reclaim unit handles a configuration may have: fio's limit on placement IDs
@@ -44,6 +44,11 @@ pub struct FdpConfig {
     pub ru_lines: u32,
     /// What GC may do with a handle's data.
     pub ruh_type: RuhType,
+    /// Placement of untagged writes by logical page range (`fdp_ranges`): `(first page, end
+    /// page, handle)`, in order and disjoint; a write without a placement ID whose first page
+    /// falls in a range goes to its handle (the rest to handle 0).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<(u64, u64, u16)>,
 }
 
 keys! {
@@ -52,6 +57,7 @@ keys! {
     FDP_RUHS = "fdp_ruhs" ["handles"] "reclaim unit handles the host may place writes with (0: FDP off); untagged writes go to handle 0";
     FDP_RU = "fdp_ru" ["lines"] "with fdp_ruhs: reclaim unit size in lines (superblocks), the unit GC erases";
     FDP_RUH_TYPE = "fdp_ruh_type" ["initially|persistently"] "with fdp_ruhs: initially isolated, GC may merge handles' valid data; persistently, GC keeps each handle's data apart";
+    FDP_RANGES = "fdp_ranges" ["START-END:ID,..."] "with fdp_ruhs: untagged writes whose first byte is in [START, END) go to handle ID (sizes or % of the logical space; serve's placement for unmodified applications)";
 }
 
 impl FdpConfig {
@@ -114,6 +120,8 @@ impl FdpConfig {
                 ))
             }
         };
+        // Empty by default: every untagged write goes to handle 0.
+        let ranges = parse_ranges(&params.take_str_or(&FDP_RANGES, ""), geo, ruhs)?;
         if ruhs == 0 {
             return Ok(FdpConfig::default());
         }
@@ -121,6 +129,7 @@ impl FdpConfig {
             ruhs,
             ru_lines,
             ruh_type,
+            ranges,
         };
         // Every extra stream keeps a line open that the logical space cannot fill: the spare
         // lines must hold them beside GC's reserve and working lines.
@@ -129,6 +138,16 @@ impl FdpConfig {
             "fdp_ruhs",
         )?;
         Ok(c)
+    }
+
+    /// The handle an untagged write to logical page `lpn` goes to by `fdp_ranges` (0 outside
+    /// them). A scan: there are a few ranges.
+    #[inline]
+    pub fn handle_of(&self, lpn: u64) -> u16 {
+        self.ranges
+            .iter()
+            .find(|&&(start, end, _)| (start..end).contains(&lpn))
+            .map_or(0, |r| r.2)
     }
 
     /// One line for people describing the configuration, when FDP is on.
@@ -142,6 +161,69 @@ impl FdpConfig {
             )
         })
     }
+}
+
+/// Parses `fdp_ranges` (`START-END:ID,...`; each bound a size, `1g`, or a share of the logical
+/// space, `25%`; whole pages) on `geo` with `ruhs` handles: ranges in order and disjoint, each
+/// naming a handle the device has. With FDP off (`ruhs` 0) any range is refused.
+fn parse_ranges(
+    text: &str,
+    geo: &Geometry,
+    ruhs: u16,
+) -> Result<Vec<(u64, u64, u16)>, ConfigError> {
+    let bad = |why: String| ConfigError::invalid("fdp_ranges", why);
+    let logical = geo.logical_bytes();
+    let ps = geo.page_size as u64;
+    let bound = |v: &str| -> Result<u64, ConfigError> {
+        let v = v.trim();
+        let bytes = match v.strip_suffix('%') {
+            Some(p) => p
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| (0.0..=100.0).contains(f))
+                .map(|f| (logical as f64 * f / 100.0) as u64),
+            None => parse_size(v),
+        };
+        let bytes = bytes.ok_or_else(|| bad(format!("{} is not a size or a share", quote(v))))?;
+        if bytes > logical {
+            return Err(bad(format!(
+                "{} lies beyond the logical space of {logical} B",
+                quote(v)
+            )));
+        }
+        Ok(bytes / ps)
+    };
+    let mut out: Vec<(u64, u64, u16)> = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parsed = part.split_once(':').and_then(|(r, id)| {
+            let (a, b) = r.split_once('-')?;
+            Some((a, b, id.trim().parse::<u16>().ok()?))
+        });
+        let Some((a, b, id)) = parsed else {
+            return Err(bad(format!("{} is not START-END:ID", quote(part))));
+        };
+        if ruhs == 0 {
+            return Err(bad(
+                "only applies with fdp_ruhs of 1 or more (FDP on)".into()
+            ));
+        }
+        if id >= ruhs {
+            return Err(bad(format!(
+                "{}: handle {id}, but fdp_ruhs is {ruhs}",
+                quote(part)
+            )));
+        }
+        let (start, end) = (bound(a)?, bound(b)?);
+        if start >= end || out.last().is_some_and(|l| l.1 > start) {
+            return Err(bad(format!(
+                "{} is empty, or overlaps or precedes the range before it",
+                quote(part)
+            )));
+        }
+        out.push((start, end, id));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -170,6 +252,38 @@ mod tests {
         );
         assert_eq!(c.extra_streams(), 3 + 4);
         assert_eq!(fdp(&["fdp_ruhs=4"]).unwrap().extra_streams(), 3 + 1);
+    }
+
+    #[test]
+    fn ranges_place_untagged_writes() {
+        let c = fdp(&["fdp_ruhs=3", "fdp_ranges=0-1g:1, 50%-100%:2"]).unwrap();
+        let quarter = 1u64 << 30 >> 12;
+        assert_eq!(c.ranges[0], (0, quarter, 1));
+        assert_eq!(
+            (
+                c.handle_of(0),
+                c.handle_of(quarter - 1),
+                c.handle_of(quarter)
+            ),
+            (1, 1, 0)
+        );
+        let last = c.ranges[1].1 - 1;
+        assert_eq!(c.handle_of(last), 2);
+        for bad in [
+            "0-1g:3",
+            "1g-0:1",
+            "0-2g:1,1g-3g:2",
+            "0-1g",
+            "0-200%:1",
+            "x-1g:1",
+        ] {
+            let ranges = format!("fdp_ranges={bad}");
+            let e = fdp(&["fdp_ruhs=3", &ranges]).unwrap_err();
+            assert!(e.contains("fdp_ranges"), "{bad}: {e}");
+        }
+        assert!(fdp(&["fdp_ranges=0-1g:0"])
+            .unwrap_err()
+            .contains("fdp_ruhs"));
     }
 
     #[test]
