@@ -192,6 +192,10 @@ struct Opts {
     #[arg(long, requires = "trace")]
     max_requests: Option<u64>,
     /// Trace replay: keep only this device number.
+    /// Trace replay: placement IDs for writes the trace gives none (NVMe FDP, docs/fdp.md):
+    /// lba:N (N equal ranges of the logical space) or size:BYTES,... (by request size).
+    #[arg(long, requires = "trace", value_name = "lba:N|size:BYTES,...")]
+    placement_by: Option<String>,
     #[arg(long, requires = "trace")]
     device_filter: Option<u32>,
     /// Trace replay: first write every page the trace reads before writing it (a phase of its
@@ -306,6 +310,7 @@ impl Opts {
             address_policy: self.address_policy.clone(),
             max_requests: self.max_requests,
             device_filter: self.device_filter,
+            placement_by: self.placement_by.clone(),
             fill_unwritten: self.fill_unwritten,
             replay: self.replay.clone(),
             phases: self.phases.clone(),

@@ -366,6 +366,7 @@ impl State {
         for issued in self.bytes.drain_journal() {
             let io = issued.io;
             let mut line = TraceRecord {
+                placement: None,
                 line: 0,
                 time_ns: io.arrival.0,
                 op: io.op,

@@ -388,6 +388,11 @@ impl Experiment {
                         "fill_unwritten": t.fill_unwritten,
                         "skip_bad_lines": t.parse.skip_bad_lines,
                     });
+                    // Only a replay that places writes says how (so the others' descriptions,
+                    // and cached results, stay as before).
+                    if !t.replay.placement_by.is_none() {
+                        w["placement_by"] = serde_json::json!(t.replay.placement_by);
+                    }
                     // Only closed-loop replays carry these: open-loop ones describe themselves
                     // (and key their cached results) as before.
                     if t.closed_loop {

@@ -96,6 +96,9 @@ pub struct RunOptions {
     pub max_requests: Option<u64>,
     /// Trace replay: keep only this device number.
     pub device_filter: Option<u32>,
+    /// Trace replay: placement IDs for writes the trace gives none: `lba:N` or
+    /// `size:BYTES,...` (docs/fdp.md).
+    pub placement_by: Option<String>,
     /// Trace replay: first write every page the trace reads before writing it.
     pub fill_unwritten: bool,
     /// Trace replay: `open` (at the recorded arrivals) or `closed` (a learnedftl recording:
@@ -165,6 +168,7 @@ impl Default for RunOptions {
             address_policy: "refuse".into(),
             max_requests: None,
             device_filter: None,
+            placement_by: None,
             fill_unwritten: false,
             replay: "open".into(),
             phases: None,
@@ -331,6 +335,7 @@ impl RunOptions {
             ("address_policy", self.address_policy != "refuse"),
             ("max_requests", self.max_requests.is_some()),
             ("device_filter", self.device_filter.is_some()),
+            ("placement_by", self.placement_by.is_some()),
             ("fill_unwritten", self.fill_unwritten),
             ("replay", self.replay != "open"),
             ("phases", self.phases.is_some()),
@@ -463,6 +468,10 @@ impl RunOptions {
                     .map_err(|e| bad("address_policy", e))?,
                 max_requests: self.max_requests,
                 device_filter: self.device_filter,
+                placement_by: match &self.placement_by {
+                    Some(p) => p.parse().map_err(|e| bad("placement_by", e))?,
+                    None => trace::PlacementBy::None,
+                },
             },
             fill_unwritten: self.fill_unwritten,
             closed_loop,
