@@ -435,6 +435,9 @@ fn describe(e: &Experiment) -> String {
     if let Some(h) = e.device.host.describe() {
         s += &format!("{h}\n");
     }
+    if let Some(f) = e.device.fdp.describe() {
+        s += &format!("{f}\n");
+    }
     if let Some(p) = &e.precondition {
         s += &format!(
             "precondition: {} ({}x capacity in {} KiB writes)\n",

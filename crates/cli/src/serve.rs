@@ -176,6 +176,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     if let Some(c) = device.controller.describe(device.power_loss_protection) {
         eprintln!("{c}");
     }
+    if let Some(f) = device.fdp.describe() {
+        eprintln!("{f}");
+    }
     // Scripts and tests wait for this line.
     println!("listening on {at}");
     std::io::stdout().flush()?;

@@ -154,10 +154,14 @@ impl FdpConfig {
     pub fn describe(&self) -> Option<String> {
         self.is_on().then(|| {
             format!(
-                "FDP: {} reclaim unit handle(s), {} isolated, reclaim unit {} line(s)",
+                "FDP: {} reclaim unit handle(s), {} isolated, reclaim unit {} line(s){}",
                 self.ruhs,
                 self.ruh_type.key(),
-                self.ru_lines
+                self.ru_lines,
+                match self.ranges.len() {
+                    0 => String::new(),
+                    n => format!(", {n} range(s) placing untagged writes"),
+                }
             )
         })
     }

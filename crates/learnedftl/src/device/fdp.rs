@@ -133,11 +133,6 @@ impl Fdp {
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &FdpConfig {
-        &self.cfg
-    }
-
     /// Counters since the last reset.
     pub fn counters(&self) -> &FdpCounters {
         &self.counters
