@@ -52,7 +52,8 @@ pub struct FdpConfig {
 }
 
 keys! {
-    /// The FDP keys ([`FdpConfig::from_params`]; docs/fdp.md).
+    /// The FDP keys, parsed with the device's
+    /// ([`crate::config::DeviceConfig::from_params`]; docs/fdp.md).
     pub static FDP_KEYS = "fdp", "NVMe Flexible Data Placement: reclaim unit handles the host tags its writes with";
     FDP_RUHS = "fdp_ruhs" ["handles"] "reclaim unit handles the host may place writes with (0: FDP off); untagged writes go to handle 0";
     FDP_RU = "fdp_ru" ["lines"] "with fdp_ruhs: reclaim unit size in lines (superblocks), the unit GC erases";
