@@ -192,6 +192,10 @@ struct Opts {
     #[arg(long, requires = "trace")]
     max_requests: Option<u64>,
     /// Trace replay: keep only this device number.
+    /// Trace replay: placement IDs for writes the trace gives none (NVMe FDP, docs/fdp.md):
+    /// lba:N (N equal ranges of the logical space) or size:BYTES,... (by request size).
+    #[arg(long, requires = "trace", value_name = "lba:N|size:BYTES,...")]
+    placement_by: Option<String>,
     #[arg(long, requires = "trace")]
     device_filter: Option<u32>,
     /// Trace replay: first write every page the trace reads before writing it (a phase of its
@@ -247,6 +251,16 @@ struct Opts {
     /// durable).
     #[arg(long, requires = "rw", value_name = "N")]
     fsync: Option<u64>,
+    /// Tag writes with FDP placement IDs (fio's fdp=1; the device needs fdp_ruhs, docs/fdp.md).
+    #[arg(long, requires = "rw")]
+    fdp: bool,
+    /// The placement ID indices writes use, e.g. 0,2,5-7 (fio's fdp_pli; default: every
+    /// handle).
+    #[arg(long, requires = "fdp", value_name = "LIST")]
+    fdp_pli: Option<String>,
+    /// How each write picks its placement ID: roundrobin or random (fio's fdp_pli_select).
+    #[arg(long, requires = "fdp", value_name = "roundrobin|random")]
+    fdp_pli_select: Option<String>,
     /// Idle time after preconditioning, in which each FTL does the work it owes an idle device
     /// (background GC, dirty mapping write-back, buffer flush), reported as phase `settle`:
     /// auto (until it owes nothing), off, or a cap in simulated time (e.g. 100ms).
@@ -296,6 +310,7 @@ impl Opts {
             address_policy: self.address_policy.clone(),
             max_requests: self.max_requests,
             device_filter: self.device_filter,
+            placement_by: self.placement_by.clone(),
             fill_unwritten: self.fill_unwritten,
             replay: self.replay.clone(),
             phases: self.phases.clone(),
@@ -312,6 +327,9 @@ impl Opts {
             random_distribution: self.random_distribution.clone(),
             norandommap: self.norandommap,
             fsync: self.fsync,
+            fdp: self.fdp,
+            fdp_pli: self.fdp_pli.clone(),
+            fdp_pli_select: self.fdp_pli_select.clone(),
             settle: self.settle.clone(),
             seed: self.seed,
             verify: self.verify,
@@ -416,6 +434,9 @@ fn describe(e: &Experiment) -> String {
     }
     if let Some(h) = e.device.host.describe() {
         s += &format!("{h}\n");
+    }
+    if let Some(f) = e.device.fdp.describe() {
+        s += &format!("{f}\n");
     }
     if let Some(p) = &e.precondition {
         s += &format!(

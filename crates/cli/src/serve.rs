@@ -259,6 +259,9 @@ pub fn serve(o: ServeOpts) -> Result<()> {
     if let Some(c) = device.controller.describe(device.power_loss_protection) {
         eprintln!("{c}");
     }
+    if let Some(f) = device.fdp.describe() {
+        eprintln!("{f}");
+    }
     if let Some(st) = state.as_mut() {
         st.serving = true;
     }

@@ -36,6 +36,7 @@ fn random_reads(c: &mut Criterion) {
             for &lpn in &lpns {
                 t = t.after(1000);
                 let io = HostIo {
+                    placement: 0,
                     arrival: t,
                     op: Op::Read,
                     offset: lpn * 4096,

@@ -129,6 +129,7 @@ fn ideal_page_path(c: &mut Criterion) {
                 for &lpn in &lpns {
                     t = t.after(1000);
                     let io = HostIo {
+                        placement: 0,
                         arrival: t,
                         op,
                         offset: lpn * 4096,

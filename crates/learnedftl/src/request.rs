@@ -34,6 +34,9 @@ pub struct Request {
     /// Write stamp of this write or trim (the oracle's version number of every page it writes;
     /// a trim's orders it against writes in a recovery, docs/power.md); 0 for reads and flushes.
     pub stamp: u32,
+    /// The write's placement ID under Flexible Data Placement (docs/fdp.md): the reclaim unit
+    /// handle its data goes to; 0, the default handle, for untagged writes and other requests.
+    pub placement: u16,
 }
 
 impl Request {
@@ -45,7 +48,13 @@ impl Request {
             pages,
             arrival: SimTime(arrival),
             stamp,
+            placement: 0,
         }
+    }
+
+    /// The request with placement ID `placement` (a write's reclaim unit handle).
+    pub fn placed(self, placement: u16) -> Request {
+        Request { placement, ..self }
     }
 
     /// The pages of the request.

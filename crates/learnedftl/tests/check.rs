@@ -57,6 +57,22 @@ fn every_ftl_passes_a_check_with_power_cuts() {
     }
 }
 
+/// Flexible Data Placement (docs/fdp.md): every FTL that takes it passes with placement IDs on
+/// its writes and power cuts, under both handle types; the FTLs' invariants the check runs
+/// include the placement rules.
+#[test]
+fn every_fdp_ftl_passes_a_check_with_placement_ids_and_power_cuts() {
+    for ftl in ["ideal", "dftl", "tpftl", "sftl", "leaftl"] {
+        for ty in ["initially", "persistently"] {
+            let ty = format!("fdp_ruh_type={ty}");
+            let set = ["logical_ratio=0.75", "fdp_ruhs=4", &ty];
+            let r = run(&spec(ftl, 5000, 150, &set), None, dir(ftl));
+            assert!(r.failures.is_empty(), "{ftl} {ty}: {:?}", r.failures);
+            assert!(r.power_cuts >= 3, "{ftl} {ty}: {} cuts", r.power_cuts);
+        }
+    }
+}
+
 /// Each fault is caught, shrunk to at most a few dozen operations, and its saved stream
 /// fails again when replayed.
 #[test]
@@ -145,6 +161,7 @@ fn a_cut_in_the_background_work_after_a_read_leaves_what_the_read_returned() {
     );
     let x = 12_345 * 4096;
     let op = |kind, cut| HostOp {
+        placement: 0,
         kind,
         offset: x,
         len: 4096,

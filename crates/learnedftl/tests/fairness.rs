@@ -34,6 +34,7 @@ fn free_lines_under_random_writes(ftl: &str, kv: &[&str]) -> (f64, f64) {
     let mut io = |s: &mut Simulator, page: u64, n: u64| {
         t += 50_000;
         s.submit(HostIo {
+            placement: 0,
             arrival: learnedftl::addr::SimTime(t),
             op: Op::Write,
             offset: page * 4096,

@@ -59,6 +59,7 @@ fn random_requests(sim: &mut Simulator, n: u64, seed: u64) -> Metrics {
         let first = (r >> 8) % lp;
         let pages = (1 + (r >> 40) % max.max(1)).min(lp - first);
         let io = HostIo {
+            placement: 0,
             arrival: t,
             op,
             offset: first * 4096,
@@ -592,6 +593,7 @@ fn payloads_survive_random_cuts(ftl: &str, seed: u64) {
         }
         let before = cuts(sim);
         let io = HostIo {
+            placement: 0,
             arrival: t,
             op: Op::Write,
             offset: first * ps as u64,
@@ -620,6 +622,7 @@ fn payloads_survive_random_cuts(ftl: &str, seed: u64) {
     // completion.
     let mut resolve = |sim: &mut Simulator, may: &mut [(u64, u64)], first: u64, pages: u64, t| {
         let io = HostIo {
+            placement: 0,
             arrival: t,
             op: Op::Read,
             offset: first * ps as u64,
@@ -676,6 +679,7 @@ fn a_read_a_cut_interrupts_is_issued_again_and_returns_the_data() {
     for l in 0..400u64 {
         page_bytes(l, 7, &mut page);
         let io = HostIo {
+            placement: 0,
             arrival: t,
             op: Op::Write,
             offset: l * ps as u64,
@@ -690,6 +694,7 @@ fn a_read_a_cut_interrupts_is_issued_again_and_returns_the_data() {
     .unwrap();
     page.fill(0);
     let io = HostIo {
+        placement: 0,
         arrival: t,
         op: Op::Read,
         offset: 0,

@@ -280,6 +280,7 @@ fn run(ftl: &str, kv: &[&str], idle: bool, steps: &[Step], seed: u64) -> Result<
         let first = s.page % pages;
         let n = s.pages.min(pages - first);
         let io = HostIo {
+            placement: 0,
             arrival: t,
             op: s.op,
             offset: first * 4096,

@@ -62,36 +62,32 @@ fn page(seed: u32) -> Vec<u8> {
         .collect()
 }
 
+/// A host request of the tests: never placed (no FDP here).
+fn io(arrival: SimTime, op: Op, offset: u64, len: u64) -> HostIo {
+    HostIo {
+        arrival,
+        op,
+        offset,
+        len,
+        placement: 0,
+    }
+}
+
 fn write(s: &mut Simulator, lpn: u64, data: &[u8]) {
     let t = s.clock();
-    let io = HostIo {
-        arrival: t,
-        op: Op::Write,
-        offset: lpn * PS as u64,
-        len: data.len() as u64,
-    };
+    let io = io(t, Op::Write, lpn * PS as u64, data.len() as u64);
     s.submit_data(io, Payload::Write(data)).unwrap();
 }
 
 fn read(s: &mut Simulator, lpn: u64) -> Vec<u8> {
     let mut buf = vec![0; PS];
-    let io = HostIo {
-        arrival: s.clock(),
-        op: Op::Read,
-        offset: lpn * PS as u64,
-        len: PS as u64,
-    };
+    let io = io(s.clock(), Op::Read, lpn * PS as u64, PS as u64);
     s.submit_data(io, Payload::Read(&mut buf)).unwrap();
     buf
 }
 
 fn flush(s: &mut Simulator) {
-    let io = HostIo {
-        arrival: s.clock(),
-        op: Op::Flush,
-        offset: 0,
-        len: 0,
-    };
+    let io = io(s.clock(), Op::Flush, 0, 0);
     s.submit(io).unwrap();
 }
 
@@ -158,12 +154,7 @@ fn a_state_with_slc_checkpoints_and_trims_resumes() {
     let mut s = fresh(&c, "dftl", &files);
     let want = churn(&mut s);
     for lpn in (0..2000u64).step_by(3) {
-        let io = HostIo {
-            arrival: s.clock(),
-            op: Op::Trim,
-            offset: (300 + lpn) * PS as u64,
-            len: PS as u64,
-        };
+        let io = io(s.clock(), Op::Trim, (300 + lpn) * PS as u64, PS as u64);
         s.submit(io).unwrap();
     }
     let lp = c.geometry.logical_pages as u32;

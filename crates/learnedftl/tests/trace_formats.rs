@@ -17,6 +17,7 @@ fn fixture(name: &str) -> PathBuf {
 
 fn rec(line: u64, time_ns: u64, op: Op, offset: u64, len: u64, device: u32) -> TraceRecord {
     TraceRecord {
+        placement: None,
         line,
         time_ns,
         op,

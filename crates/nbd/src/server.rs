@@ -297,7 +297,12 @@ fn execute<B: Backend + ?Sized>(
             data.resize(len as usize, 0);
             Cmd::Read { offset, buf: data }
         }
-        Command::Write => Cmd::Write { offset, data, fua },
+        Command::Write => Cmd::Write {
+            offset,
+            data,
+            fua,
+            placement: 0,
+        },
         Command::Flush => Cmd::Flush,
         Command::Trim => Cmd::Trim { offset, len, fua },
         Command::WriteZeroes => Cmd::WriteZeroes {

@@ -555,7 +555,9 @@ struct Noticed {
 fn describe(cmd: &Cmd<'_>) -> String {
     match cmd {
         Cmd::Read { offset, buf } => format!("read {offset}+{}", buf.len()),
-        Cmd::Write { offset, data, fua } => {
+        Cmd::Write {
+            offset, data, fua, ..
+        } => {
             format!(
                 "write {offset}+{}{}",
                 data.len(),
@@ -628,6 +630,7 @@ impl State {
         for issued in self.bytes.drain_journal() {
             let io = issued.io;
             let mut line = TraceRecord {
+                placement: None,
                 line: 0,
                 time_ns: io.arrival.0,
                 op: io.op,

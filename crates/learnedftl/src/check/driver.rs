@@ -45,6 +45,7 @@ pub fn command<'a>(op: &HostOp, buf: &'a mut [u8]) -> Cmd<'a> {
             offset,
             data: buf,
             fua,
+            placement: op.placement,
         },
         Kind::Trim => Cmd::Trim { offset, len, fua },
         Kind::Flush => Cmd::Flush,

@@ -397,6 +397,8 @@ pub fn run(
         ops: spec.ops,
         seed: spec.seed,
         cut_every: spec.cut_every,
+        // Writes are placed on every handle the device has (docs/fdp.md).
+        handles: prepared.sim.device().config().fdp.ruhs,
     };
     let (lb, ps) = (g.logical_bytes(), g.page_size as u64);
     let t1 = Instant::now();

@@ -255,6 +255,7 @@ mod tests {
     #[test]
     fn writers_are_named_by_their_operation_or_the_preconditioning() {
         let op = |kind, id| HostOp {
+            placement: 0,
             kind,
             offset: 8192,
             len: 4096,

@@ -62,6 +62,13 @@ pub struct HostOp {
     /// through NBD, between the previous batch and this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<Cut>,
+    /// A write's FDP placement ID, on a device with handles (docs/fdp.md).
+    #[serde(default, skip_serializing_if = "is_zero_u16")]
+    pub placement: u16,
+}
+
+fn is_zero_u16(x: &u16) -> bool {
+    *x == 0
 }
 
 /// Where a power cut strikes in the service of its operation (through the engine).
@@ -136,6 +143,8 @@ pub struct StreamSpec {
     pub seed: u64,
     /// One power cut per this many operations on average (0: none).
     pub cut_every: u64,
+    /// FDP reclaim unit handles writes are placed on (0: none, writes untagged).
+    pub handles: u16,
 }
 
 /// Address patterns a stretch of the stream follows.
@@ -186,6 +195,20 @@ impl Generator {
         }
     }
 
+    /// A write's placement ID: by the region of the logical space its offset falls in three
+    /// times in four (data of one handle stays together, as with placement by LBA range), any
+    /// handle otherwise (an LPN changes handle). Drawn from the write's identity rather than
+    /// the stream's generator, so the stream is the same with and without handles.
+    fn placement(&self, op: &HostOp) -> u16 {
+        let h = self.spec.handles as u64;
+        let r = crate::seed::mix(self.spec.seed, op.id as u64, 0xfd);
+        if r % 4 < 3 {
+            (op.offset * h / self.gen.sectors.max(1) / SECTOR).min(h - 1) as u16
+        } else {
+            ((r >> 8) % h) as u16
+        }
+    }
+
     /// Index of the next operation.
     pub fn position(&self) -> u64 {
         self.next
@@ -201,6 +224,9 @@ impl Generator {
         for i in self.next..end {
             let mut op = self.gen.next(i, self.spec.cut_every);
             op.new_batch |= i % CHUNK == 0;
+            if op.kind == Kind::Write && self.spec.handles > 0 {
+                op.placement = self.placement(&op);
+            }
             out.push(op);
         }
         self.next = end;
@@ -281,6 +307,7 @@ impl Gen {
             // Inside a write buffer's flush, if there is one.
             let cut = cut_here.then(|| Cut::After(self.rng.gen_range(0..64)));
             return HostOp {
+                placement: 0,
                 kind,
                 offset: 0,
                 len: 0,
@@ -327,6 +354,7 @@ impl Gen {
             id,
             new_batch,
             cut,
+            placement: 0,
         }
     }
 
@@ -387,6 +415,7 @@ pub fn precondition(seed: u64, logical_bytes: u64, page_size: u64) -> Vec<HostOp
     let mut push = |offset: u64, len: u64, new_batch: bool| {
         id += 1;
         ops.push(HostOp {
+            placement: 0,
             kind: Kind::Write,
             offset,
             len,
@@ -415,6 +444,7 @@ pub fn precondition(seed: u64, logical_bytes: u64, page_size: u64) -> Vec<HostOp
     }
     // Durable, as a host leaves a device it filled: no write of it is in a volatile buffer.
     ops.push(HostOp {
+        placement: 0,
         kind: Kind::Flush,
         offset: 0,
         len: 0,
@@ -436,6 +466,7 @@ mod tests {
             ops: 20_000,
             seed: 3,
             cut_every: 100,
+            handles: 0,
         };
         let lb = 120 << 20;
         let a = generate(&spec, lb, 4096, 10);

@@ -2,10 +2,12 @@
 
 mod capacity;
 mod cell;
+mod fdp;
 mod math;
 
 pub use capacity::{default_logical_pages, format_capacity, largest_capacity, Capacity, Largest};
 pub use cell::{Cell, SlcCache, SlcWhenFull};
+pub use fdp::{FdpConfig, RuhType, FDP_KEYS, MAX_RUHS};
 pub use math::{AddrMath, FastDiv, Stripe};
 
 use crate::addr::{Ppa, PpaParts, Vppn};
@@ -781,6 +783,9 @@ pub struct DeviceConfig {
     /// The controller's write buffer and command cost (all off unless set).
     #[serde(skip_serializing_if = "Controller::is_off")]
     pub controller: Controller,
+    /// NVMe Flexible Data Placement (off unless `fdp_ruhs` is set; docs/fdp.md).
+    #[serde(skip_serializing_if = "FdpConfig::is_off")]
+    pub fdp: FdpConfig,
     /// The logical capacity asked for with `--capacity`, bytes, which chose
     /// `geometry.blocks_per_plane` ([`Capacity`]); absent from JSON when none was.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1030,6 +1035,7 @@ impl DeviceConfig {
                 watermark: Controller::DEFAULT_WATERMARK,
                 ..Controller::default()
             },
+            fdp: FdpConfig::default(),
             capacity: None,
         })
     }
@@ -1247,6 +1253,7 @@ impl DeviceConfig {
         };
         c.host = host_from_params(params, c.host)?;
         c.controller = Controller::from_params(params, c.controller.clone())?;
+        c.fdp = FdpConfig::from_params(params, &c.geometry)?;
         c.capacity = capacity.map(Capacity::bytes);
         c.validate()?;
         Ok(c)

@@ -7,6 +7,7 @@
 
 mod backfill;
 mod copies;
+mod fdp;
 mod payload;
 mod planes;
 mod power;
@@ -16,6 +17,7 @@ mod state;
 mod suspend;
 
 pub use backfill::BackfillCounters;
+pub use fdp::{Fdp, FdpCounters, FdpEvents, HandleCounters, RuOwner, Unit};
 pub use payload::{PayloadStore, Src};
 pub use planes::PlaneCounters;
 pub use power::PowerCut;
@@ -256,6 +258,8 @@ pub struct Device {
     planes: Option<Box<planes::Planes>>,
     /// The hybrid SLC cache (`slc_cache`, `slc_cache_dynamic`).
     slc: Option<Box<slc::Slc>>,
+    /// Flexible Data Placement (`fdp_ruhs`).
+    fdp: Option<Box<Fdp>>,
     /// The host link's timeline (`host_mb_s`): its busy-until time, and under
     /// `timing=backfill` its idle gaps (transfers complete out of order).
     link_busy: u64,
@@ -329,6 +333,7 @@ impl Device {
                     geo.luns() as usize,
                 ))
             }),
+            fdp: cfg.fdp.is_on().then(|| Box::new(Fdp::new(&cfg.fdp, &geo))),
             channels: (t.channel_transfer && t.mode == TimingMode::Backfill).then(|| {
                 let page_ns = t.transfer_ns(geo.page_size).max(1);
                 Box::new(Backfill::new(
@@ -415,6 +420,39 @@ impl Device {
         }
         if let Some(s) = self.slc.as_mut() {
             s.reset_counters();
+        }
+        if let Some(f) = self.fdp.as_mut() {
+            f.reset_counters();
+        }
+    }
+
+    /// Flexible Data Placement's state and counters (`None` with FDP off).
+    #[inline]
+    pub fn fdp(&self) -> Option<&Fdp> {
+        self.fdp.as_deref()
+    }
+
+    /// With FDP on, records that `ppa`, just programmed, holds handle `h`'s data placed in a
+    /// `unit` (docs/fdp.md); nothing with FDP off.
+    #[inline]
+    pub fn place(&mut self, ppa: Ppa, unit: Unit, h: u8) {
+        if let Some(f) = self.fdp.as_mut() {
+            let line = self.math.line_of_block(self.math.block_of(ppa));
+            f.place(ppa, line, unit, h);
+        }
+    }
+
+    /// The handle whose data `ppa` holds (0 with FDP off).
+    #[inline]
+    pub fn page_handle(&self, ppa: Ppa) -> u8 {
+        self.fdp.as_ref().map_or(0, |f| f.handle(ppa))
+    }
+
+    /// Counts a write whose placement ID named no handle (FDP's "Invalid Placement
+    /// Identifier" event).
+    pub fn invalid_placement(&mut self) {
+        if let Some(f) = self.fdp.as_mut() {
+            f.invalid_pid();
         }
     }
 
@@ -1067,6 +1105,9 @@ impl Device {
         if self.power != Power::On && self.power_check(cause)? {
             // In flight at the cut: every page of the block is left torn, and the block
             // unusable until it is erased again.
+            if let Some(f) = self.fdp.as_mut() {
+                f.erasing(&self.geo, block, &self.blk_next);
+            }
             self.drop_records(block);
             self.erasing_copies(block);
             let ppb = self.geo.pages_per_block;
@@ -1085,6 +1126,9 @@ impl Device {
             return Err(DeviceError::PowerLost);
         }
         let first = Ppa(block * self.geo.pages_per_block);
+        if let Some(f) = self.fdp.as_mut() {
+            f.erasing(&self.geo, block, &self.blk_next);
+        }
         self.drop_records(block);
         self.erasing_copies(block);
         if let Some(p) = self.payload.as_mut() {
@@ -1137,10 +1181,12 @@ impl Device {
             + self.backfill.as_ref().map_or(0, |b| b.state_bytes())
             + self.slc.as_ref().map_or(0, |s| s.state_bytes())
             + self.link.as_ref().map_or(0, |l| l.state_bytes())
+            + self.fdp.as_ref().map_or(0, |f| f.state_bytes())
     }
 
     /// Checks that every block's and line's valid count matches the valid bitmap, and that no
-    /// page beyond a block's write pointer is valid.
+    /// page beyond a block's write pointer is valid; with FDP, that placement kept its rules
+    /// (docs/fdp.md).
     pub fn check_consistency(&self) -> Result<(), String> {
         let ppb = self.geo.pages_per_block;
         let mut lines = vec![0u32; self.line_valid.len()];
@@ -1166,7 +1212,10 @@ impl Device {
         if lines != self.line_valid {
             return Err("line valid counts differ from the bitmap".to_string());
         }
-        Ok(())
+        match &self.fdp {
+            Some(f) => f.check(&self.geo, &self.oob, &self.blk_next),
+            None => Ok(()),
+        }
     }
 }
 

@@ -581,6 +581,7 @@ fn the_slc_cliff_appears_where_the_cache_ends() {
     use crate::request::Op;
     use crate::workload::HostIo;
     let io = |t, op, page: u64| HostIo {
+        placement: 0,
         arrival: t,
         op,
         offset: page * 4096,

@@ -39,6 +39,8 @@ pub enum Cmd<'a> {
         data: &'a [u8],
         /// Complete only once durable.
         fua: bool,
+        /// Its FDP placement ID (docs/fdp.md; 0: the default handle).
+        placement: u16,
     },
     /// Make every write completed so far durable.
     Flush,
@@ -92,6 +94,8 @@ pub struct HostBytes {
     recoveries_before_last: u64,
     /// The checks, when on.
     checks: Option<Shadow>,
+    /// The placement ID of the write command being executed (0 between commands).
+    placement: u16,
 }
 
 impl HostBytes {
@@ -164,9 +168,17 @@ impl HostBytes {
     ) -> Result<SimTime, EngineError> {
         match cmd {
             Cmd::Read { offset, buf } => self.read(sim, offset, buf, t),
-            Cmd::Write { offset, data, fua } => {
-                let done = self.write(sim, offset, data, t)?;
-                self.durable(sim, done, fua, t)
+            Cmd::Write {
+                offset,
+                data,
+                fua,
+                placement,
+            } => {
+                // Every page-level write of this command carries its placement ID.
+                self.placement = placement;
+                let done = self.write(sim, offset, data, t);
+                self.placement = 0;
+                self.durable(sim, done?, fua, t)
             }
             Cmd::Flush => self.durable(sim, t, true, t),
             Cmd::Trim { offset, len, fua } => {
@@ -201,6 +213,7 @@ impl HostBytes {
         arrival: SimTime,
     ) -> Result<SimTime, EngineError> {
         let io = HostIo {
+            placement: if op == Op::Write { self.placement } else { 0 },
             arrival,
             op,
             offset,

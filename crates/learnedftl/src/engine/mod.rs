@@ -572,6 +572,11 @@ impl Simulator {
             pages,
             arrival: io.arrival,
             stamp,
+            // A write without a placement ID is placed by `fdp_ranges`, if any (docs/fdp.md).
+            placement: match io.placement {
+                0 if io.op == Op::Write => self.dev.config().fdp.handle_of(lpn as u64),
+                p => p,
+            },
         };
         if !matches!(data, Payload::None) {
             self.check_payload(&io, &data)?;

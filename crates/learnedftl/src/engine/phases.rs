@@ -117,11 +117,14 @@ impl Simulator {
         progress: &mut dyn Progress,
     ) -> Result<Metrics, EngineError> {
         let logical = self.dev.geo().logical_bytes();
+        let ruhs = self.dev.config().fdp.ruhs;
         for j in jobs {
-            j.validate(logical).map_err(|message| EngineError::Job {
-                job: j.name.clone(),
-                message,
-            })?;
+            j.validate(logical)
+                .and_then(|()| j.placement.validate(ruhs))
+                .map_err(|message| EngineError::Job {
+                    job: j.name.clone(),
+                    message,
+                })?;
         }
         // Sized once: the memory estimate is what is used, and a phase too large for the
         // machine is an error rather than an abort half-way through growing its tables.
@@ -151,7 +154,8 @@ impl Simulator {
         for (ji, j) in jobs.iter().enumerate() {
             for c in 0..j.numjobs {
                 let s = j.seed.unwrap_or(seed);
-                let g = JobGen::new(j, c, logical, mix(s, ji as u64, c as u64), start);
+                let seed = mix(s, ji as u64, c as u64);
+                let g = JobGen::new(j, c, logical, seed, start).placing(&j.placement, ruhs, seed);
                 total = total.zip(g.remaining()).map(|(a, b)| a + b);
                 let gi = gens.len() as u32;
                 gens.push(g);

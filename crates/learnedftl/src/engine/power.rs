@@ -145,6 +145,7 @@ impl Simulator {
                 op: Op::Flush,
                 offset: 0,
                 len: 0,
+                placement: 0,
             };
             self.submit(flush)?;
         }

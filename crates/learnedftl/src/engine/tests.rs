@@ -17,6 +17,7 @@ fn bytes_cover_every_touched_page() {
     let mut s = sim("ideal");
     s.begin_phase("t");
     s.submit(HostIo {
+        placement: 0,
         arrival: SimTime(0),
         op: Op::Write,
         offset: 4000,
@@ -35,6 +36,7 @@ fn bad_requests_are_refused() {
     let mut s = sim("ideal");
     let lb = s.device().geo().logical_bytes();
     let e = s.submit(HostIo {
+        placement: 0,
         arrival: SimTime(5),
         op: Op::Read,
         offset: lb - 4096,
@@ -42,6 +44,7 @@ fn bad_requests_are_refused() {
     });
     assert!(matches!(e, Err(EngineError::OutOfRange { .. })));
     let e = s.submit(HostIo {
+        placement: 0,
         arrival: SimTime(5),
         op: Op::Read,
         offset: 0,
@@ -49,6 +52,7 @@ fn bad_requests_are_refused() {
     });
     assert!(matches!(e, Err(EngineError::OutOfRange { .. })));
     s.submit(HostIo {
+        placement: 0,
         arrival: SimTime(5),
         op: Op::Flush,
         offset: 0,
@@ -56,6 +60,7 @@ fn bad_requests_are_refused() {
     })
     .unwrap();
     let e = s.submit(HostIo {
+        placement: 0,
         arrival: SimTime(4),
         op: Op::Flush,
         offset: 0,
@@ -214,6 +219,7 @@ fn a_phase_too_large_to_allocate_is_an_error() {
 /// A request of `len` bytes from the device's first byte.
 fn from_start(op: Op, arrival: SimTime, len: usize) -> HostIo {
     HostIo {
+        placement: 0,
         arrival,
         op,
         offset: 0,
@@ -257,6 +263,7 @@ fn payloads_follow_their_pages_through_gc_on_every_ftl() {
                 pattern(l, version[l as usize], page);
             }
             let io = HostIo {
+                placement: 0,
                 arrival: SimTime(t),
                 op: Op::Write,
                 offset: first * ps as u64,
@@ -265,6 +272,7 @@ fn payloads_follow_their_pages_through_gc_on_every_ftl() {
             t = s.submit_data(io, Payload::Write(&buf)).unwrap().0;
         }
         let io = HostIo {
+            placement: 0,
             arrival: SimTime(t),
             op: Op::Flush,
             offset: 0,
@@ -276,6 +284,7 @@ fn payloads_follow_their_pages_through_gc_on_every_ftl() {
         let mut want = vec![0u8; ps];
         for first in (0..lp).step_by(8) {
             let io = HostIo {
+                placement: 0,
                 arrival: SimTime(t),
                 op: Op::Read,
                 offset: first * ps as u64,
@@ -318,6 +327,7 @@ fn a_flush_inside_a_write_keeps_each_versions_bytes() {
             pattern(first + i as u64, version, page);
         }
         let io = HostIo {
+            placement: 0,
             arrival: t,
             op: Op::Write,
             offset: first * ps as u64,
@@ -339,6 +349,7 @@ fn a_flush_inside_a_write_keeps_each_versions_bytes() {
     }
     // And once flushed to flash, from there.
     let flush = HostIo {
+        placement: 0,
         arrival: t,
         op: Op::Flush,
         offset: 0,
@@ -357,6 +368,7 @@ fn a_flush_inside_a_write_keeps_each_versions_bytes() {
 fn payload_requests_must_be_whole_pages_on_a_payload_device() {
     let mut s = sim("ideal");
     let io = HostIo {
+        placement: 0,
         arrival: SimTime(0),
         op: Op::Write,
         offset: 0,

@@ -24,8 +24,8 @@
 
 use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime};
-use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob, Src};
+use crate::config::DeviceConfig;
+use crate::device::{Cause, Device, Oob, Src, Unit};
 use crate::error::{ConfigError, FtlError};
 use crate::mapping::keyed::SlotIndex;
 use crate::mapping::{
@@ -218,11 +218,12 @@ impl<C: Cmt> Demand<C> {
     /// the GTD counts inside) from `params`; `make` builds the cache from its byte budget.
     pub fn build(
         name: &'static str,
-        geo: &Geometry,
+        dev: &DeviceConfig,
         params: &mut Params,
         min_cache: u64,
         make: impl FnOnce(u64, &mut Params) -> Result<C, ConfigError>,
     ) -> Result<Self, ConfigError> {
+        let geo = &dev.geometry;
         // A victim may hold data and translation pages: its moves may open a line on each stream.
         let policy = GcPolicy::from_params(geo, params, 2)?;
         let table = TransTable::new(geo);
@@ -235,7 +236,7 @@ impl<C: Cmt> Demand<C> {
                 cache,
                 stats: DemandStats::default(),
             },
-            alloc: Allocator::new(geo, 2, policy),
+            alloc: Allocator::new(geo, 2, policy).with_fdp(&dev.fdp),
             budget,
             stats: FtlStats::default(),
         })
@@ -423,6 +424,7 @@ impl<C: Cmt> Demand<C> {
                 req,
             )?;
         }
+        let (stream, handle) = self.alloc.host_stream(dev, req.placement);
         for lpn in req.lpns() {
             let tr = self.translate(dev, lpn, last, t)?;
             if tr.hit {
@@ -434,13 +436,14 @@ impl<C: Cmt> Demand<C> {
                 let ppa = gc::alloc_page(
                     dev,
                     &mut self.alloc,
-                    Stream::DATA,
+                    stream,
                     t,
                     &mut self.core,
                     &mut self.stats,
                 )?;
                 let oob = Oob::data(lpn, req.stamp);
                 done = done.max(dev.program(ppa, oob, Src::Host, Cause::User, t)?);
+                dev.place(ppa, Unit::Host, handle);
                 Some(ppa)
             } else {
                 None
@@ -640,6 +643,7 @@ mod tests {
                 pages,
                 arrival: SimTime(self.t),
                 stamp: self.stamp,
+                placement: 0,
             };
             self.ftl.submit(&mut self.dev, &req, &mut NullSink).unwrap();
         }
@@ -772,6 +776,7 @@ mod tests {
                     pages: 8,
                     arrival: SimTime(0),
                     stamp: 0,
+                    placement: 0,
                 };
                 assert_eq!(ftl.submit(&mut dev, &req, &mut NullSink), Ok(SimTime(0)));
             }

@@ -33,7 +33,7 @@ pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Dftl, ConfigError>
     let geo = &dev.geometry;
     let lp = geo.logical_pages as u32;
     let epp = geo.entries_per_tp();
-    Demand::build("dftl", geo, params, ENTRY_BYTES, |bytes, _| {
+    Demand::build("dftl", dev, params, ENTRY_BYTES, |bytes, _| {
         Ok(EntryLru::new(lp, epp, bytes))
     })
 }

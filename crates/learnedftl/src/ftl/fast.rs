@@ -149,6 +149,12 @@ impl Fast {
     /// Builds FAST; parameter `log_blocks` (random log blocks per unit; default: every spare
     /// block of a unit but the two merges need).
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Fast, ConfigError> {
+        super::refuse_fdp(
+            dev,
+            "fast",
+            "a page goes to its logical block's data block or the shared log blocks, chosen by its \
+             LPN (block mapping), and merges rebuild data blocks by LPN",
+        )?;
         let geo = dev.geometry.clone();
         let units = geo.blocks_per_line();
         let ppb = geo.pages_per_block;

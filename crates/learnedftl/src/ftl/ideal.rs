@@ -9,7 +9,7 @@
 use super::{read_from_dram_map, DramUsage, Ftl, ReadSink};
 use crate::addr::{Lpn, Ppa, SimTime};
 use crate::config::DeviceConfig;
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, Unit};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::{
     check_page_map, gc, persist_trim, prefetch_page_map, recovery, Allocator, FtlStats, GcHooks,
@@ -73,7 +73,7 @@ impl Ideal {
             table: Table {
                 l2p: vec![UNMAPPED; geo.logical_pages as usize],
             },
-            alloc: Allocator::new(geo, 1, policy),
+            alloc: Allocator::new(geo, 1, policy).with_fdp(&dev.fdp),
             stats: FtlStats::default(),
         })
     }
@@ -133,17 +133,19 @@ impl Ftl for Ideal {
                 }
             }
             Op::Write => {
+                let (stream, handle) = self.alloc.host_stream(dev, req.placement);
                 for lpn in req.lpns() {
                     let ppa = gc::alloc_page(
                         dev,
                         &mut self.alloc,
-                        Stream::DATA,
+                        stream,
                         t,
                         &mut self.table,
                         &mut self.stats,
                     )?;
                     let d =
                         dev.program(ppa, Oob::data(lpn, req.stamp), Src::Host, Cause::User, t)?;
+                    dev.place(ppa, Unit::Host, handle);
                     self.unmap(dev, lpn)?;
                     self.table.l2p[lpn.idx()] = ppa.0;
                     done = done.max(d);

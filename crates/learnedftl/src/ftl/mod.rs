@@ -406,6 +406,18 @@ pub fn build(
     Ok(behind_controller((scheme.build)(dev, params)?, dev))
 }
 
+/// Refuses Flexible Data Placement (`fdp_ruhs`) for FTL `who`, whose placement it does not
+/// fit: `why` names what decides where that FTL's pages go (docs/fdp.md "Which FTLs").
+pub(crate) fn refuse_fdp(dev: &DeviceConfig, who: &str, why: &str) -> Result<(), ConfigError> {
+    if dev.fdp.is_off() {
+        return Ok(());
+    }
+    Err(ConfigError::invalid(
+        "fdp_ruhs",
+        format!("{who} cannot place writes by reclaim unit handle: {why}"),
+    ))
+}
+
 /// `ftl` behind the controller the device configuration describes, if it turns a part on
 /// ([`controller`]).
 fn behind_controller(ftl: Box<dyn Ftl>, dev: &DeviceConfig) -> Box<dyn Ftl> {

@@ -63,7 +63,7 @@ pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Sftl, ConfigError>
     };
     let epp = geo.entries_per_tp() as u64;
     let worst_tp = epp * HEAD_BYTES + epp.div_ceil(4);
-    Demand::build("sftl", geo, params, worst_tp, |bytes, _| {
+    Demand::build("sftl", dev, params, worst_tp, |bytes, _| {
         Ok(TpLru::new(geo, bytes, by_vppn))
     })
 }

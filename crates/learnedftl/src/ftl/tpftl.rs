@@ -59,7 +59,7 @@ pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Tpftl, ConfigError
     let (lp, epp) = (geo.logical_pages as u32, geo.entries_per_tp());
     Demand::build(
         "tpftl",
-        geo,
+        dev,
         params,
         ENTRY_BYTES + cfg.node_bytes,
         |bytes, _| Ok(TpCache::new(lp, epp, bytes, cfg)),

@@ -6,9 +6,8 @@
 //! takes the next line from the FIFO free list.
 
 use crate::addr::{Ppa, SimTime};
-use crate::config::{Geometry, Stripe, DEFAULT_GC_RESERVE_LINES};
-use crate::device::Device;
-use crate::device::Oob;
+use crate::config::{FdpConfig, Geometry, RuhType, Stripe, DEFAULT_GC_RESERVE_LINES};
+use crate::device::{Device, Oob, RuOwner};
 use crate::error::{quote, ConfigError, FtlError};
 use crate::params::{keys, Key, Params};
 use serde::Serialize;
@@ -305,6 +304,19 @@ pub struct Allocator {
     pub(super) gc_scratch: Vec<(u32, Ppa, Oob, SimTime)>,
     /// GC thresholds.
     pub policy: GcPolicy,
+    /// Flexible Data Placement's streams, when the device places by handle.
+    fdp: Option<FdpStreams>,
+}
+
+/// The write streams of Flexible Data Placement (docs/fdp.md): handle 0 writes through
+/// [`Stream::DATA`]; handles 1.. through `first + h - 1`; GC copies through `gc + h` when
+/// handles are persistently isolated, through `gc` for every handle otherwise.
+#[derive(Copy, Clone, Debug)]
+struct FdpStreams {
+    first: u16,
+    gc: u16,
+    ruhs: u16,
+    persistent: bool,
 }
 
 impl Allocator {
@@ -331,6 +343,87 @@ impl Allocator {
             gc_buffer: Vec::new(),
             gc_scratch: Vec::new(),
             policy,
+            fdp: None,
+        }
+    }
+
+    /// The allocator with the write streams Flexible Data Placement `fdp` needs (docs/fdp.md),
+    /// numbered after its own; unchanged when FDP is off.
+    pub fn with_fdp(mut self, fdp: &FdpConfig) -> Allocator {
+        if fdp.is_off() {
+            return self;
+        }
+        let first = self.ptrs.len() as u16;
+        let extra = fdp.extra_streams() as usize;
+        let none = Pointer {
+            line: Pointer::NONE,
+            next: 0,
+            stripe: Stripe::new(&self.geo, 0),
+        };
+        self.ptrs.resize(first as usize + extra, none);
+        self.owned.resize(first as usize + extra, 0);
+        self.fdp = Some(FdpStreams {
+            first,
+            gc: first + fdp.ruhs - 1,
+            ruhs: fdp.ruhs,
+            persistent: fdp.ruh_type == RuhType::Persistently,
+        });
+        self
+    }
+
+    /// The stream and handle of a host write with placement ID `placement`: handle
+    /// `placement`'s stream under FDP ([`Stream::DATA`] for handle 0), [`Stream::DATA`] and
+    /// handle 0 without. A placement ID that names no handle goes to handle 0, counted as FDP's
+    /// "Invalid Placement Identifier" event.
+    #[inline]
+    pub fn host_stream(&self, dev: &mut Device, placement: u16) -> (Stream, u8) {
+        let Some(f) = self.fdp else {
+            return (Stream::DATA, 0);
+        };
+        let h = if placement < f.ruhs {
+            placement
+        } else {
+            dev.invalid_placement();
+            0
+        };
+        match h {
+            0 => (Stream::DATA, 0),
+            h => (Stream(f.first + h - 1), h as u8),
+        }
+    }
+
+    /// The stream GC copies handle `h`'s data pages through: its own GC stream (persistently
+    /// isolated), the shared one (initially isolated), [`Stream::DATA`] without FDP.
+    #[inline]
+    pub fn gc_stream(&self, h: u8) -> Stream {
+        match self.fdp {
+            None => Stream::DATA,
+            Some(f) if f.persistent => Stream(f.gc + h as u16),
+            Some(f) => Stream(f.gc),
+        }
+    }
+
+    /// The stream GC copies the data pages of line `line` through ([`Allocator::gc_stream`]
+    /// of the handle whose reclaim unit it is; a shared GC unit's go to the shared stream).
+    #[inline]
+    pub fn gc_stream_of_line(&self, dev: &Device, line: u32) -> Stream {
+        let h = match (self.fdp, dev.fdp()) {
+            (Some(_), Some(f)) => f.owner(line).handle().unwrap_or(0),
+            _ => 0,
+        };
+        self.gc_stream(h)
+    }
+
+    /// The stream a line placed as reclaim unit `owner` belongs to (`None`: not a reclaim
+    /// unit, or FDP off), for recovery after a power cut.
+    pub(super) fn fdp_stream(&self, owner: RuOwner) -> Option<Stream> {
+        let f = self.fdp?;
+        match owner {
+            RuOwner::None => None,
+            RuOwner::Host(0) => Some(Stream::DATA),
+            RuOwner::Host(h) => Some(Stream(f.first + h as u16 - 1)),
+            RuOwner::Gc(h) => Some(self.gc_stream(h)),
+            RuOwner::SharedGc => Some(self.gc_stream(0)),
         }
     }
 

@@ -6,7 +6,7 @@
 use super::alloc::{Allocator, LineState, Stream};
 use super::stats::FtlStats;
 use crate::addr::{Ppa, SimTime};
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, Unit};
 use crate::error::FtlError;
 
 /// What an FTL does when GC moves its pages.
@@ -207,13 +207,18 @@ fn move_page(
         return Ok(());
     }
     let is_tp = oob.tpn().is_some();
+    // Under FDP a data page keeps its handle, and goes where its handle's GC copies go.
+    let handle = dev.page_handle(old);
     let (stream, cause) = if is_tp {
         (Stream::TRANS, Cause::GcTrans)
     } else {
-        (Stream::DATA, Cause::GcData)
+        (alloc.gc_stream(handle), Cause::GcData)
     };
     let new = alloc.next_page(stream)?;
     let done = dev.program(new, oob, Src::Page(old), cause, ready)?;
+    if !is_tp {
+        dev.place(new, Unit::Gc, handle);
+    }
     dev.invalidate(old)?;
     hooks.moved(dev, alloc, oob, old, new, done)?;
     out.done = out.done.max(done);
@@ -315,7 +320,10 @@ fn victim(
 ) -> Option<(u32, bool)> {
     let ppl = dev.geo().pages_per_line();
     let gain = |l: u32| ppl - dev.line_valid(l) >= min_invalid;
-    let ok = |l| fits(dev, alloc, l, Stream::DATA, |v| hooks.tp_pages_bound(v));
+    let ok = |l| {
+        let to = alloc.gc_stream_of_line(dev, l);
+        fits(dev, alloc, l, to, |v| hooks.tp_pages_bound(v))
+    };
     let first = alloc.victim(dev).filter(|&l| gain(l))?;
     if ok(first) {
         return Some((first, false));
@@ -395,7 +403,8 @@ pub fn finish_interrupted(
         let Some(victim) = alloc.victim(dev) else {
             break;
         };
-        if lines_opened(dev, alloc, victim, Stream::DATA, |_| 0) != Some(0) {
+        let to = alloc.gc_stream_of_line(dev, victim);
+        if lines_opened(dev, alloc, victim, to, |_| 0) != Some(0) {
             break;
         }
         let out = collect_line(dev, alloc, victim, t, hooks)?;

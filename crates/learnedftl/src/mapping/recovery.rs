@@ -278,7 +278,7 @@ impl Allocator {
         dev: &Device,
         stream_of: impl Fn(Oob) -> Stream,
     ) -> Allocator {
-        let mut a = Allocator::new(geo, streams, policy);
+        let mut a = Allocator::new(geo, streams, policy).with_fdp(&dev.config().fdp);
         a.free.clear();
         for line in 0..geo.lines() {
             let blocks = (0..geo.blocks_per_line()).map(|i| geo.block_in_line(line, i));
@@ -293,7 +293,10 @@ impl Allocator {
                 })
                 .filter_map(|p| dev.peek_oob(p))
                 .find(|o| !o.is_torn());
-            let stream = first.map_or(Stream::DATA, &stream_of);
+            // A reclaim unit goes back to its handle's stream (the device's unit table survives
+            // the cut, docs/fdp.md).
+            let placed = dev.fdp().and_then(|f| a.fdp_stream(f.owner(line)));
+            let stream = placed.unwrap_or_else(|| first.map_or(Stream::DATA, &stream_of));
             let s = stream.0 as usize;
             a.owned[s] += 1;
             if written < a.ppl && a.ptrs[s].line == Pointer::NONE {

@@ -74,9 +74,10 @@ pub fn detail_table(r: &RunReport) -> String {
         .latency_parts_us
         .as_ref()
         .map_or(String::new(), latency_parts_line);
+    let fdp = m.fdp.as_ref().map_or(String::new(), fdp_table);
     format!(
         "{}\nerases: {}  wear min/mean/max: {}/{:.2}/{}  energy: {:.3} J\n{backfill}{parts}\
-         page reads: {} (none {}, single {}, double {}, triple {})  CMT hit {}  model hit {}\n\n{}",
+         page reads: {} (none {}, single {}, double {}, triple {})  CMT hit {}  model hit {}\n\n{}{fdp}",
         t.render(),
         m.flash.erases,
         m.wear.min,
@@ -91,6 +92,49 @@ pub fn detail_table(r: &RunReport) -> String {
         columns::percent(m.page_reads > 0, m.cmt_hit_ratio),
         columns::percent(m.page_reads > 0, m.model_hit_ratio),
         d.render()
+    )
+}
+
+/// Flexible Data Placement by handle (docs/metrics.md "fdp"): a row per handle and one for the
+/// FTL's own pages, whose WAF shares add up to the phase's WAF, then the FDP events.
+pub fn fdp_table(f: &crate::stats::FdpMetrics) -> String {
+    let mut t = Table::new(&[
+        "handle",
+        "host pages",
+        "GC copies",
+        "media pages",
+        "WAF",
+        "WAF share",
+        "RUs",
+    ]);
+    for h in &f.handles {
+        t.row(vec![
+            h.handle.to_string(),
+            h.host_pages.to_string(),
+            h.gc_pages.to_string(),
+            h.media_pages.to_string(),
+            format!("{:.3}", h.waf),
+            format!("{:.3}", h.waf_share),
+            h.rus.to_string(),
+        ]);
+    }
+    let dash = || "–".to_string();
+    t.row(vec![
+        "ftl".into(),
+        dash(),
+        dash(),
+        f.ftl_pages.to_string(),
+        dash(),
+        format!("{:.3}", f.ftl_waf_share),
+        dash(),
+    ]);
+    let e = &f.events;
+    format!(
+        "\n{}FDP events: {} RUs not fully written, {} implicitly modified, {} invalid placement IDs\n",
+        t.render(),
+        e.ru_not_fully_written,
+        e.implicitly_modified,
+        e.invalid_pid
     )
 }
 

@@ -101,6 +101,7 @@ impl Plan {
         };
         let jobs: BTreeMap<&'static str, String> = super::registry::JOB_FILES
             .iter()
+            .chain(&super::fdp::JOBS)
             .filter_map(|j| job_text(j, &scale).map(|t| (*j, t)))
             .collect();
         let mut experiments = vec![];

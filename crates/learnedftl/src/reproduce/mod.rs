@@ -15,6 +15,7 @@ pub mod cache;
 pub mod def;
 pub mod doc;
 pub mod exec;
+pub mod fdp;
 pub mod output;
 pub mod registry;
 mod report;

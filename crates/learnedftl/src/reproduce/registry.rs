@@ -713,6 +713,14 @@ pub const EXPERIMENTS: &[Def] = &[
         section: sections::dram,
         differences: sections::DRAM_DIFF,
     },
+    Def {
+        name: "fdp",
+        title: "NVMe Flexible Data Placement: lifetimes, stream mixes, isolation, mappings",
+        runs: super::fdp::runs,
+        reads: &["fdp"],
+        section: sections::fdp,
+        differences: sections::FDP_DIFF,
+    },
 ];
 
 /// The job files the experiments use, by name, for `scale`.
@@ -815,6 +823,7 @@ pub fn job_text(name: &str, s: &Scale) -> Option<String> {
             s.deck_ios / 4,
             s.deck_ios * 4
         ),
+        fdp if fdp.starts_with("fdp-") => return super::fdp::job_text(fdp, s),
         _ => return None,
     })
 }
@@ -864,7 +873,7 @@ mod tests {
                 "{p}: randwrite writes the space once"
             );
             assert!(s.longest_sequential_job() <= pages, "{p}");
-            for j in JOB_FILES {
+            for j in JOB_FILES.iter().chain(&super::super::fdp::JOBS) {
                 assert!(job_text(j, &s).is_some(), "{p} {j}");
             }
         }

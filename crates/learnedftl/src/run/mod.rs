@@ -388,6 +388,11 @@ impl Experiment {
                         "fill_unwritten": t.fill_unwritten,
                         "skip_bad_lines": t.parse.skip_bad_lines,
                     });
+                    // Only a replay that places writes says how (so the others' descriptions,
+                    // and cached results, stay as before).
+                    if !t.replay.placement_by.is_none() {
+                        w["placement_by"] = serde_json::json!(t.replay.placement_by);
+                    }
                     // Only closed-loop replays carry these: open-loop ones describe themselves
                     // (and key their cached results) as before.
                     if t.closed_loop {
@@ -510,6 +515,7 @@ fn fill_unwritten(
         let limit = pages.min(start + max_run);
         next = (start..limit).find(|&p| !bit(&fill, p)).unwrap_or(limit);
         Some(Ok::<_, std::convert::Infallible>(HostIo {
+            placement: 0,
             arrival: crate::addr::SimTime::ZERO,
             op: crate::request::Op::Write,
             offset: start as u64 * ps,

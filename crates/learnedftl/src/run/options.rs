@@ -10,7 +10,7 @@ use crate::error::ConfigError;
 use crate::params::{parse_duration_ns, parse_size, Params};
 use crate::trace::{self, TraceError};
 use crate::workload::fio::{self, JobFileError};
-use crate::workload::{Dist, JobSpec, Phase, RwKind};
+use crate::workload::{parse_plis, Dist, JobSpec, Phase, RwKind};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -96,6 +96,9 @@ pub struct RunOptions {
     pub max_requests: Option<u64>,
     /// Trace replay: keep only this device number.
     pub device_filter: Option<u32>,
+    /// Trace replay: placement IDs for writes the trace gives none: `lba:N` or
+    /// `size:BYTES,...` (docs/fdp.md).
+    pub placement_by: Option<String>,
     /// Trace replay: first write every page the trace reads before writing it.
     pub fill_unwritten: bool,
     /// Trace replay: `open` (at the recorded arrivals) or `closed` (a learnedftl recording:
@@ -130,6 +133,13 @@ pub struct RunOptions {
     pub norandommap: bool,
     /// A FLUSH after every this many writes of each clone (fio's `fsync`).
     pub fsync: Option<u64>,
+    /// Writes carry FDP placement IDs (fio's `fdp=1`; docs/fdp.md).
+    pub fdp: bool,
+    /// The placement ID indices writes use (fio's `fdp_pli`: `0,2,5-7`; default: every
+    /// handle).
+    pub fdp_pli: Option<String>,
+    /// How each write picks one: roundrobin (default) or random (fio's `fdp_pli_select`).
+    pub fdp_pli_select: Option<String>,
     /// Idle time after preconditioning: auto, off or a duration.
     pub settle: String,
     /// Seed for every random choice.
@@ -158,6 +168,7 @@ impl Default for RunOptions {
             address_policy: "refuse".into(),
             max_requests: None,
             device_filter: None,
+            placement_by: None,
             fill_unwritten: false,
             replay: "open".into(),
             phases: None,
@@ -174,6 +185,9 @@ impl Default for RunOptions {
             random_distribution: None,
             norandommap: false,
             fsync: None,
+            fdp: false,
+            fdp_pli: None,
+            fdp_pli_select: None,
             settle: "auto".into(),
             seed: 1,
             verify: false,
@@ -312,12 +326,16 @@ impl RunOptions {
             ("random_distribution", self.random_distribution.is_some()),
             ("norandommap", self.norandommap),
             ("fsync", self.fsync.is_some()),
+            ("fdp", self.fdp),
+            ("fdp_pli", self.fdp_pli.is_some()),
+            ("fdp_pli_select", self.fdp_pli_select.is_some()),
         ];
         let trace_options = [
             ("speed", self.speed != 1.0),
             ("address_policy", self.address_policy != "refuse"),
             ("max_requests", self.max_requests.is_some()),
             ("device_filter", self.device_filter.is_some()),
+            ("placement_by", self.placement_by.is_some()),
             ("fill_unwritten", self.fill_unwritten),
             ("replay", self.replay != "open"),
             ("phases", self.phases.is_some()),
@@ -375,6 +393,13 @@ impl RunOptions {
         }
         j.random_map = !self.norandommap;
         j.fsync = self.fsync.unwrap_or(0);
+        j.placement.on = self.fdp;
+        if let Some(p) = &self.fdp_pli {
+            j.placement.plis = parse_plis(p).map_err(|e| bad("fdp_pli", e))?;
+        }
+        if let Some(s) = &self.fdp_pli_select {
+            j.placement.select = s.parse().map_err(|e| bad("fdp_pli_select", e))?;
+        }
         Ok(j)
     }
 
@@ -443,6 +468,10 @@ impl RunOptions {
                     .map_err(|e| bad("address_policy", e))?,
                 max_requests: self.max_requests,
                 device_filter: self.device_filter,
+                placement_by: match &self.placement_by {
+                    Some(p) => p.parse().map_err(|e| bad("placement_by", e))?,
+                    None => trace::PlacementBy::None,
+                },
             },
             fill_unwritten: self.fill_unwritten,
             closed_loop,

@@ -3,7 +3,7 @@
 
 use crate::addr::SimTime;
 use crate::device::{
-    BackfillCounters, Cause, Device, PlaneCounters, SlcCounters, SuspendCounters, Wear,
+    BackfillCounters, Cause, Device, FdpEvents, PlaneCounters, SlcCounters, SuspendCounters, Wear,
 };
 use crate::ftl::controller::ControllerCounters;
 use crate::ftl::Ftl;
@@ -268,6 +268,45 @@ pub struct PowerCutSummary {
     pub recovery_sim_seconds: f64,
 }
 
+/// One reclaim unit handle's numbers in a phase (docs/metrics.md "fdp").
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HandleMetrics {
+    /// The handle (its placement ID).
+    pub handle: u16,
+    /// Host data pages programmed with this handle.
+    pub host_pages: u64,
+    /// Host bytes written with this handle (`host_pages` × page size).
+    pub host_bytes: u64,
+    /// GC copies of this handle's data.
+    pub gc_pages: u64,
+    /// Pages programmed for this handle's data: host pages + GC copies.
+    pub media_pages: u64,
+    /// Bytes programmed for this handle's data (`media_pages` × page size).
+    pub media_bytes: u64,
+    /// This handle's own write amplification: media pages / host pages (0 without host pages).
+    pub waf: f64,
+    /// Its part of the device's WAF: media pages / every handle's host page writes; the parts
+    /// of the handles and of the FTL's own pages add up to `waf`.
+    pub waf_share: f64,
+    /// Reclaim units (lines) opened for this handle: its host units, and its own GC units when
+    /// persistently isolated.
+    pub rus: u64,
+}
+
+/// Flexible Data Placement's numbers in a phase, with `fdp_ruhs` (docs/metrics.md "fdp").
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FdpMetrics {
+    /// By handle.
+    pub handles: Vec<HandleMetrics>,
+    /// Pages the FTL programmed for itself (translation pages, trim records, checkpoints,
+    /// recovery): every program no handle's data accounts for.
+    pub ftl_pages: u64,
+    /// Their part of the device's WAF: `ftl_pages` / host page writes.
+    pub ftl_waf_share: f64,
+    /// FDP events (docs/fdp.md).
+    pub events: FdpEvents,
+}
+
 /// Everything reported for one phase (SPEC §6). See docs/metrics.md for each key.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Metrics {
@@ -328,6 +367,9 @@ pub struct Metrics {
     /// (docs/device.md "The controller").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub controller: Option<ControllerCounters>,
+    /// Flexible Data Placement by handle, with `fdp_ruhs` (docs/fdp.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fdp: Option<FdpMetrics>,
 }
 
 /// What the engine accumulates during a phase.
@@ -594,6 +636,49 @@ impl Collector {
                 c.add(&self.carried_controller);
                 c
             }),
+            fdp: fdp_metrics(dev, self.page_writes),
         }
     }
+}
+
+/// FDP's numbers from the device's counters, `host_writes` host pages written in the phase.
+fn fdp_metrics(dev: &Device, host_writes: u64) -> Option<FdpMetrics> {
+    let f = dev.fdp()?;
+    let ps = dev.geo().page_size as u64;
+    let share = |pages: u64| {
+        if host_writes > 0 {
+            pages as f64 / host_writes as f64
+        } else {
+            0.0
+        }
+    };
+    let handles: Vec<HandleMetrics> = (0u16..)
+        .zip(&f.counters().handles)
+        .map(|(handle, c)| {
+            let media = c.host_pages + c.gc_pages;
+            HandleMetrics {
+                handle,
+                host_pages: c.host_pages,
+                host_bytes: c.host_pages * ps,
+                gc_pages: c.gc_pages,
+                media_pages: media,
+                media_bytes: media * ps,
+                waf: if c.host_pages > 0 {
+                    media as f64 / c.host_pages as f64
+                } else {
+                    0.0
+                },
+                waf_share: share(media),
+                rus: c.rus,
+            }
+        })
+        .collect();
+    let placed: u64 = handles.iter().map(|h| h.media_pages).sum();
+    let ftl_pages = dev.counters().total_programs().saturating_sub(placed);
+    Some(FdpMetrics {
+        handles,
+        ftl_pages,
+        ftl_waf_share: share(ftl_pages),
+        events: f.counters().events.clone(),
+    })
 }

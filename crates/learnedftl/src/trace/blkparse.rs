@@ -69,6 +69,7 @@ impl Parser {
             (sectors("sector", sector)?, sectors("sectors", f.u64()?)?)
         };
         Ok(Parsed::Record(TraceRecord {
+            placement: None,
             line: 0,
             time_ns,
             op,

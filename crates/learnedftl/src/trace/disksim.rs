@@ -24,6 +24,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         .map_err(|_| FieldError::new("type", LineErrorKind::UnknownOp, flags))?;
     f.end()?;
     Ok(Parsed::Record(TraceRecord {
+        placement: None,
         line: 0,
         time_ns,
         op: if flags & 1 == 1 { Op::Read } else { Op::Write },

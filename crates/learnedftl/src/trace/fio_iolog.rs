@@ -72,6 +72,7 @@ impl Parser {
             (offset, len) = (0, 0);
         }
         Ok(Parsed::Record(TraceRecord {
+            placement: None,
             line: 0,
             time_ns,
             op,

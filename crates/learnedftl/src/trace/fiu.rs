@@ -30,6 +30,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
     f.skip()?; // md5 of the data
     f.end()?;
     Ok(Parsed::Record(TraceRecord {
+        placement: None,
         line: 0,
         time_ns,
         op,

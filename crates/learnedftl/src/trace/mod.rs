@@ -36,7 +36,7 @@ mod write;
 pub use error::{LineErrorKind, NoRequest, TraceError};
 pub use reader::{open, Compression, TraceReader, MAX_LINE};
 pub use recording::{start_unix_ns, HEADER as RECORDING_HEADER};
-pub use replay::{AddressPolicy, Replay, ReplayCounters, ReplayOptions};
+pub use replay::{AddressPolicy, PlacementBy, Replay, ReplayCounters, ReplayOptions};
 pub use stats::{InterArrival, SizeBucket, StatsBuilder, TraceStats, FOOTPRINT_MAX_SPAN};
 pub use write::{write_header, write_record, TraceWriter};
 
@@ -65,6 +65,9 @@ pub struct TraceRecord {
     /// When the request completed on the traced host, on the clock of `time_ns`, where the
     /// format records it (learnedftl recordings): what closed-loop replay needs.
     pub done_ns: Option<u64>,
+    /// A write's FDP placement ID, where the format records one (a learnedftl recording's
+    /// optional `placement` column; docs/fdp.md).
+    pub placement: Option<u16>,
 }
 
 /// The trace formats we read (SPEC §4.3).

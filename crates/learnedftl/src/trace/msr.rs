@@ -39,6 +39,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
     f.skip()?; // response time: the traced device's, meaningless for ours
     f.end()?;
     Ok(Parsed::Record(TraceRecord {
+        placement: None,
         line: 0,
         time_ns: scaled("timestamp", ticks, TICK_NS)?,
         op,

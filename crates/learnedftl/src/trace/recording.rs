@@ -2,9 +2,10 @@
 //! server gave the FTL, with when its host command was issued and when its reply was sent, so
 //! a closed-loop replay knows what each request waited for (docs/traces.md "Recordings").
 //!
-//! CSV, one request a line: `issue_ns,done_ns,conn,op,offset,len` — nanoseconds since the
-//! recording started, the NBD connection (0, 1, …), `read`, `write`, `trim` or `flush`, and
-//! bytes. A first line naming the columns is a header; `#` lines are comments (the server
+//! CSV, one request a line: `issue_ns,done_ns,conn,op,offset,len[,placement]` — nanoseconds
+//! since the recording started, the NBD connection (0, 1, …), `read`, `write`, `trim` or
+//! `flush`, bytes, and optionally a write's FDP placement ID (docs/fdp.md; the server writes
+//! none). A first line naming the columns is a header; `#` lines are comments (the server
 //! writes `# start_unix_ns=N`, the wall-clock instant of time 0, so phase marks taken by a
 //! script can be placed on the recording's clock). A command the server served as several
 //! page-level requests (a read-modify-write) has a line for each, with the command's times.
@@ -14,7 +15,15 @@ use super::fields::{op_word, parse_u64, word_op, Fields, Sep};
 use super::{Parsed, TraceRecord};
 use std::io::Write;
 
-const FIELDS: &[&str] = &["issue_ns", "done_ns", "conn", "op", "offset", "len"];
+const FIELDS: &[&str] = &[
+    "issue_ns",
+    "done_ns",
+    "conn",
+    "op",
+    "offset",
+    "len",
+    "placement",
+];
 
 /// The header line the server writes.
 pub const HEADER: &str = "issue_ns,done_ns,conn,op,offset,len";
@@ -41,8 +50,16 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         .ok_or_else(|| FieldError::new("op", LineErrorKind::UnknownOp, op))?;
     let offset = f.u64()?;
     let len = f.u64()?;
+    // An optional seventh column: the write's FDP placement ID (docs/fdp.md).
+    let placement = match f.remaining() {
+        0 => None,
+        _ => Some(u16::try_from(f.u64()?).map_err(|_| {
+            FieldError::new("placement", LineErrorKind::Invalid("above 65535"), b"")
+        })?),
+    };
     f.end()?;
     Ok(Parsed::Record(TraceRecord {
+        placement,
         line: 0,
         time_ns,
         op,
@@ -91,6 +108,7 @@ mod tests {
     #[test]
     fn recording_lines_round_trip() {
         let rec = TraceRecord {
+            placement: None,
             line: 0,
             time_ns: 1200,
             op: Op::Write,
@@ -109,6 +127,13 @@ mod tests {
         assert!(matches!(parse(HEADER.as_bytes()), Ok(Parsed::Ignored)));
         assert!(parse(b"5,4,0,read,0,4096").is_err(), "done before issue");
         assert!(parse(b"5,6,0,erase,0,4096").is_err());
+        // The optional placement column (docs/fdp.md).
+        match parse(b"5,6,0,write,0,4096,3").unwrap() {
+            Parsed::Record(r) => assert_eq!(r.placement, Some(3)),
+            Parsed::Ignored => panic!("a request"),
+        }
+        assert!(parse(b"5,6,0,write,0,4096,70000").is_err());
+        assert!(parse(b"5,6,0,write,0,4096,1,2").is_err());
         assert_eq!(start_unix_ns("# start_unix_ns=17"), Some(17));
         assert_eq!(start_unix_ns("# learnedftl recording"), None);
     }

@@ -10,6 +10,67 @@ use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
 
+/// How trace writes without a placement ID of their own get one (`--placement-by`;
+/// docs/fdp.md): by logical range or by size.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlacementBy {
+    /// None: they stay untagged (the default).
+    #[default]
+    None,
+    /// `lba:N`: the logical space in `N` equal ranges, ID = the range of the first byte.
+    Lba(u16),
+    /// `size:T1,T2,...` (ascending): a write of at most `T1` bytes gets ID 0, at most `T2` ID
+    /// 1, and so on; larger ones the next ID.
+    Size(Vec<u64>),
+}
+
+impl PlacementBy {
+    /// Whether it leaves writes untagged (reports then leave it out).
+    pub fn is_none(&self) -> bool {
+        *self == PlacementBy::None
+    }
+
+    /// The ID of a write of `len` bytes at `offset` in a logical space of `logical` bytes.
+    #[inline]
+    fn id(&self, offset: u64, len: u64, logical: u64) -> u16 {
+        match self {
+            PlacementBy::None => 0,
+            PlacementBy::Lba(n) => (offset as u128 * *n as u128 / logical.max(1) as u128) as u16,
+            PlacementBy::Size(t) => t.iter().take_while(|&&t| len > t).count() as u16,
+        }
+    }
+}
+
+impl FromStr for PlacementBy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "{} is not lba:N or size:BYTES,BYTES,... (ascending)",
+                crate::error::quote(s)
+            )
+        };
+        match s.trim().split_once(':') {
+            Some(("lba", n)) => match n.trim().parse::<u16>() {
+                Ok(n) if n > 0 => Ok(PlacementBy::Lba(n)),
+                _ => Err(bad()),
+            },
+            Some(("size", list)) => {
+                let t: Option<Vec<u64>> = list.split(',').map(crate::params::parse_size).collect();
+                match t {
+                    Some(t) if !t.is_empty() && t.windows(2).all(|w| w[0] < w[1]) => {
+                        Ok(PlacementBy::Size(t))
+                    }
+                    _ => Err(bad()),
+                }
+            }
+            _ if s.trim() == "none" => Ok(PlacementBy::None),
+            _ => Err(bad()),
+        }
+    }
+}
+
 /// What happens to a request reaching beyond the logical space.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -74,6 +135,8 @@ pub struct ReplayOptions {
     pub max_requests: Option<u64>,
     /// Keep only this device's requests (MSR disk, SYSTOR LUN, UMass ASU, Linux `dev_t`…).
     pub device_filter: Option<u32>,
+    /// Placement IDs for writes the trace gives none.
+    pub placement_by: PlacementBy,
 }
 
 impl Default for ReplayOptions {
@@ -83,6 +146,7 @@ impl Default for ReplayOptions {
             address_policy: AddressPolicy::Refuse,
             max_requests: None,
             device_filter: None,
+            placement_by: PlacementBy::None,
         }
     }
 }
@@ -233,6 +297,15 @@ where
     fn place(&mut self, rec: &TraceRecord, arrival: SimTime) -> Result<Option<HostIo>, TraceError> {
         let logical = self.logical;
         let (mut offset, mut len) = (rec.offset, rec.len);
+        // A write's placement ID: the trace's own, else the rule's (of the request as traced).
+        let placement = match rec.op {
+            Op::Write => rec.placement.unwrap_or_else(|| {
+                self.options
+                    .placement_by
+                    .id(offset.min(logical - 1), len, logical)
+            }),
+            _ => 0,
+        };
         let beyond = match offset.checked_add(len) {
             Some(end) => end > logical,
             None => true,
@@ -269,6 +342,7 @@ where
                     if len > room {
                         self.counters.split += 1;
                         self.pending = Some(HostIo {
+                            placement,
                             arrival,
                             op: rec.op,
                             offset: 0,
@@ -280,6 +354,7 @@ where
             }
         }
         Ok(Some(HostIo {
+            placement,
             arrival,
             op: rec.op,
             offset,
@@ -323,6 +398,7 @@ where
             self.last_done = rec.done_ns.map(|d| SimTime(self.rebased(d)));
             let io = if rec.op == Op::Flush {
                 Some(HostIo {
+                    placement: 0,
                     arrival,
                     op: Op::Flush,
                     offset: 0,
@@ -349,6 +425,7 @@ mod tests {
 
     fn rec(line: u64, time_ns: u64, op: Op, offset: u64, len: u64) -> TraceRecord {
         TraceRecord {
+            placement: None,
             line,
             time_ns,
             op,
@@ -369,8 +446,38 @@ mod tests {
         (out, r.counters().clone())
     }
 
+    #[test]
+    fn writes_without_a_placement_id_get_the_rules() {
+        let mib = 1 << 20;
+        let mut recs = vec![
+            rec(1, 0, Op::Write, 0, 4096),
+            rec(2, 1, Op::Write, 3 * mib, 64 << 10),
+            rec(3, 2, Op::Read, 3 * mib, 4096),
+            rec(4, 3, Op::Write, mib, 1 << 20),
+        ];
+        recs[3].placement = Some(7);
+        let ids = |by: &str| {
+            let options = ReplayOptions {
+                placement_by: by.parse().unwrap(),
+                ..ReplayOptions::default()
+            };
+            let (out, _) = replay(recs.clone(), 4 * mib, options);
+            out.into_iter()
+                .map(|io| io.unwrap().placement)
+                .collect::<Vec<_>>()
+        };
+        // The trace's own ID wins; reads carry none.
+        assert_eq!(ids("none"), [0, 0, 0, 7]);
+        assert_eq!(ids("lba:4"), [0, 3, 0, 7]);
+        assert_eq!(ids("size:4k,64k"), [0, 1, 0, 7]);
+        for bad in ["lba:0", "size:64k,4k", "size:", "bytes:3", "lba"] {
+            assert!(bad.parse::<PlacementBy>().is_err(), "{bad}");
+        }
+    }
+
     fn io(arrival: u64, op: Op, offset: u64, len: u64) -> HostIo {
         HostIo {
+            placement: 0,
             arrival: SimTime(arrival),
             op,
             offset,

@@ -457,6 +457,7 @@ mod tests {
 
     fn rec(time_ns: u64, op: Op, offset: u64, len: u64) -> TraceRecord {
         TraceRecord {
+            placement: None,
             line: 0,
             time_ns,
             op,

@@ -25,6 +25,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
     let len = f.u64()?;
     f.end()?;
     Ok(Parsed::Record(TraceRecord {
+        placement: None,
         line: 0,
         time_ns,
         op,

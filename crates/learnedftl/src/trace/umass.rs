@@ -19,6 +19,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
     let op = f.rw()?;
     let time_ns = f.decimal(9)?;
     Ok(Parsed::Record(TraceRecord {
+        placement: None,
         line: 0,
         time_ns,
         op,

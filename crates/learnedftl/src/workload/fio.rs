@@ -118,6 +118,26 @@ fn apply(
         "norandommap" => job.random_map = !flag(value)?,
         "randseed" => job.seed = Some(int(need()?)?),
         "fsync" => job.fsync = int(need()?)?,
+        "fdp" => job.placement.on = flag(value)?,
+        "dataplacement" => {
+            job.placement.on = match need()?.trim() {
+                "fdp" => true,
+                "none" => false,
+                other => {
+                    return Err(format!(
+                        "dataplacement: {} is not fdp or none (streams are left out)",
+                        quote(other)
+                    ))
+                }
+            }
+        }
+        "fdp_pli" | "plids" => {
+            job.placement.plis =
+                super::job::parse_plis(need()?).map_err(|e| format!("{key}: {e}"))?
+        }
+        "fdp_pli_select" | "plid_select" => {
+            job.placement.select = need()?.parse().map_err(|e| format!("{key}: {e}"))?
+        }
         "stonewall" | "wait_for_previous" => return flag(value),
         k if IGNORED.contains(&k) => {}
         _ => return Err(format!("unknown option {}", quote(key))),
@@ -316,6 +336,26 @@ time_based
             ]
         );
         assert_eq!(phases[1].jobs.len(), 2);
+    }
+
+    #[test]
+    fn fios_data_placement_options_in_both_spellings() {
+        let text = "[global]\nrw=randwrite\nfdp=1\nfdp_pli=0,2\n[a]\n[b]\ndataplacement=fdp\n\
+                    plids=1-3\nplid_select=random\n[c]\ndataplacement=none\nfdp_pli=\n";
+        let e = parse(text, "p.fio", 4 * GIB).unwrap_err();
+        assert_eq!(e.line, 12, "{e}");
+        let ok = text.replace("fdp_pli=\n", "");
+        let phases = parse(&ok, "p.fio", 4 * GIB).unwrap();
+        let jobs = &phases[0].jobs;
+        assert_eq!(
+            (jobs[0].placement.on, &jobs[0].placement.plis[..]),
+            (true, &[0, 2][..])
+        );
+        assert_eq!(jobs[1].placement.plis, [1, 2, 3]);
+        assert_eq!(jobs[1].placement.select, crate::workload::PliSelect::Random);
+        assert!(!jobs[2].placement.on);
+        let e = parse("[a]\nrw=write\ndataplacement=streams\n", "p.fio", GIB).unwrap_err();
+        assert!(e.message.contains("dataplacement"), "{e}");
     }
 
     #[test]

@@ -87,6 +87,105 @@ impl fmt::Display for RwKind {
     }
 }
 
+/// How a job picks each write's placement ID among its list (fio's `fdp_pli_select`, or
+/// `plid_select`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PliSelect {
+    /// The next in the list, cycling (fio's default).
+    #[default]
+    RoundRobin,
+    /// One drawn uniformly from the list, from the job's own seeded stream.
+    Random,
+}
+
+impl FromStr for PliSelect {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "roundrobin" => Ok(PliSelect::RoundRobin),
+            "random" => Ok(PliSelect::Random),
+            other => Err(format!(
+                "{} is not roundrobin or random (fio's scheme selection is left out, docs/fdp.md)",
+                quote(other)
+            )),
+        }
+    }
+}
+
+/// Parses fio's placement ID list (`fdp_pli`, `plids`): indices and ranges separated by
+/// commas, `0,2,5-7`.
+pub fn parse_plis(text: &str) -> Result<Vec<u16>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let id = |v: &str| {
+            v.trim().parse::<u16>().map_err(|_| {
+                format!(
+                    "{} in {} is not a placement ID index",
+                    quote(v),
+                    quote(text)
+                )
+            })
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (id(a)?, id(b)?);
+                if a > b {
+                    return Err(format!("range {} runs backwards", quote(part)));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(id(part)?),
+        }
+    }
+    Ok(out)
+}
+
+/// A job's write placement under Flexible Data Placement (fio's `fdp=1` or
+/// `dataplacement=fdp`; docs/fdp.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Placement {
+    /// Whether writes carry placement IDs (`fdp=1`).
+    pub on: bool,
+    /// The placement ID indices writes use (`fdp_pli`, `plids`); empty: every handle.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plis: Vec<u16>,
+    /// How each write picks one.
+    pub select: PliSelect,
+}
+
+impl Placement {
+    /// Whether anything was set (reports leave it out otherwise).
+    pub fn is_unset(&self) -> bool {
+        *self == Placement::default()
+    }
+
+    /// Checks it against a device with `ruhs` reclaim unit handles (0: no FDP); the error
+    /// names the option.
+    pub fn validate(&self, ruhs: u16) -> Result<(), String> {
+        if !self.on {
+            if !self.plis.is_empty() {
+                return Err("fdp_pli: needs fdp=1 (or dataplacement=fdp)".into());
+            }
+            if self.select != PliSelect::default() {
+                return Err("fdp_pli_select: needs fdp=1 (or dataplacement=fdp)".into());
+            }
+            return Ok(());
+        }
+        if ruhs == 0 {
+            return Err(
+                "fdp: the device has no reclaim unit handles (set fdp_ruhs, docs/fdp.md)".into(),
+            );
+        }
+        if let Some(p) = self.plis.iter().find(|&&p| p >= ruhs) {
+            return Err(format!(
+                "fdp_pli: placement ID index {p}, but the device has {ruhs} handle(s) (fdp_ruhs)"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One fio job section (per-job amounts, as in fio).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct JobSpec {
@@ -126,6 +225,9 @@ pub struct JobSpec {
     /// from reports).
     #[serde(skip_serializing_if = "never")]
     pub fsync: u64,
+    /// Write placement under FDP (absent from reports when unset).
+    #[serde(skip_serializing_if = "Placement::is_unset")]
+    pub placement: Placement,
 }
 
 /// Whether an `fsync` interval means never.
@@ -154,6 +256,7 @@ impl JobSpec {
             random_map: true,
             seed: None,
             fsync: 0,
+            placement: Placement::default(),
         }
     }
 
@@ -258,6 +361,33 @@ pub struct JobGen {
     /// Writes between two FLUSHes (0: none), and writes drawn since the last.
     fsync: u64,
     writes_unsynced: u64,
+    /// With FDP, how writes pick their placement IDs.
+    placer: Option<Placer>,
+}
+
+/// Picks each write's placement ID (fio's FDP placement: round robin over the list, or
+/// uniform draws from a stream of its own, so the job's offsets do not change).
+#[derive(Clone, Debug)]
+struct Placer {
+    plis: Vec<u16>,
+    select: PliSelect,
+    next: usize,
+    rng: Pcg64Mcg,
+}
+
+impl Placer {
+    #[inline]
+    fn pick(&mut self) -> u16 {
+        let i = match self.select {
+            PliSelect::RoundRobin => {
+                let i = self.next;
+                self.next = (i + 1) % self.plis.len();
+                i
+            }
+            PliSelect::Random => self.rng.gen_range(0..self.plis.len()),
+        };
+        self.plis[i]
+    }
 }
 
 impl JobGen {
@@ -290,9 +420,28 @@ impl JobGen {
             ahead: None,
             fsync: spec.fsync,
             writes_unsynced: 0,
+            placer: None,
         };
         g.ahead = g.draw();
         g
+    }
+
+    /// The generator with its job's write placement on a device with `ruhs` handles (an empty
+    /// list means all of them), its random picks seeded from `seed`; unchanged without it.
+    pub fn placing(mut self, spec: &Placement, ruhs: u16, seed: u64) -> JobGen {
+        if spec.on && ruhs > 0 {
+            let plis = match spec.plis.is_empty() {
+                true => (0..ruhs).collect(),
+                false => spec.plis.clone(),
+            };
+            self.placer = Some(Placer {
+                plis,
+                select: spec.select,
+                next: 0,
+                rng: Pcg64Mcg::seed_from_u64(crate::seed::mix(seed, 0xfd, 0)),
+            });
+        }
+        self
     }
 
     /// Requests left on amount (`None` if time-based).
@@ -308,7 +457,12 @@ impl JobGen {
         }
         let (op, offset) = self.upcoming()?;
         self.ahead = self.draw();
+        let placement = match &mut self.placer {
+            Some(p) if op == Op::Write => p.pick(),
+            _ => 0,
+        };
         Some(HostIo {
+            placement,
             arrival: now,
             op,
             offset,
@@ -454,6 +608,76 @@ mod tests {
             reads += (io.op == Op::Read) as u32;
         }
         assert!((6500..7500).contains(&reads), "{reads}");
+    }
+
+    #[test]
+    fn writes_take_placement_ids_by_fio_rules_and_offsets_do_not_change() {
+        let mut s = JobSpec::new("j", RwKind::RandRw);
+        s.number_ios = Some(400);
+        let draw = |s: &JobSpec, ruhs| {
+            let g = JobGen::new(s, 0, 1 << 20, 3, SimTime(0)).placing(&s.placement, ruhs, 3);
+            let mut g = g;
+            std::iter::from_fn(move || g.next(SimTime(0))).collect::<Vec<_>>()
+        };
+        let plain = draw(&s, 4);
+        assert!(plain.iter().all(|io| io.placement == 0));
+        s.placement.on = true;
+        s.placement.plis = parse_plis("1,3-4").unwrap();
+        assert_eq!(s.placement.plis, [1, 3, 4]);
+        let rr = draw(&s, 5);
+        let pids: Vec<u16> = rr
+            .iter()
+            .filter(|io| io.op == Op::Write)
+            .map(|io| io.placement)
+            .collect();
+        assert!(
+            pids.chunks(3).all(|c| c == &[1, 3, 4][..c.len()]),
+            "{pids:?}"
+        );
+        assert!(rr
+            .iter()
+            .filter(|io| io.op == Op::Read)
+            .all(|io| io.placement == 0));
+        s.placement.select = PliSelect::Random;
+        let random = draw(&s, 5);
+        let mut seen: Vec<u16> = random
+            .iter()
+            .filter(|io| io.op == Op::Write)
+            .map(|io| io.placement)
+            .collect();
+        assert_ne!(seen[..30], pids[..30]);
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen, [1, 3, 4]);
+        // The placement stream is its own: the requests are those without it.
+        let strip = |v: &[HostIo]| v.iter().map(|io| (io.op, io.offset)).collect::<Vec<_>>();
+        assert_eq!(strip(&plain), strip(&rr));
+        assert_eq!(strip(&plain), strip(&random));
+        // Every handle when no list is given.
+        s.placement.plis.clear();
+        s.placement.select = PliSelect::RoundRobin;
+        let all: Vec<u16> = draw(&s, 3)
+            .iter()
+            .filter(|io| io.op == Op::Write)
+            .map(|io| io.placement)
+            .take(6)
+            .collect();
+        assert_eq!(all, [0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn placement_is_checked_against_the_device() {
+        let mut p = Placement::default();
+        assert!(p.validate(0).is_ok());
+        p.plis = vec![1];
+        assert!(p.validate(4).unwrap_err().starts_with("fdp_pli"));
+        p.on = true;
+        assert!(p.validate(0).unwrap_err().contains("fdp_ruhs"));
+        assert!(p.validate(2).is_ok());
+        assert!(p.validate(1).unwrap_err().contains("index 1"));
+        assert!(parse_plis("3-1").is_err());
+        assert!(parse_plis("a").is_err());
+        assert!("scheme".parse::<PliSelect>().is_err());
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub struct HostIo {
     pub offset: u64,
     /// Length in bytes (0 for flush).
     pub len: u64,
+    /// A write's placement ID under Flexible Data Placement (docs/fdp.md; 0: the default
+    /// handle).
+    pub placement: u16,
 }
 
 /// Simulated idle time before a phase (SPEC §3.5, settled device): the FTL does the work it
@@ -54,4 +57,4 @@ pub mod job;
 
 pub use dist::Dist;
 pub use fio::Phase;
-pub use job::{JobGen, JobSpec, RwKind};
+pub use job::{parse_plis, JobGen, JobSpec, Placement, PliSelect, RwKind};

@@ -43,6 +43,9 @@ class Options(TypedDict, total=False):
     address_policy: str
     max_requests: Optional[int]
     device_filter: Optional[int]
+    placement_by: Optional[str]
+    """Placement IDs for trace writes without one: ``"lba:N"`` or ``"size:4k,64k"``
+    (docs/fdp.md)."""
     fill_unwritten: bool
     replay: str
     phases: Union[str, PathLike[str], None]
@@ -58,6 +61,10 @@ class Options(TypedDict, total=False):
     rwmixread: Optional[int]
     random_distribution: Optional[str]
     norandommap: bool
+    fdp: bool
+    """Tag the job's writes with NVMe FDP placement IDs (fio's ``fdp=1``; docs/fdp.md)."""
+    fdp_pli: Optional[str]
+    fdp_pli_select: Optional[str]
     settle: str
     seed: int
     verify: bool

@@ -124,6 +124,11 @@ pub struct Blockmap {
 impl Blockmap {
     /// Builds the FTL; parameter `place` (`rotate`, the default, or `plane`).
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError> {
+        super::refuse_fdp(
+            dev,
+            "blockmap",
+            "a page lives at its LPN's offset in the physical block its logical block maps to",
+        )?;
         let geo = &dev.geometry;
         let place = match params.take_str_or(&PLACE, Place::Rotate.key()).as_str() {
             "rotate" => Place::Rotate,

@@ -25,6 +25,7 @@ fn sim(ftl: &str, sets: &[&str]) -> Simulator {
 
 fn io(t: u64, op: Op, page: u64, pages: u64) -> HostIo {
     HostIo {
+        placement: 0,
         arrival: SimTime(t),
         op,
         offset: page * PAGE,

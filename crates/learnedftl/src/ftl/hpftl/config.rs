@@ -216,6 +216,12 @@ impl HpFtl {
     /// `sec_low`, `sec_high` (free-slot watermarks as fractions of the slots), `gc_free_low`,
     /// `gc_free_high` (free-page thresholds as fractions of physical pages), `gc_batch`.
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<Self, ConfigError> {
+        crate::ftl::refuse_fdp(
+            dev,
+            "hpftl",
+            "a page goes to a block its LPN hashes to (the table keeps only the hash choice and \
+             the page offset), so the handle cannot choose its block",
+        )?;
         let geo = &dev.geometry;
         let ppb = geo.pages_per_block;
         let p = u32::BITS - (ppb - 1).leading_zeros();

@@ -23,7 +23,7 @@ pub use table::{GroupTable, Level, Offsets};
 use super::{DramUsage, Ftl, ReadSink, Served, Unflushed};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::{DeviceConfig, Geometry};
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, Unit};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::mapping::keyed::{KeyedSlots, NIL};
 use crate::mapping::{
@@ -409,10 +409,13 @@ impl GcHooks for Mapping {
     }
 }
 
+/// A buffered page: its LPN, write stamp and FDP handle (docs/fdp.md; 0 without FDP).
+type Entry = (u32, u32, u8);
+
 /// The DRAM write buffer: one entry per buffered LPN (an overwrite replaces it in place).
 #[derive(Clone)]
 struct WriteBuffer {
-    entries: Vec<(u32, u32)>,
+    entries: Vec<Entry>,
     /// Each buffered LPN's index in `entries`.
     index: KeyedSlots,
     /// When each slot not holding an entry becomes free (its flushed page is programmed),
@@ -452,16 +455,17 @@ impl WriteBuffer {
         (s != NIL).then(|| self.entries[s as usize].1)
     }
 
-    /// Buffers a page written at `t`; returns when it is in the buffer (it waits for a slot).
-    fn admit(&mut self, lpn: u32, stamp: u32, t: SimTime) -> SimTime {
+    /// Buffers a page of handle `h` written at `t`; returns when it is in the buffer (it
+    /// waits for a slot).
+    fn admit(&mut self, lpn: u32, stamp: u32, h: u8, t: SimTime) -> SimTime {
         let s = self.slot(lpn);
         if s != NIL {
-            self.entries[s as usize].1 = stamp;
+            self.entries[s as usize] = (lpn, stamp, h);
             return t;
         }
         self.merge_freed();
         let free = self.free_at.pop_front().unwrap_or(0);
-        self.entries.push((lpn, stamp));
+        self.entries.push((lpn, stamp, h));
         self.index.insert(lpn, self.entries.len() as u32 - 1);
         t.max(SimTime(free))
     }
@@ -482,7 +486,7 @@ impl WriteBuffer {
     }
 
     /// Empties the buffer into `batch` (empty), as a flush takes it.
-    fn take_all(&mut self, batch: &mut Vec<(u32, u32)>) {
+    fn take_all(&mut self, batch: &mut Vec<Entry>) {
         self.index.clear();
         std::mem::swap(batch, &mut self.entries);
     }
@@ -538,9 +542,9 @@ pub struct Leaftl {
     params: LeaftlParams,
     writes_since_compaction: u64,
     /// Scratch for a flush: the batch and where its pages went.
-    batch: Vec<(u32, u32)>,
+    batch: Vec<Entry>,
     /// The second buffer of the batch's radix sort.
-    batch_scratch: Vec<(u32, u32)>,
+    batch_scratch: Vec<Entry>,
     placed: Vec<(u32, Ppa)>,
     /// The groups a periodic compaction visits (kept to reuse its allocation).
     todo: Vec<u32>,
@@ -609,7 +613,7 @@ impl Leaftl {
                 segs: Vec::new(),
                 c: Counters::default(),
             },
-            alloc: Allocator::new(geo, 2, gc_policy.clone()),
+            alloc: Allocator::new(geo, 2, gc_policy.clone()).with_fdp(&dev.fdp),
             buf: WriteBuffer::new(write_buffer_pages),
             stats: FtlStats::default(),
             params: LeaftlParams {
@@ -691,14 +695,14 @@ impl Leaftl {
     }
 
     /// The acknowledged writes only the DRAM buffer holds — buffered, or in a flush batch a
-    /// power cut interrupted and not programmed yet — as `(lpn, stamp)`.
-    fn pending<'a>(&'a self, dev: &'a Device) -> impl Iterator<Item = (u32, u32)> + 'a {
+    /// power cut interrupted and not programmed yet.
+    fn pending<'a>(&'a self, dev: &'a Device) -> impl Iterator<Item = Entry> + 'a {
         self.buf
             .entries
             .iter()
             .chain(&self.batch)
             .copied()
-            .filter(move |&(lpn, stamp)| self.map.flash_stamp(dev, lpn) != stamp)
+            .filter(move |&(lpn, stamp, _)| self.map.flash_stamp(dev, lpn) != stamp)
     }
 
     /// Evicts least recently used groups until the cache fits its budget; a dirty one's TP is
@@ -751,29 +755,37 @@ impl Leaftl {
         // leaves what was not programmed yet for `unflushed` and `flush_on_power_loss`.
         self.buf.take_all(&mut self.batch);
         radix::sort_by_u32_key(&mut self.batch, &mut self.batch_scratch, |e| e.0);
+        let fdp = dev.fdp().is_some();
+        if fdp {
+            // Each handle's pages in LPN order through its own stream (a stable sort by
+            // handle), so that they are VPPN-contiguous within their reclaim unit.
+            radix::sort_by_u32_key(&mut self.batch, &mut self.batch_scratch, |e| e.2 as u32);
+        }
         let mut placed = std::mem::take(&mut self.placed);
         placed.clear();
         for i in 0..self.batch.len() {
             // The LPNs are scattered: hint each one's entry, then the page it replaces.
-            if let Some(&(ahead, _)) = self.batch.get(i + 2 * PREFETCH_AHEAD) {
+            if let Some(&(ahead, _, _)) = self.batch.get(i + 2 * PREFETCH_AHEAD) {
                 crate::host::prefetch(&self.map.l2p[ahead as usize]);
             }
-            if let Some(&(ahead, _)) = self.batch.get(i + PREFETCH_AHEAD) {
+            if let Some(&(ahead, _, _)) = self.batch.get(i + PREFETCH_AHEAD) {
                 match self.map.l2p[ahead as usize] {
                     UNMAPPED => {}
                     old => dev.prefetch_invalidate(Ppa(old)),
                 }
             }
-            let (lpn, stamp) = self.batch[i];
+            let (lpn, stamp, h) = self.batch[i];
+            let (stream, _) = self.alloc.host_stream(dev, h as u16);
             let ppa = gc::alloc_page(
                 dev,
                 &mut self.alloc,
-                Stream::DATA,
+                stream,
                 t,
                 &mut self.map,
                 &mut self.stats,
             )?;
             let done = dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, t)?;
+            dev.place(ppa, Unit::Host, h);
             self.buf.freed(done);
             self.buf.durable_at = self.buf.durable_at.max(done);
             self.map.set_truth(dev, lpn, ppa.0)?;
@@ -782,6 +794,10 @@ impl Leaftl {
         self.map.c.flushes += 1;
         self.map.c.flushed_pages += self.batch.len() as u64;
         self.batch.clear();
+        if fdp {
+            // Groups are learned in LPN order (a batch's LPNs are distinct).
+            placed.sort_unstable_by_key(|e| e.0);
+        }
         let mut at = 0;
         for chunk in placed.chunk_by(|a, b| Mapping::group(a.0) == Mapping::group(b.0)) {
             self.map.prefetch_ahead(dev, &placed, at);
@@ -900,8 +916,10 @@ impl Leaftl {
 
     fn write(&mut self, dev: &mut Device, req: &Request) -> Result<SimTime, FtlError> {
         let mut done = req.arrival;
+        // The handle is checked (and an invalid placement ID counted) as the write arrives.
+        let (_, h) = self.alloc.host_stream(dev, req.placement);
         for lpn in req.lpns() {
-            let at = self.buf.admit(lpn.0, req.stamp, req.arrival);
+            let at = self.buf.admit(lpn.0, req.stamp, h, req.arrival);
             self.writes_since_compaction += 1;
             done = done.max(at);
             if self.buf.is_full() {
@@ -1001,7 +1019,7 @@ impl Ftl for Leaftl {
     }
 
     fn unflushed(&self, dev: &Device, out: &mut Vec<Unflushed>) {
-        out.extend(self.pending(dev).map(|(lpn, acked)| Unflushed {
+        out.extend(self.pending(dev).map(|(lpn, acked, _)| Unflushed {
             lpn: Lpn(lpn),
             durable: self.map.flash_stamp(dev, lpn),
             acked,
@@ -1011,17 +1029,19 @@ impl Ftl for Leaftl {
     /// Programs every pending buffered page through the data write pointer, unsorted and
     /// unlearned: recovery rebuilds the segments from the pages' OOB.
     fn flush_on_power_loss(&mut self, dev: &mut Device, now: SimTime) -> Result<(), FtlError> {
-        let pending: Vec<(u32, u32)> = self.pending(dev).collect();
-        for (lpn, stamp) in pending {
+        let pending: Vec<Entry> = self.pending(dev).collect();
+        for (lpn, stamp, h) in pending {
+            let (stream, _) = self.alloc.host_stream(dev, h as u16);
             let ppa = gc::alloc_page(
                 dev,
                 &mut self.alloc,
-                Stream::DATA,
+                stream,
                 now,
                 &mut self.map,
                 &mut self.stats,
             )?;
             dev.program(ppa, Oob::data(Lpn(lpn), stamp), Src::Host, Cause::User, now)?;
+            dev.place(ppa, Unit::Host, h);
             self.map.set_truth(dev, lpn, ppa.0)?;
         }
         Ok(())
@@ -1180,7 +1200,7 @@ impl Ftl for Leaftl {
         if !b.free_at.iter().is_sorted() {
             return Err("write buffer: free slots out of order".into());
         }
-        for (i, &(lpn, _)) in b.entries.iter().enumerate() {
+        for (i, &(lpn, _, _)) in b.entries.iter().enumerate() {
             if b.slot(lpn) != i as u32 {
                 return Err(format!("write buffer: LPN {lpn} not indexed at slot {i}"));
             }

@@ -283,6 +283,12 @@ const PAPER_CMT_RATIO: f64 = 0.015;
 impl LearnedFtl {
     /// Builds the FTL, taking its keys from `params`.
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<LearnedFtl, ConfigError> {
+        crate::ftl::refuse_fdp(
+            dev,
+            "learnedftl",
+            "a host write goes to the open line of its LPN's group first (so that a group's \
+             pages are VPPN-contiguous for its models), whatever its handle",
+        )?;
         let geo = dev.geometry.clone();
         let entries = geo.entries_per_tp();
         if entries > 1 << 15 {

@@ -422,6 +422,13 @@ impl MuFtl {
     /// `partitions` (default one per 256 MiB of logical space, at most a quarter of the spare
     /// lines).
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<MuFtl, ConfigError> {
+        super::refuse_fdp(
+            dev,
+            "mu",
+            "each logical partition writes through its own update pointer, so the LPN's \
+             partition, not a handle, chooses the line (a pointer per partition and handle is \
+             left out)",
+        )?;
         let geo = dev.geometry.clone();
         let policy = GcPolicy::from_params(&geo, params, 2)?;
         let page = geo.page_size as u64;

@@ -5,6 +5,7 @@
 mod deck;
 mod differences;
 mod drive;
+mod fdp;
 mod hpftl;
 mod leaftl;
 mod learnedftl;
@@ -14,6 +15,7 @@ mod validation;
 pub(super) use deck::{dram, fast_merges, mu_translation};
 pub(super) use differences::*;
 pub(super) use drive::drive_features;
+pub(super) use fdp::fdp;
 pub(super) use hpftl::{hpftl_fig2, hpftl_secondary};
 pub(super) use leaftl::leaftl_mapping;
 pub(super) use learnedftl::{
