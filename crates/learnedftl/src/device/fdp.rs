@@ -260,3 +260,24 @@ impl Fdp {
         self.owner.capacity() + self.first.capacity() + self.handle.capacity()
     }
 }
+
+impl Fdp {
+    /// Saves which handle owns each line and placed each page (the device's state file,
+    /// `state.rs`): recovery gives units back to their handles from it.
+    pub(super) fn save(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        super::state::put_u8s(w, &self.owner)?;
+        super::state::put_u8s(w, &self.first)?;
+        super::state::put_u8s(w, &self.handle)
+    }
+
+    /// Loads what [`Fdp::save`] saved (on a device of the same geometry and handles).
+    pub(super) fn load(
+        &mut self,
+        r: &mut super::state::Reader<impl std::io::Read>,
+    ) -> Result<(), crate::error::StateError> {
+        type R<T> = super::state::Reader<T>;
+        r.fill("fdp line owners", &mut self.owner, R::u8)?;
+        r.fill("fdp first handles", &mut self.first, R::u8)?;
+        r.fill("fdp page handles", &mut self.handle, R::u8)
+    }
+}

@@ -1,7 +1,8 @@
 //! The flash state of a device saved to disk and loaded again (`serve --state DIR`,
 //! docs/power.md "Persistent state"): what a drive keeps without power — every page's OOB,
 //! each block's write pointer, erase count (wear) and sequence number, trim records, the last
-//! mapping checkpoint, which pages hold SLC-mode data — and, in the payload store's file
+//! mapping checkpoint, which pages hold SLC-mode data, which reclaim unit handle owns each
+//! line and placed each page under FDP — and, in the payload store's file
 //! `pages` beside it, the page data. Nothing held in DRAM is saved (validity, the FTL's
 //! tables): a device loaded is a device whose power came back, and the FTL must recover from
 //! it, exactly as after a power cut.
@@ -62,6 +63,7 @@ fn header(cfg: &DeviceConfig, ftl: &str, stamp: u32) -> serde_json::Value {
         "geometry": cfg.geometry,
         "cell": cfg.timing.cell,
         "slc_cache": cfg.slc.is_on(),
+        "fdp": [cfg.fdp.ruhs, cfg.fdp.ru_lines],
         "stamp": stamp,
     })
 }
@@ -81,6 +83,12 @@ pub(super) fn put_u32s<'a>(
 ) -> io::Result<()> {
     put_u64(w, xs.len() as u64)?;
     xs.into_iter().try_for_each(|&x| put_u32(w, x))
+}
+
+/// A section of bytes: its length, then each.
+pub(super) fn put_u8s(w: &mut impl Write, xs: &[u8]) -> io::Result<()> {
+    put_u64(w, xs.len() as u64)?;
+    w.write_all(xs)
 }
 
 pub(super) fn put_u64s(w: &mut impl Write, xs: &[u64]) -> io::Result<()> {
@@ -105,6 +113,10 @@ impl<R: Read> Reader<R> {
             .read_exact(&mut b)
             .map_err(|e| self.bad(format!("cut short ({e})")))?;
         Ok(b)
+    }
+
+    pub(super) fn u8(&mut self) -> Result<u8, StateError> {
+        self.bytes::<1>().map(|b| b[0])
     }
 
     pub(super) fn u32(&mut self) -> Result<u32, StateError> {
@@ -203,6 +215,9 @@ impl Device {
             if let Some(s) = self.slc.as_ref() {
                 s.save(&mut w)?;
             }
+            if let Some(f) = self.fdp.as_ref() {
+                f.save(&mut w)?;
+            }
             w.write_all(END)?;
             w.into_inner().map_err(|e| e.into_error())?.sync_all()
         })()
@@ -212,8 +227,8 @@ impl Device {
 
     /// A device of `cfg` (with payloads) whose flash is the state saved in `files` by `ftl`:
     /// its power lost, for the FTL's recovery ([`crate::ftl::recover`]). Refused, saying what
-    /// differs, for a state of another format, geometry, cell type, SLC cache or FTL. Returns
-    /// the device and the stamp saved with it.
+    /// differs, for a state of another format, geometry, cell type, SLC cache, FDP handles and
+    /// reclaim unit size, or FTL. Returns the device and the stamp saved with it.
     pub fn load_state(
         cfg: &DeviceConfig,
         files: &StateFiles,
@@ -244,7 +259,7 @@ impl Device {
             serde_json::from_slice(&head).map_err(|e| r.bad(format!("not JSON ({e})")))?;
         let stamp = saved["stamp"].as_u64().and_then(|s| u32::try_from(s).ok());
         let now = header(cfg, ftl, stamp.unwrap_or(0));
-        for key in ["format", "ftl", "geometry", "cell", "slc_cache"] {
+        for key in ["format", "ftl", "geometry", "cell", "slc_cache", "fdp"] {
             if saved[key] != now[key] {
                 return Err(StateError::Mismatch {
                     what: key,
@@ -290,6 +305,9 @@ impl Device {
         if let Some(s) = dev.slc.as_mut() {
             r.section = "slc cache";
             s.load(&mut r)?;
+        }
+        if let Some(f) = dev.fdp.as_mut() {
+            f.load(&mut r)?;
         }
         r.section = "end";
         if &r.bytes::<8>()? != END {
