@@ -26,6 +26,19 @@ fn fdp_sim(ftl: &str, ruhs: u16, ruh_type: &str) -> Simulator {
     sim(ftl, &["logical_ratio=0.75", &ruhs, &ty])
 }
 
+/// Writes `pages` pages from `lpn` at `t` with placement ID `h`, noted in `handles`.
+fn write_tagged(s: &mut Simulator, t: u64, lpn: u64, pages: u64, h: u16, handles: &mut [u16]) {
+    s.submit(HostIo {
+        arrival: SimTime(t),
+        op: Op::Write,
+        offset: lpn * 4096,
+        len: pages * 4096,
+        placement: h,
+    })
+    .unwrap();
+    handles[lpn as usize..(lpn + pages) as usize].fill(h);
+}
+
 /// Writes the whole logical space once, 32 KiB at a time, handle `h` its `h`th part.
 fn fill(s: &mut Simulator, ruhs: u16, handles: &mut [u16]) {
     let lp = handles.len() as u64;
@@ -35,15 +48,7 @@ fn fill(s: &mut Simulator, ruhs: u16, handles: &mut [u16]) {
         let h = (lpn / part) as u16;
         let pages = 8.min(lp - lpn);
         t += 20_000;
-        s.submit(HostIo {
-            arrival: SimTime(t),
-            op: Op::Write,
-            offset: lpn * 4096,
-            len: pages * 4096,
-            placement: h,
-        })
-        .unwrap();
-        handles[lpn as usize..(lpn + pages) as usize].fill(h);
+        write_tagged(s, t, lpn, pages, h, handles);
     }
 }
 
@@ -65,15 +70,7 @@ fn tagged_writes(s: &mut Simulator, n: u32, ruhs: u16, seed: u64, handles: &mut 
             rng.gen_range(0..lp - pages)
         };
         t += 20_000;
-        s.submit(HostIo {
-            arrival: SimTime(t),
-            op: Op::Write,
-            offset: lpn * 4096,
-            len: pages * 4096,
-            placement: h,
-        })
-        .unwrap();
-        handles[lpn as usize..(lpn + pages) as usize].fill(h);
+        write_tagged(s, t, lpn, pages, h, handles);
         if i % 500 == 0 {
             s.ftl().check_invariants(s.device()).unwrap();
         }
