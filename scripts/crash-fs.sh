@@ -100,7 +100,9 @@ fsck_fs() {
     case $1 in
         ext4 | sqlite) e2fsck -fn "$loopdev" ;;
         xfs) xfs_repair -n "$loopdev" ;;
-        btrfs) btrfs check --readonly "$loopdev" ;;
+        # --force: it would refuse to run when another mount (a concurrent run's nbdfuse
+        # whose connection a cut closed) cannot be read; this device is not mounted.
+        btrfs) btrfs check --readonly --force "$loopdev" ;;
     esac
 }
 
