@@ -62,7 +62,7 @@ fn every_ftl_passes_a_check_with_power_cuts() {
 /// include the placement rules.
 #[test]
 fn every_fdp_ftl_passes_a_check_with_placement_ids_and_power_cuts() {
-    for ftl in ["ideal", "dftl", "tpftl", "sftl", "leaftl"] {
+    for ftl in ["ideal", "dftl", "tpftl", "sftl", "leaftl", "learnedftl"] {
         for ty in ["initially", "persistently"] {
             let ty = format!("fdp_ruh_type={ty}");
             let set = ["logical_ratio=0.75", "fdp_ruhs=4", &ty];

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeSet;
 
 /// The FTLs that place by handle.
-const FDP_FTLS: [&str; 5] = ["ideal", "dftl", "tpftl", "sftl", "leaftl"];
+const FDP_FTLS: [&str; 6] = ["ideal", "dftl", "tpftl", "sftl", "leaftl", "learnedftl"];
 
 /// `tiny` with 16 spare lines (its own 4 hold no handle's open unit) and `ruhs` handles.
 fn fdp_sim(ftl: &str, ruhs: u16, ruh_type: &str) -> Simulator {
@@ -193,16 +193,20 @@ fn per_handle_waf_adds_up_to_the_device_waf() {
 
 #[test]
 fn ftls_whose_placement_fdp_does_not_fit_refuse_it_naming_why() {
-    for (ftl, why) in [
-        ("hpftl", "hashes"),
-        ("fast", "log blocks"),
-        ("blockmap", "logical block"),
-        ("mu-ftl", "partition"),
-        ("learnedftl", "group"),
+    for (ftl, own, why) in [
+        ("hpftl", None, "hashes"),
+        ("fast", None, "log blocks"),
+        ("blockmap", None, "logical block"),
+        ("mu-ftl", None, "partition"),
+        (
+            "learnedftl",
+            Some("design=paper"),
+            "borrows other groups' lines",
+        ),
     ] {
+        let kv = ["logical_ratio=0.75", "fdp_ruhs=2"];
         let mut p =
-            learnedftl::Params::from_assignments(["logical_ratio=0.75", "fdp_ruhs=2"], "test")
-                .unwrap();
+            learnedftl::Params::from_assignments(kv.iter().copied().chain(own), "test").unwrap();
         let cfg = learnedftl::DeviceConfig::from_params("tiny", &mut p).unwrap();
         let e = learnedftl::ftl::build(ftl, &cfg, &mut p)
             .err()
@@ -275,4 +279,47 @@ fn fdp_ranges_place_untagged_writes_by_lba() {
             1
         ]
     );
+}
+
+/// LearnedFTL's merges under FDP (docs/fdp.md, "LearnedFTL"): while idle they sort groups into
+/// group lines, and so train their models, without breaking either handle type's rule. Under
+/// persistently isolated handles only groups whose pages all carry the default handle are
+/// merged; under initially isolated ones any group is, into shared GC units.
+#[test]
+fn learnedftl_merges_keep_each_handle_types_rule() {
+    use learnedftl::engine::NoProgress;
+    use learnedftl::workload::Settle;
+    for ty in ["initially", "persistently"] {
+        let mut s = fdp_sim("learnedftl", 2, ty);
+        let lp = s.device().geo().logical_pages;
+        let mut handles = vec![0u16; lp as usize];
+        fill(&mut s, 2, &mut handles);
+        // Random overwrites, each half of the logical space by its own handle, handle 1's
+        // reaching a line's worth of LPNs into handle 0's half: the groups there hold both.
+        let ppl = s.device().geo().pages_per_line() as u64;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        let mut t = s.clock().0;
+        for _ in 0..6_000 {
+            let h = rng.gen_range(0..2u16);
+            let lpn = match h {
+                0 => rng.gen_range(0..lp / 2 - ppl),
+                _ => rng.gen_range(lp / 2 - ppl..lp),
+            };
+            t += 20_000;
+            write_tagged(&mut s, t, lpn, 1, h, &mut handles);
+        }
+        s.settle("settle", Settle::Auto, &mut NoProgress).unwrap();
+        s.ftl().check_invariants(s.device()).unwrap();
+        let x = s.ftl().extra_counters();
+        assert!(x["idle_merges"].as_u64().unwrap() > 0, "{ty}: {x}");
+        let f = s.device().fdp().unwrap();
+        let mut merged_other = false;
+        for (line, set) in (0u32..).zip(handles_by_line(&s, &handles)) {
+            match (ty, f.owner(line)) {
+                ("initially", RuOwner::SharedGc) => merged_other |= set.contains(&1),
+                _ => assert!(set.len() <= 1, "{ty}: line {line} holds handles {set:?}"),
+            }
+        }
+        assert_eq!(ty == "initially", merged_other, "{ty}");
+    }
 }

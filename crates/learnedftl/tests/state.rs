@@ -182,41 +182,43 @@ fn a_state_with_slc_checkpoints_and_trims_resumes() {
 /// Flexible Data Placement's state (which handle owns each line and placed each page) comes
 /// back with the flash: recovery gives units back to their handles, and writes placed after
 /// the restart keep each persistently isolated handle apart (the FTL's invariants check it).
-/// A device without the same handles is refused.
+/// A device without the same handles is refused. LearnedFTL's recovery tells its group lines
+/// among the default handle's units and the GC units.
 #[test]
 fn fdp_placement_survives_a_restart() {
-    let d = Dir::new("fdp");
-    let files = StateFiles::in_dir(&d.0);
-    let c = cfg(&[
-        "logical_ratio=0.75",
-        "fdp_ruhs=2",
-        "fdp_ruh_type=persistently",
-    ]);
-    let mut s = fresh(&c, "dftl", &files);
-    let lp = c.geometry.logical_pages;
-    let placed = |s: &mut Simulator, rounds: u64| {
-        for i in 0..rounds * lp {
-            let lpn = (i * 7919) % lp;
-            let mut w = io(s.clock(), Op::Write, lpn * PS as u64, PS as u64);
-            w.placement = (lpn % 2) as u16;
-            s.submit_data(w, Payload::Write(&page(i as u32))).unwrap();
+    for ftl in ["dftl", "learnedftl"] {
+        for ty in ["initially", "persistently"] {
+            let d = Dir::new(&format!("fdp-{ftl}-{ty}"));
+            let files = StateFiles::in_dir(&d.0);
+            let ty = format!("fdp_ruh_type={ty}");
+            let c = cfg(&["logical_ratio=0.75", "fdp_ruhs=2", &ty]);
+            let mut s = fresh(&c, ftl, &files);
+            let lp = c.geometry.logical_pages;
+            let placed = |s: &mut Simulator, rounds: u64| {
+                for i in 0..rounds * lp {
+                    let lpn = (i * 7919) % lp;
+                    let mut w = io(s.clock(), Op::Write, lpn * PS as u64, PS as u64);
+                    w.placement = (lpn % 2) as u16;
+                    s.submit_data(w, Payload::Write(&page(i as u32))).unwrap();
+                }
+            };
+            placed(&mut s, 2);
+            let t = s.clock();
+            s.power_off(true, t).unwrap();
+            s.save_state(&files).unwrap();
+            let mut r = Simulator::new(&c, ftl, Params::new(), opts()).unwrap();
+            r.resume(&files).unwrap();
+            r.ftl().check_invariants(r.device()).unwrap();
+            placed(&mut r, 1);
+            r.ftl().check_invariants(r.device()).unwrap();
+            assert_eq!(r.oracle().unwrap().failures(), 0, "{ftl} {ty}");
+            let mut other =
+                Simulator::new(&cfg(&["logical_ratio=0.75"]), ftl, Params::new(), opts()).unwrap();
+            match other.resume(&files) {
+                Err(EngineError::State(e)) => assert!(e.to_string().contains("fdp"), "{e}"),
+                r => panic!("{ftl}: resumed without FDP: {r:?}"),
+            }
         }
-    };
-    placed(&mut s, 2);
-    let t = s.clock();
-    s.power_off(true, t).unwrap();
-    s.save_state(&files).unwrap();
-    let mut r = Simulator::new(&c, "dftl", Params::new(), opts()).unwrap();
-    r.resume(&files).unwrap();
-    r.ftl().check_invariants(r.device()).unwrap();
-    placed(&mut r, 1);
-    r.ftl().check_invariants(r.device()).unwrap();
-    assert_eq!(r.oracle().unwrap().failures(), 0);
-    let mut other =
-        Simulator::new(&cfg(&["logical_ratio=0.75"]), "dftl", Params::new(), opts()).unwrap();
-    match other.resume(&files) {
-        Err(EngineError::State(e)) => assert!(e.to_string().contains("fdp"), "{e}"),
-        r => panic!("resumed without FDP: {r:?}"),
     }
 }
 

@@ -576,15 +576,15 @@ impl Allocator {
     }
 
     /// Records that background GC found no victim needing `min_invalid` invalid pages among
-    /// the candidates: closed lines, and full open lines of the streams `open_full` names
-    /// (LearnedFTL's reclaim takes its groups'). Until a page is invalidated, a line changes
+    /// the candidates: closed lines, and the open lines `open` accepts given their stream and
+    /// unwritten pages (LearnedFTL's reclaim takes its groups' full ones, and under FDP any). Until a page is invalidated, a line changes
     /// hands, fills or closes, or a block opens, the answer stays the same. And while no line
     /// is freed, filled or closed (and, for cost-benefit, no block opens), a victim needs some
     /// candidate to lose as many valid pages as it lacks, itself: to rank first (its key moves
     /// only with its own pages, and the first choice's can only get better) and to have
     /// `min_invalid` invalid pages (or, for LearnedFTL, to be wholly invalid). The device's
     /// line alarms say when one has ([`Device::arm_line_alarms`]).
-    pub fn idle(&mut self, dev: &mut Device, min_invalid: u32, open_full: impl Fn(Stream) -> bool) {
+    pub fn idle(&mut self, dev: &mut Device, min_invalid: u32, open: impl Fn(Stream, u32) -> bool) {
         let (inv, free) = (dev.invalidations(), self.free_lines());
         self.idle_at = Some((inv, free, self.changes, dev.blocks_opened()));
         let mut alarms = std::mem::take(&mut self.alarms);
@@ -592,7 +592,7 @@ impl Allocator {
         let ppl = self.ppl;
         let candidate = |st: LineState| match st {
             LineState::Closed(_) => true,
-            LineState::Open(s) => self.room(s) == 0 && open_full(s),
+            LineState::Open(s) => open(s, self.room(s)),
             LineState::Free => false,
         };
         let first = self.lowest(dev, candidate, |_| true);
@@ -892,7 +892,7 @@ mod tests {
         a.policy.bg_free_lines = a.free_lines();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
         // A fruitless search is remembered until a page is invalidated.
-        a.idle(&mut d, a.policy.bg_min_invalid, |_| false);
+        a.idle(&mut d, a.policy.bg_min_invalid, |_, _| false);
         assert_eq!(a.background_gain(&d), None);
         d.invalidate(pages[l1 + 100]).unwrap();
         assert_eq!(a.background_gain(&d), Some(a.policy.bg_min_invalid));
@@ -931,7 +931,7 @@ mod tests {
         assert_eq!(min, 64);
         assert_eq!(a.background_gain(&d), Some(min));
         // Line 1 has 10 invalid pages of the 64 a victim needs: 54 more invalidations first.
-        a.idle(&mut d, min, |_| false);
+        a.idle(&mut d, min, |_, _| false);
         for p in &pages[l1 + 10..l1 + 63] {
             d.invalidate(*p).unwrap();
             assert_eq!(a.background_gain(&d), None);
@@ -939,7 +939,7 @@ mod tests {
         d.invalidate(pages[l1 + 63]).unwrap();
         assert_eq!(a.background_gain(&d), Some(min));
         // A line that closes (it may hold invalid pages already) ends the wait.
-        a.idle(&mut d, 100, |_| false);
+        a.idle(&mut d, 100, |_, _| false);
         assert_eq!(a.background_gain(&d), None);
         a.close(Stream::DATA);
         assert_eq!(a.background_gain(&d), Some(min));
@@ -953,7 +953,7 @@ mod tests {
         let ppl = d.geo().pages_per_line() as usize;
         a.policy.bg_free_lines = a.free_lines();
         let min = a.policy.bg_min_invalid;
-        a.idle(&mut d, min, |_| false);
+        a.idle(&mut d, min, |_, _| false);
         for p in pages[5..63].iter().chain(&pages[2 * ppl..2 * ppl + 63]) {
             d.invalidate(*p).unwrap();
             assert_eq!(a.background_gain(&d), None);
@@ -969,7 +969,7 @@ mod tests {
         let (mut d, mut a, _) = three_lines([5, 10, 0]);
         a.policy.bg_free_lines = a.free_lines();
         let min = a.policy.bg_min_invalid;
-        a.idle(&mut d, min, |_| true);
+        a.idle(&mut d, min, |_, room| room == 0);
         // Line 3, open with one page written, fills: LearnedFTL's reclaim may take it now.
         for _ in 2..d.geo().pages_per_line() {
             a.next_page(Stream::DATA).unwrap();
@@ -986,12 +986,13 @@ mod tests {
         /// The background memo and its wait never hide a victim: whenever `background_gain`
         /// answers `None`, a fresh search finds no first choice with the invalid pages a
         /// background victim needs, under either rule, as pages are written (opening blocks,
-        /// so cost-benefit's ages move) and invalidated; with full open lines among the
-        /// candidates and wholly invalid ones always taken (LearnedFTL's reclaim) or not.
+        /// so cost-benefit's ages move) and invalidated; with no open line among the candidates,
+        /// full ones (`open` 1), or every one (`open` 2: LearnedFTL's reclaim under FDP), and
+        /// wholly invalid ones always taken (LearnedFTL's reclaim) or not.
         #[test]
         fn the_background_wait_never_hides_a_victim(
             cost_benefit: bool,
-            open_full: bool,
+            open in 0u8..3,
             writes in 1u8..100,
             ops in proptest::collection::vec((0u32..100_000, 0u8..100), 1..800),
         ) {
@@ -1034,14 +1035,14 @@ mod tests {
                 // A fresh search over the candidates, as `lowest` or LearnedFTL's reclaim ranks.
                 let candidates = (0..d.geo().lines()).filter(|&l| match a.state(l) {
                     LineState::Closed(_) => true,
-                    LineState::Open(s) => open_full && a.room(s) == 0,
+                    LineState::Open(s) => open == 2 || (open == 1 && a.room(s) == 0),
                     LineState::Free => false,
                 });
                 let mut first: Option<(u32, u32)> = None;
                 let mut empty = false;
                 for l in candidates {
                     let v = d.line_valid(l);
-                    empty |= open_full && v == 0;
+                    empty |= open > 0 && v == 0;
                     if v < ppl && first.is_none_or(|b| a.better(&d, (l, v), b)) {
                         first = Some((l, v));
                     }
@@ -1052,7 +1053,7 @@ mod tests {
                     Some(m) => {
                         proptest::prop_assert_eq!(m, min);
                         if !found {
-                            a.idle(&mut d, min, |_| open_full);
+                            a.idle(&mut d, min, |_, room| open == 2 || (open == 1 && room == 0));
                         }
                     }
                 }

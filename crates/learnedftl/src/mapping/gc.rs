@@ -445,7 +445,7 @@ pub fn background_one(
         return Ok(None);
     };
     let Some((victim, passed_over)) = victim(dev, alloc, hooks, min_invalid) else {
-        alloc.idle(dev, min_invalid, |_| false);
+        alloc.idle(dev, min_invalid, |_, _| false);
         return Ok(None);
     };
     let out = collect_line(dev, alloc, victim, now, hooks)?;

@@ -31,7 +31,7 @@ use super::model::{self, Piece, PIECES};
 use super::{Design, LearnedFtl};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
 use crate::config::Geometry;
-use crate::device::{Cause, Device, Oob, Src};
+use crate::device::{Cause, Device, Oob, Src, Unit};
 use crate::error::FtlError;
 use crate::mapping::{gc, radix, Allocator, GcHooks, LineState, Stream, TransTable};
 use std::ops::Range;
@@ -68,6 +68,9 @@ pub struct Groups {
     pub trained_at: Vec<Option<SimTime>>,
     /// Mapped LPNs of `g` (simulator bookkeeping, for the refresh choice and reports).
     pub mapped: Vec<u32>,
+    /// Of which written with an FDP handle other than the default (simulator bookkeeping: under
+    /// persistently isolated handles such a group is not merged; docs/fdp.md).
+    pub other_handles: Vec<u32>,
     /// Collections of `g` since the last stats reset.
     pub collections: Vec<u32>,
     /// Host page reads of `g` the CMT did not serve (model hits and double reads: the reads a
@@ -97,6 +100,7 @@ impl Groups {
             encroach: vec![0; n],
             trained_at: vec![None; n],
             mapped: vec![0; n],
+            other_handles: vec![0; n],
             collections: vec![0; n],
             heat: vec![0; n],
             idle_trained: vec![false; n],
@@ -139,7 +143,10 @@ impl Groups {
     /// The group writing through `s`, if `s` is a group stream.
     #[inline]
     pub fn of_stream(&self, s: Stream) -> Option<u32> {
-        s.0.checked_sub(FIRST_GROUP_STREAM).map(u32::from)
+        // Streams after the groups' are FDP's (`Allocator::with_fdp`).
+        s.0.checked_sub(FIRST_GROUP_STREAM)
+            .map(u32::from)
+            .filter(|&g| g < self.count)
     }
     /// The LPNs of group `g`.
     pub fn lpns(&self, g: u32) -> Range<u32> {
@@ -246,15 +253,17 @@ pub(super) fn valid_pages(dev: &Device, line: u32) -> impl Iterator<Item = Ppa> 
 
 impl LearnedFtl {
     /// The page a host write of an LPN of group `g` goes to: the group's own line, the line it
-    /// borrows, a new line, a new lender, or after GC (see the module docs).
+    /// borrows, a new line, a new lender, or after GC (see the module docs). `log` is the
+    /// write's host stream under `design=log`: [`Stream::DATA`], or its FDP handle's.
     pub(super) fn data_page(
         &mut self,
         dev: &mut Device,
         g: u32,
+        log: Stream,
         t: SimTime,
     ) -> Result<Ppa, FtlError> {
         if self.cfg.design == Design::Log {
-            return self.data_page_log(dev, Some(g), t);
+            return self.data_page_log(dev, Some(g), log, t);
         }
         if self.cfg.line_gc {
             return self.data_page_line(dev, g, t);
@@ -464,14 +473,17 @@ impl LearnedFtl {
         }
         moves.truncate(data_pages);
         // Copies are programmed once every read is done, in LPN order, so the pages of one TP
-        // that share a destination get consecutive VPPNs.
+        // that share a destination get consecutive VPPNs. Under FDP only the default handle's
+        // pages go home (a group's lines are handle 0's); the others, and those with no room
+        // at home, go where their handle's GC copies go (the log without FDP).
         let mut spill = None;
         for &(lpn, old, oob) in &moves {
             let home = self.groups.stream(self.groups.of(lpn));
-            let s = if self.alloc.room(home) > 0 {
+            let handle = dev.page_handle(old);
+            let s = if self.alloc.room(home) > 0 && handle == 0 {
                 home
             } else if self.cfg.design == Design::Log {
-                Stream::DATA
+                self.alloc.gc_stream(handle)
             } else {
                 if spill.is_none_or(|l| self.alloc.room(self.groups.stream(l)) == 0) {
                     spill = self.roomiest(|_, _| true);
@@ -481,6 +493,7 @@ impl LearnedFtl {
             let new = self.alloc.next_page(s)?;
             data_done =
                 data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, all_read)?);
+            dev.place(new, Unit::Gc, handle);
             dev.invalidate(old)?;
             self.table.set(lpn, Some(new));
             let (tpn, x) = self.locate(lpn);
@@ -639,6 +652,7 @@ impl LearnedFtl {
             let new = self.alloc.next_page(s)?;
             data_done =
                 data_done.max(dev.program(new, oob, Src::Page(old), Cause::GcData, read)?);
+            dev.place(new, Unit::Gc, dev.page_handle(old));
             dev.invalidate(old)?;
             self.table.set(lpn, Some(new));
             self.models
@@ -922,7 +936,10 @@ impl LearnedFtl {
                     (None, lpn) if owner == Stream::DATA => {
                         self.cfg.design == Design::Log && (lpn.is_some() || oob.is_record())
                     }
-                    (None, lpn) => owner == Stream::TRANS && lpn.is_none(),
+                    (None, lpn) if owner == Stream::TRANS => lpn.is_none(),
+                    // FDP's handle and GC units: any group's data pages (their handles are the
+                    // device's check).
+                    (None, lpn) => lpn.is_some(),
                     (Some(g), Some(lpn)) => {
                         // Line collections send pages home one by one: with them, any
                         // group's line may hold any data page.

@@ -29,8 +29,13 @@
 //!   pages the model misses, per page the merge moves — among groups whose model misses at
 //!   least an eighth of their pages. Writes leave groups scattered; the next idle period sorts
 //!   the ones reads will use first, once, after the writes that would have undone it.
+//! * **Under FDP** (docs/fdp.md, "LearnedFTL") a group's lines and the log are the default
+//!   handle's: the other handles' host writes go to their own units, a line collection sends
+//!   only handle 0's pages home and the rest where their handle's GC copies go, an open group
+//!   line with room is a reclaim candidate (collected alone), and under persistently isolated
+//!   handles only groups whose pages all carry handle 0 are merged.
 
-use super::groups::line_written;
+use super::groups::{line_written, Groups};
 use super::LearnedFtl;
 use crate::addr::{Ppa, SimTime, Tpn};
 use crate::device::Device;
@@ -63,18 +68,33 @@ struct IdleMerge {
     extra_lines: u32,
 }
 
+/// Whether an open line of stream `s` with `room` unwritten pages is a reclaim candidate: a
+/// group's full open line is; one with room still takes its group's writes (collecting it would
+/// throw its room away), except under FDP (`fdp`), where only the default handle's pages of a
+/// group go to its lines, so that a group whose other pages have other handles never fills its
+/// line and its room counts as space to reclaim (docs/fdp.md, "LearnedFTL").
+fn open_victim(groups: &Groups, fdp: bool, s: Stream, room: u32) -> bool {
+    groups.of_stream(s).is_some() && (room == 0 || fdp)
+}
+
 impl LearnedFtl {
-    /// `design=log`: the page a host write of group `g` goes to (see the module docs). Each
-    /// page earns `merge_budget` pages of merge credit. With no group (`None`), a page of the
-    /// log itself, for a trim record: records live in the log, where reclaims meet them among
-    /// the data pages whose old copies they outlive, and earn no credit.
+    /// `design=log`: the page a host write of group `g` goes to (see the module docs), `log`
+    /// being its host stream: the write log ([`Stream::DATA`]), or under FDP its handle's
+    /// (docs/fdp.md, "LearnedFTL": a group's lines are the default handle's, so the other
+    /// handles write their own units only). Each page earns `merge_budget` pages of merge
+    /// credit. With no group (`None`), a page of the log itself, for a trim record: records
+    /// live in the log, where reclaims meet them among the data pages whose old copies they
+    /// outlive, and earn no credit.
     pub(super) fn data_page_log(
         &mut self,
         dev: &mut Device,
         g: Option<u32>,
+        log: Stream,
         t: SimTime,
     ) -> Result<Ppa, FtlError> {
-        let s = g.map(|g| self.groups.stream(g));
+        let s = g
+            .filter(|_| log == Stream::DATA)
+            .map(|g| self.groups.stream(g));
         let reserve = self.cfg.gc_reserve_lines;
         if let Some(g) = g {
             // Unused credit is capped at two merges' worth, so that merges follow the writes
@@ -98,15 +118,15 @@ impl LearnedFtl {
                     return self.alloc.next_page(s);
                 }
             }
-            if self.alloc.room(Stream::DATA) > 0 || free > reserve {
-                return self.alloc.next_page(Stream::DATA);
+            if self.alloc.room(log) > 0 || free > reserve {
+                return self.alloc.next_page(log);
             }
             // A full log line becomes a candidate before the log takes another.
-            self.alloc.close_full(Stream::DATA);
+            self.alloc.close_full(log);
             if self.reclaim(dev, t, 0)?.is_none() {
                 // Nothing reclaimable yet (every written page valid): dip into the reserve,
                 // as the baselines' GC does.
-                return self.alloc.next_page(Stream::DATA);
+                return self.alloc.next_page(log);
             }
         }
         Err(FtlError::NoSpace)
@@ -143,10 +163,10 @@ impl LearnedFtl {
         let done = self.reclaim(dev, now, min_gain)?;
         self.stats.gc_background += done.is_some() as u64;
         if done.is_none() {
-            // Full open group lines are candidates too (`log_victim`).
-            let groups = &self.groups;
+            // Open group lines are candidates too (`log_victim`).
+            let (groups, fdp) = (&self.groups, self.cfg.fdp);
             self.alloc
-                .idle(dev, min_gain, |s| groups.of_stream(s).is_some());
+                .idle(dev, min_gain, |s, room| open_victim(groups, fdp, s, room));
         }
         Ok(done)
     }
@@ -298,7 +318,7 @@ impl LearnedFtl {
         let mut best: Option<(f64, IdleMerge)> = None;
         for g in 0..self.groups.count() {
             let mapped = self.groups.mapped[g as usize];
-            if mapped < self.cfg.train_min_pages.max(1) {
+            if mapped < self.cfg.train_min_pages.max(1) || !self.mergeable(g) {
                 continue;
             }
             let bits: u32 = self
@@ -351,7 +371,7 @@ impl LearnedFtl {
             let LineState::Closed(s) = self.alloc.state(line) else {
                 continue;
             };
-            if s != Stream::DATA && self.groups.of_stream(s).is_none() {
+            if s == Stream::TRANS {
                 continue;
             }
             let (written, valid) = (line_written(dev, line), dev.line_valid(line));
@@ -380,17 +400,16 @@ impl LearnedFtl {
         for line in 0..self.geo.lines() {
             let v = valid[line as usize];
             let group = match self.alloc.state(line) {
-                // Translation lines compete as the baselines' do (SPEC §3.5): a cap on the
-                // stream's lines instead held a spare line of TPs, which cost the data lines
-                // 10 % more copies under skewed writes.
-                LineState::Closed(Stream::DATA) | LineState::Closed(Stream::TRANS) => None,
-                // A group's open line still takes its writes (collecting it would throw its
-                // room away), unless it is full.
-                LineState::Open(s) if self.alloc.room(s) > 0 => continue,
-                LineState::Open(s) | LineState::Closed(s) => match self.groups.of_stream(s) {
-                    Some(g) => Some(g),
-                    None => continue,
-                },
+                LineState::Open(s)
+                    if !open_victim(&self.groups, self.cfg.fdp, s, self.alloc.room(s)) =>
+                {
+                    continue
+                }
+                // A group line, or (`None`) a log line (under FDP also the handles' units)
+                // or a translation line: translation lines compete as the baselines' do (SPEC
+                // §3.5): a cap on the stream's lines instead held a spare line of TPs, which
+                // cost the data lines 10 % more copies under skewed writes.
+                LineState::Open(s) | LineState::Closed(s) => self.groups.of_stream(s),
                 LineState::Free => continue,
             };
             if v == 0 {
@@ -429,7 +448,13 @@ impl LearnedFtl {
         let victim = match (group_best, log) {
             (Some((_, line, g)), _) => {
                 let mapped = self.groups.mapped[g as usize];
-                if mapped.div_ceil(ppl) <= self.alloc.free_lines()
+                // An open line with room (a candidate under FDP) is collected alone: a merge
+                // would leave the group a fresh line with room again, freeing nothing.
+                let open =
+                    matches!(self.alloc.state(line), LineState::Open(s) if self.alloc.room(s) > 0);
+                if !open
+                    && self.mergeable(g)
+                    && mapped.div_ceil(ppl) <= self.alloc.free_lines()
                     && self.merge_credit.covers(mapped as u64)
                 {
                     Victim::Group(g)
@@ -446,16 +471,17 @@ impl LearnedFtl {
             (None, None) => return None,
         };
         // A line collected alone starts only if its copies and TP rewrites fit
-        // (`mapping::gc::fits`, as for the baselines; its copies go home to its group's
-        // stream first); else the emptiest translation line, whose collection only moves TPs,
+        // (`mapping::gc::fits`, as for the baselines; a group line's copies go home to its
+        // group's stream first, the others' where GC copies of their unit's handle go: the log
+        // without FDP); else the emptiest translation line, whose collection only moves TPs,
         // if that fits.
         let tps = self.table.gtd.tps();
         let fits = |line| {
-            let own = match self.alloc.state(line) {
-                LineState::Open(s) | LineState::Closed(s) => s,
-                LineState::Free => Stream::DATA,
+            let to = match self.alloc.state(line) {
+                LineState::Closed(s) if self.groups.of_stream(s).is_some() => s,
+                _ => self.alloc.gc_stream_of_line(dev, line),
             };
-            gc::fits(dev, &self.alloc, line, own, |v| v.min(tps))
+            gc::fits(dev, &self.alloc, line, to, |v| v.min(tps))
         };
         Some(match (victim, trans) {
             (Victim::Line(line), Some((_, t))) if !fits(line) && fits(t) => {

@@ -27,8 +27,8 @@ mod tests;
 
 use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
-use crate::config::{AddrMath, DeviceConfig, Geometry};
-use crate::device::{Cause, Device, Oob, Src};
+use crate::config::{AddrMath, DeviceConfig, Geometry, RuhType};
+use crate::device::{Cause, Device, Oob, Src, Unit};
 use crate::error::{quote, ConfigError, FtlError};
 use crate::mapping::budget::{CMT_RATIO, MAPPING_DRAM_BYTES};
 use crate::mapping::tpcache::ENTRY_BYTES;
@@ -147,6 +147,13 @@ pub struct Config {
     pub dram: &'static str,
     /// The mapping DRAM budget.
     pub budget: Budget,
+    /// FDP is on: only the default handle's pages go to a group's lines (docs/fdp.md,
+    /// "LearnedFTL").
+    pub fdp: bool,
+    /// FDP handles are persistently isolated: a merge, which sorts a group's pages into its
+    /// lines, must not mix handles, so only groups whose pages all carry the default handle
+    /// are merged (docs/fdp.md, "LearnedFTL").
+    pub fdp_persistent: bool,
 }
 
 /// LearnedFTL's own counters (reported by [`Ftl::extra_counters`]).
@@ -283,12 +290,6 @@ const PAPER_CMT_RATIO: f64 = 0.015;
 impl LearnedFtl {
     /// Builds the FTL, taking its keys from `params`.
     pub fn new(dev: &DeviceConfig, params: &mut Params) -> Result<LearnedFtl, ConfigError> {
-        crate::ftl::refuse_fdp(
-            dev,
-            "learnedftl",
-            "a host write goes to the open line of its LPN's group first (so that a group's \
-             pages are VPPN-contiguous for its models), whatever its handle",
-        )?;
         let geo = dev.geometry.clone();
         let entries = geo.entries_per_tp();
         if entries > 1 << 15 {
@@ -307,7 +308,8 @@ impl LearnedFtl {
             ));
         }
         let groups = Groups::new(&geo, group_tps);
-        if groups.count() as u64 + FIRST_GROUP_STREAM as u64 > u16::MAX as u64 {
+        let streams = FIRST_GROUP_STREAM as u64 + groups.count() as u64;
+        if streams + dev.fdp.extra_streams() as u64 > u16::MAX as u64 {
             return Err(ConfigError::invalid(
                 "group_tps",
                 format!(
@@ -328,6 +330,15 @@ impl LearnedFtl {
                     "configures the paper design's allocation: add design=paper",
                 ));
             }
+        }
+        if design == Design::Paper {
+            crate::ftl::refuse_fdp(
+                dev,
+                "learnedftl with design=paper",
+                "a group writes into its own lines and borrows other groups' lines, and is \
+                 collected whole, so a line holds whichever groups' pages, whatever their \
+                 handles (design=log takes FDP)",
+            )?;
         }
         let merge_credit = Credit::from_params(params, &MERGE_BUDGET, 0.0)?;
         if design == Design::Paper {
@@ -461,8 +472,10 @@ impl LearnedFtl {
                 refresh_period_ns,
                 dram,
                 budget,
+                fdp: dev.fdp.is_on(),
+                fdp_persistent: dev.fdp.is_on() && dev.fdp.ruh_type == RuhType::Persistently,
             },
-            alloc: Allocator::new(&geo, streams, policy),
+            alloc: Allocator::new(&geo, streams, policy).with_fdp(&dev.fdp),
             next_refresh: SimTime(refresh_period_ns.unwrap_or(0)),
             math: AddrMath::new(&geo),
             geo,
@@ -656,20 +669,23 @@ impl LearnedFtl {
         // (tpn, first offset, length, first VPPN).
         let mut run: Option<(Tpn, u32, u32, Vppn)> = None;
         self.host_pages += req.pages as u64;
+        let (log, handle) = self.alloc.host_stream(dev, req.placement);
         for lpn in req.lpns() {
             let g = self.groups.of(lpn);
             let epoch = self.gc_epoch;
-            let ppa = self.data_page(dev, g, t)?;
+            let ppa = self.data_page(dev, g, log, t)?;
             if self.gc_epoch != epoch {
                 // A collection moved (and retrained) what the run wrote so far.
                 run = None;
             }
             done =
                 done.max(dev.program(ppa, Oob::data(lpn, req.stamp), Src::Host, Cause::User, t)?);
+            dev.place(ppa, Unit::Host, handle);
             match self.table.set(lpn, Some(ppa)) {
-                Some(old) => dev.invalidate(old)?,
+                Some(old) => self.unmap(dev, g, old)?,
                 None => self.groups.mapped[g as usize] += 1,
             }
+            self.groups.other_handles[g as usize] += (handle != 0) as u32;
             let (tpn, x) = self.locate(lpn);
             self.models.clear(tpn, x);
             self.cache_dirty(dev, lpn, req.last_lpn(), t)?;
@@ -692,6 +708,18 @@ impl LearnedFtl {
         Ok(done)
     }
 
+    /// Invalidates `old`, a page of group `g` the host overwrote or trimmed.
+    fn unmap(&mut self, dev: &mut Device, g: u32, old: Ppa) -> Result<(), FtlError> {
+        self.groups.other_handles[g as usize] -= (dev.page_handle(old) != 0) as u32;
+        dev.invalidate(old)?;
+        Ok(())
+    }
+
+    /// Whether a merge may take group `g` (see [`Config::fdp_persistent`]).
+    fn mergeable(&self, g: u32) -> bool {
+        !self.cfg.fdp_persistent || self.groups.other_handles[g as usize] == 0
+    }
+
     fn seq_init(&mut self, (tpn, x, len, v): (Tpn, u32, u32, Vppn)) {
         if self.cfg.sequential_init && self.models.seq_init(tpn, x, len, v) {
             self.extra.seq_init_updates += 1;
@@ -708,7 +736,7 @@ impl LearnedFtl {
         let mut done = req.arrival;
         if self.cfg.tp_write_charged {
             let ppa = match self.cfg.design {
-                Design::Log => self.data_page_log(dev, None, req.arrival)?,
+                Design::Log => self.data_page_log(dev, None, Stream::DATA, req.arrival)?,
                 Design::Paper => self.trans_page(dev, req.arrival)?,
             };
             let table = &self.table;
@@ -716,9 +744,9 @@ impl LearnedFtl {
         }
         for lpn in req.lpns() {
             if let Some(old) = self.table.set(lpn, None) {
-                dev.invalidate(old)?;
-                let g = self.groups.of(lpn) as usize;
-                self.groups.mapped[g] -= 1;
+                let g = self.groups.of(lpn);
+                self.unmap(dev, g, old)?;
+                self.groups.mapped[g as usize] -= 1;
             }
             let (tpn, x) = self.locate(lpn);
             self.models.clear(tpn, x);
@@ -914,15 +942,15 @@ impl Ftl for LearnedFtl {
             let (mut group_lines, mut log_lines) = (0u32, 0u32);
             for line in 0..self.geo.lines() {
                 match self.alloc.state(line) {
-                    LineState::Open(s) | LineState::Closed(s) if s == Stream::DATA => {
-                        log_lines += 1
+                    LineState::Free => {}
+                    LineState::Open(s) | LineState::Closed(s) => {
+                        if self.groups.of_stream(s).is_some() {
+                            group_lines += 1
+                        } else if s != Stream::TRANS {
+                            // The write log, and under FDP the handles' own units.
+                            log_lines += 1
+                        }
                     }
-                    LineState::Open(s) | LineState::Closed(s)
-                        if self.groups.of_stream(s).is_some() =>
-                    {
-                        group_lines += 1
-                    }
-                    _ => {}
                 }
             }
             o.insert("group_lines".into(), group_lines.into());
@@ -968,6 +996,15 @@ impl Ftl for LearnedFtl {
             return Err(format!(
                 "groups count {mapped} mapped LPNs, the table {truth}"
             ));
+        }
+        let mut other = vec![0u32; self.groups.count() as usize];
+        for (lpn, p) in self.table.iter() {
+            if p.is_some_and(|p| dev.page_handle(p) != 0) {
+                other[self.groups.of(lpn) as usize] += 1;
+            }
+        }
+        if other != self.groups.other_handles {
+            return Err("groups miscount their LPNs of FDP handles other than 0".into());
         }
         let total = self.dram_total();
         if total > self.cfg.budget.total || total != self.dram().total() {

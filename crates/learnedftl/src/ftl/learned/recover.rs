@@ -10,7 +10,10 @@
 //!   translation stream; under `design=log` a line holding valid pages of another group is a
 //!   log line; under `design=paper` such a line is a lender's, and its guest is paired with it
 //!   again (with its encroachment: the guest's valid pages in other groups' lines); a line with
-//!   no readable page (a cut during a collection's erases) is erased;
+//!   no readable page (a cut during a collection's erases) is erased; under FDP the device's
+//!   reclaim unit table gives the other handles' units back to their streams, and a unit of
+//!   the default handle or a GC unit is a group line if its valid pages are one group's (else
+//!   the log, or the GC stream it was);
 //! * the models: every TP is retrained from its mappings (CPU time, no flash operation), so a
 //!   set bit predicts its LPN exactly, as after a collection;
 //! * a collection the cut interrupted is finished while free lines are below the reserve.
@@ -19,7 +22,7 @@ use super::groups::{valid_pages, FIRST_GROUP_STREAM, NONE};
 use super::{Design, LearnedFtl};
 use crate::addr::{Lpn, SimTime, Tpn};
 use crate::config::DeviceConfig;
-use crate::device::{Cause, Device};
+use crate::device::{Cause, Device, RuOwner};
 use crate::error::{ConfigError, FtlError, RecoverError};
 use crate::ftl::Ftl;
 use crate::mapping::{recovery, Allocator, LineState, Stream};
@@ -47,9 +50,10 @@ impl LearnedFtl {
         scan.revalidate(dev)?;
         let stale = ftl.table.restore(dev, &scan)?;
         for l in 0..ftl.table.logical_pages() {
-            if scan.mapped(Lpn(l)).is_some() {
-                let g = ftl.groups.of(Lpn(l));
-                ftl.groups.mapped[g as usize] += 1;
+            if let Some(p) = scan.mapped(Lpn(l)) {
+                let g = ftl.groups.of(Lpn(l)) as usize;
+                ftl.groups.mapped[g] += 1;
+                ftl.groups.other_handles[g] += (dev.page_handle(p) != 0) as u32;
             }
         }
         let policy = ftl.alloc.policy.clone();
@@ -100,10 +104,26 @@ impl LearnedFtl {
     fn restore_lines(&mut self, dev: &mut Device, t: SimTime) -> Result<SimTime, FtlError> {
         let mut done = t;
         for line in 0..self.geo.lines() {
-            let owner = match self.alloc.state(line) {
+            let mut owner = match self.alloc.state(line) {
                 LineState::Free => continue,
                 LineState::Open(s) | LineState::Closed(s) => s,
             };
+            // Where a line of several groups' pages goes: the log, or under FDP the unit's
+            // own stream.
+            let mut mixed = Stream::DATA;
+            if let Some(unit) = self.default_unit(dev, line) {
+                // Under FDP the allocator gave each unit back to its handle's stream, but the
+                // default handle's units and the GC units may be group lines: labelled, as
+                // without FDP, by their first data page, and relabelled below if mixed.
+                mixed = unit;
+                if let Some(g) = valid_pages(dev, line)
+                    .find_map(|p| dev.peek_oob(p).and_then(|o| o.lpn()))
+                    .map(|l| self.groups.of(l))
+                {
+                    owner = self.groups.stream(g);
+                    self.alloc.reassign(line, owner);
+                }
+            }
             if owner == Stream::DATA && dev.line_valid(line) == 0 {
                 if let LineState::Open(s) = self.alloc.state(line) {
                     self.alloc.close(s);
@@ -144,7 +164,7 @@ impl LearnedFtl {
                 continue;
             }
             match self.cfg.design {
-                Design::Log => self.alloc.reassign(line, Stream::DATA),
+                Design::Log => self.alloc.reassign(line, mixed),
                 Design::Paper if self.cfg.line_gc => {}
                 Design::Paper => {
                     let paired = self.groups.guest[h as usize];
@@ -159,6 +179,20 @@ impl LearnedFtl {
             }
         }
         Ok(done)
+    }
+
+    /// Under FDP, the stream the allocator gave line `line` back to if it may be a group line
+    /// (a unit of the default handle, or a GC unit its handle may share with group lines: the
+    /// shared one, or handle 0's own); `None` otherwise, and without FDP.
+    fn default_unit(&self, dev: &Device, line: u32) -> Option<Stream> {
+        let may_be_group = match dev.fdp()?.owner(line) {
+            RuOwner::Host(0) | RuOwner::Gc(0) | RuOwner::SharedGc => true,
+            RuOwner::Host(_) | RuOwner::Gc(_) | RuOwner::None => false,
+        };
+        match self.alloc.state(line) {
+            LineState::Open(s) | LineState::Closed(s) if may_be_group => Some(s),
+            _ => None,
+        }
     }
 
     /// A collection the cut interrupted may have left fewer free lines than the reserve GC
