@@ -19,6 +19,8 @@
 #                               purpose (the table then shows what that costs)
 #   CUTS=10                     power cuts per FTL x file system x contract
 #   WRITE_BUFFER=1MiB  PRESET=tiny  CAPACITY=512MiB (XFS needs 300 MB)  SEED=1
+#   SETS="K=V ..."              more device or FTL keys for every server, e.g. NVMe FDP by LBA
+#                               range: "logical_ratio=0.75 fdp_ruhs=2 fdp_ranges=0-50%:1"
 #   RUN_MS=200-1200             the workload runs this long (uniform, seeded) after its first
 #                               fsync point before each cut
 #   OUT=DIR                     keep results.tsv, table.md and each server's report and log
@@ -42,6 +44,7 @@ flush=${FLUSH:-honor}
 cuts=${CUTS:-10}
 preset=${PRESET:-tiny}
 capacity=${CAPACITY:-512MiB}
+extra_sets=${SETS:-}
 buffer=${WRITE_BUFFER:-1MiB}
 seed=${SEED:-1}
 run_ms=${RUN_MS:-200-1200}
@@ -139,6 +142,7 @@ for ftl in "${ftls[@]}"; do
             name=$ftl-$fs-$contract-$flush log=$out/$name.log
             sets=(--set "write_buffer=$buffer" --set "flush=$flush")
             [ "$contract" = plp ] && sets+=(--set power_loss_protection=on)
+            for kv in $extra_sets; do sets+=(--set "$kv"); done
             rm -f "$work/nbd.sock" "$log" "$log.nbdfuse" "$work/fsynced.log"
             "$bin" serve --ftl "$ftl" --preset "$preset" --capacity "$capacity" --timing none \
                 --socket "$work/nbd.sock" --json "$out/$name.json" --seed "$seed" "${sets[@]}" \

@@ -2,7 +2,7 @@
 //! amplification, isolation and the learned mappings, as runs and job files. (a) Two lifetimes,
 //! CacheLib's shape, across utilisations; (b) WARP-style multi-stream mixes, one adversarial to
 //! reclaim-unit GC, under both handle types; (c) one handle's random writes beside another's
-//! reads; (d) TPFTL and LeaFTL (LearnedFTL refuses FDP) on (a).
+//! reads; (d) TPFTL, LeaFTL and LearnedFTL on (a).
 //!
 //! Every run uses a device exposing [`FDP_LOGICAL_RATIO`] of its flash ([`FDP_LOGICAL_RATIO_4`]
 //! with four handles), with and without FDP, so that the handles' open units fit `tiny` too; a utilisation is the share of that logical
@@ -36,6 +36,9 @@ pub const PLACEMENTS: [(&str, Option<&str>); 3] = [
     ("FDP initially", Some("initially")),
     ("FDP persistently", Some("persistently")),
 ];
+
+/// (d)'s FTLs.
+pub const MAPPING_FTLS: [&str; 3] = ["tpftl", "leaftl", "learnedftl"];
 
 /// (b)'s mixes: a label and its job files (untagged, tagged).
 pub const MIXES: [(&str, &str, &str); 3] = [
@@ -106,10 +109,11 @@ pub fn runs(_: &Ctx) -> Vec<RunSpec> {
         runs.push(placed(r, 2, ty));
     }
     // (d): (a) at the fixed utilisation, on the mapping schemes that read through a cache
-    // (TPFTL) and learned segments (LeaFTL).
-    for (label, ty) in [PLACEMENTS[0], PLACEMENTS[2]] {
+    // (TPFTL), learned segments (LeaFTL) and learned models over a cache (LearnedFTL), whose
+    // merges differ by handle type.
+    for (label, ty) in PLACEMENTS {
         let w = job("fdp-a-85", "fdp-a-85-t", ty);
-        let r = RunSpec::new(format!("(d) {label}"), &["tpftl", "leaftl"], w);
+        let r = RunSpec::new(format!("(d) {label}"), &MAPPING_FTLS, w);
         runs.push(placed(r, 2, ty));
     }
     runs

@@ -5,7 +5,7 @@
 use super::*;
 use crate::reproduce::def::Def;
 use crate::reproduce::doc::{Section, Table};
-use crate::reproduce::fdp::{PLACEMENTS, UTILISATIONS};
+use crate::reproduce::fdp::{MAPPING_FTLS, PLACEMENTS, UTILISATIONS};
 use crate::reproduce::Results;
 
 /// Each handle's own WAF in a phase, `h0 / h1 / …` ("–" without FDP).
@@ -197,11 +197,13 @@ fn isolation(e: &ExperimentResult, s: &mut Section) {
 /// (d): the mappings with and without FDP on (a) at 85 %.
 fn mappings(e: &ExperimentResult, s: &mut Section) {
     s.text(
-        "**(d) Mappings.** (a) at 85 % utilisation on TPFTL and LeaFTL, without FDP and with \
-         persistently isolated handles: WAF of the measured writes, then 4 KiB random reads of \
-         the used space: LeaFTL's model hits (accurate segments in its cache) and double reads \
-         (a translation read first). LearnedFTL refuses FDP (docs/fdp.md: its host writes go to \
-         their LPN group's line first).",
+        "**(d) Mappings.** (a) at 85 % utilisation on TPFTL, LeaFTL and LearnedFTL, without FDP \
+         and with each handle type: WAF of the measured writes, then 4 KiB random reads of the \
+         used space: model hits (LeaFTL: accurate segments in its cache; LearnedFTL: exact \
+         predictions of its models) and double reads (a translation read first). Under FDP \
+         LearnedFTL's group lines are the log's handle's (docs/fdp.md): the hot region's pages \
+         live in its handle's units, and persistently isolated handles merge only groups all \
+         of whose pages are the log's.",
     );
     let mut t = Table::new(&[
         "FTL",
@@ -211,8 +213,8 @@ fn mappings(e: &ExperimentResult, s: &mut Section) {
         "model hit",
         "double reads",
     ]);
-    let ftls = ["tpftl", "leaftl"];
-    let labels = [PLACEMENTS[0].0, PLACEMENTS[2].0];
+    let ftls = MAPPING_FTLS;
+    let labels = PLACEMENTS.map(|p| p.0);
     let mut waf: Vec<Vec<Option<f64>>> = vec![Vec::new(); labels.len()];
     let mut double: Vec<Vec<Option<f64>>> = vec![Vec::new(); labels.len()];
     for ftl in ftls {
