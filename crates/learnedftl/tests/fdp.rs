@@ -21,9 +21,16 @@ const FDP_FTLS: [&str; 6] = ["ideal", "dftl", "tpftl", "sftl", "leaftl", "learne
 
 /// `tiny` with 16 spare lines (its own 4 hold no handle's open unit) and `ruhs` handles.
 fn fdp_sim(ftl: &str, ruhs: u16, ruh_type: &str) -> Simulator {
+    fdp_sim_with(ftl, ruhs, ruh_type, &[])
+}
+
+/// [`fdp_sim`] with more keys.
+fn fdp_sim_with(ftl: &str, ruhs: u16, ruh_type: &str, more: &[&str]) -> Simulator {
     let ruhs = format!("fdp_ruhs={ruhs}");
     let ty = format!("fdp_ruh_type={ruh_type}");
-    sim(ftl, &["logical_ratio=0.75", &ruhs, &ty])
+    let mut kv = vec!["logical_ratio=0.75", &ruhs, &ty];
+    kv.extend_from_slice(more);
+    sim(ftl, &kv)
 }
 
 /// Writes `pages` pages from `lpn` at `t` with placement ID `h`, noted in `handles`.
@@ -156,6 +163,23 @@ fn initially_isolated_handles_share_only_gc_units() {
         // The scan above would see two handles in one unit: GC merges them here.
         assert!(mixed > 0, "{ftl}: no shared GC unit holds several handles");
         assert!(f.counters().events.implicitly_modified > 0, "{ftl}");
+    }
+}
+
+#[test]
+fn a_controller_write_buffer_keeps_each_writes_placement() {
+    // The buffer drains a host write's pages later, as a run of their own: with the handle
+    // they were written with (every valid page's handle is checked against its LPN's).
+    for ftl in FDP_FTLS {
+        let mut s = fdp_sim_with(ftl, 4, "persistently", &["write_buffer=256KiB"]);
+        let mut handles = vec![0u16; s.device().geo().logical_pages as usize];
+        fill(&mut s, 4, &mut handles);
+        tagged_writes(&mut s, 2_000, 4, 3, &mut handles);
+        for (line, set) in (0u32..).zip(handles_by_line(&s, &handles)) {
+            assert!(set.len() <= 1, "{ftl}: line {line} holds handles {set:?}");
+        }
+        let c = s.device().fdp().unwrap().counters();
+        assert!(c.handles.iter().all(|h| h.host_pages > 0), "{ftl}: {c:?}");
     }
 }
 

@@ -1265,8 +1265,10 @@ impl DeviceConfig {
     /// its valid bit), per block 48 B (write pointer, valid and erase counts, timing),
     /// per logical page [`FTL_BYTES_PER_LPN`] (a page-level table: the FTL's own or the
     /// flash-resident translation pages, and per-page FTL state), plus 4 B per logical page for
-    /// the `verify` oracle, 8 B per logical page with a controller write buffer, a bit per
-    /// physical page with an SLC cache, and `page_size` B per physical page when payloads are
+    /// the `verify` oracle, 8 B per logical page with a controller write buffer (10 under FDP),
+    /// a bit per physical page with an SLC cache, under FDP a byte per physical page and two
+    /// per line (whose data each page holds, each line's unit), and `page_size` B per physical
+    /// page when payloads are
     /// kept (each programmed page's data stays until its block is erased). Saturates rather
     /// than overflows.
     pub fn state_bytes(&self, verify: bool) -> u64 {
@@ -1277,13 +1279,17 @@ impl DeviceConfig {
     /// [`DeviceConfig::state_bytes`] but the page data.
     fn metadata_bytes(&self, verify: bool) -> u64 {
         let g = &self.geometry;
-        // A controller write buffer keeps two stamps per logical page; an SLC cache a bit per
-        // physical page.
-        let buffer = 8 * (self.controller.write_buffer > 0) as u64;
+        // A controller write buffer keeps two stamps per logical page (and a placement ID under
+        // FDP); an SLC cache a bit per physical page; FDP a handle per physical page and an
+        // owner and first handle per line.
+        let fdp = self.fdp.is_on();
+        let buffer = (8 + 2 * fdp as u64) * (self.controller.write_buffer > 0) as u64;
         let slc = g.pages().div_ceil(8) as u128 * self.slc.is_on() as u128;
+        let placement = (g.pages() as u128 + 2 * g.lines() as u128) * fdp as u128;
         let total = g.pages() as u128 * 8
             + g.pages().div_ceil(8) as u128
             + slc
+            + placement
             + g.blocks() as u128 * 48
             + g.logical_pages as u128 * (FTL_BYTES_PER_LPN + 4 * verify as u64 + buffer) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)

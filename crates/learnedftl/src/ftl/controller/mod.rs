@@ -83,8 +83,8 @@ impl ControllerCounters {
     }
 }
 
-/// The write buffer's state: flat arrays over the logical pages (8 B each) and a FIFO of the
-/// buffered pages.
+/// The write buffer's state: flat arrays over the logical pages (8 B each, 10 under FDP) and
+/// a FIFO of the buffered pages.
 #[derive(Clone)]
 struct WriteBuffer {
     /// Pages it holds at most.
@@ -94,6 +94,9 @@ struct WriteBuffer {
     policy: DrainPolicy,
     /// Per LPN, the stamp of its buffered version (0: not buffered).
     held: Vec<u32>,
+    /// Per LPN, the placement ID its buffered version was written with (FDP, docs/fdp.md);
+    /// empty without FDP. A drained run is one host write's pages, so it has one.
+    placement: Vec<u16>,
     /// Per LPN, the stamp of the newest version handed to the FTL, or found on flash at
     /// power-on (0: none, or trimmed since): what a lost buffered version falls back to.
     durable: Vec<u32>,
@@ -123,6 +126,11 @@ impl WriteBuffer {
             mark: (cap as f64 * c.watermark) as u32,
             policy: c.drain,
             held: vec![0; lp],
+            placement: if cfg.fdp.is_on() {
+                vec![0; lp]
+            } else {
+                Vec::new()
+            },
             durable: vec![0; lp],
             fifo: VecDeque::new(),
             newest_first: c.flush == FlushMode::Reorder,
@@ -322,7 +330,9 @@ impl Controller {
         (first, n, stamp): (u32, u32, u32),
         from_back: bool,
     ) -> Result<SimTime, FtlError> {
-        let req = Request::new(Op::Write, first, n, t.0, stamp);
+        let b = self.buf.as_mut().expect("a write buffer");
+        let placement = b.placement.get(first as usize).copied().unwrap_or(0);
+        let req = Request::new(Op::Write, first, n, t.0, stamp).placed(placement);
         let done = self.inner.submit(dev, &req, &mut NullSink)?;
         let b = self.buf.as_mut().expect("a write buffer");
         for l in first..first + n {
@@ -437,6 +447,9 @@ impl Controller {
                 }
             }
             b.held[l.idx()] = req.stamp;
+            if let Some(p) = b.placement.get_mut(l.idx()) {
+                *p = req.placement;
+            }
             b.fifo.push_back((l.0, req.stamp, t.0));
         }
         self.counters.buffered_pages += req.pages as u64;
