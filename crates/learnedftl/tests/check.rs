@@ -59,16 +59,20 @@ fn every_ftl_passes_a_check_with_power_cuts() {
 
 /// Flexible Data Placement (docs/fdp.md): every FTL that takes it passes with placement IDs on
 /// its writes and power cuts, under both handle types; the FTLs' invariants the check runs
-/// include the placement rules.
+/// include the placement rules, and the oracle each page's handle.
 #[test]
 fn every_fdp_ftl_passes_a_check_with_placement_ids_and_power_cuts() {
+    // Behind a power-loss-protected write buffer too: drained runs and the capacitor dump
+    // keep each write's placement ID (the oracle checks every page's handle).
+    let plp = ["write_buffer=64KiB", "power_loss_protection=on"];
     for ftl in ["ideal", "dftl", "tpftl", "sftl", "leaftl", "learnedftl"] {
-        for ty in ["initially", "persistently"] {
+        for (ty, drive) in [("initially", &[][..]), ("persistently", &[]), ("initially", &plp)] {
             let ty = format!("fdp_ruh_type={ty}");
-            let set = ["logical_ratio=0.75", "fdp_ruhs=4", &ty];
+            let mut set = vec!["logical_ratio=0.75", "fdp_ruhs=4", &ty];
+            set.extend_from_slice(drive);
             let r = run(&spec(ftl, 5000, 150, &set), None, dir(ftl));
-            assert!(r.failures.is_empty(), "{ftl} {ty}: {:?}", r.failures);
-            assert!(r.power_cuts >= 3, "{ftl} {ty}: {} cuts", r.power_cuts);
+            assert!(r.failures.is_empty(), "{ftl} {set:?}: {:?}", r.failures);
+            assert!(r.power_cuts >= 3, "{ftl} {set:?}: {} cuts", r.power_cuts);
         }
     }
 }

@@ -1265,7 +1265,7 @@ impl DeviceConfig {
     /// its valid bit), per block 48 B (write pointer, valid and erase counts, timing),
     /// per logical page [`FTL_BYTES_PER_LPN`] (a page-level table: the FTL's own or the
     /// flash-resident translation pages, and per-page FTL state), plus 4 B per logical page for
-    /// the `verify` oracle, 8 B per logical page with a controller write buffer (10 under FDP),
+    /// the `verify` oracle (5 under FDP), 8 B per logical page with a controller write buffer (10 under FDP),
     /// a bit per physical page with an SLC cache, under FDP a byte per physical page and two
     /// per line (whose data each page holds, each line's unit), and `page_size` B per physical
     /// page when payloads are
@@ -1283,6 +1283,8 @@ impl DeviceConfig {
         // FDP); an SLC cache a bit per physical page; FDP a handle per physical page and an
         // owner and first handle per line.
         let fdp = self.fdp.is_on();
+        // The oracle's stamp per logical page, and under FDP its write's handle.
+        let oracle = (4 + fdp as u64) * verify as u64;
         let buffer = (8 + 2 * fdp as u64) * (self.controller.write_buffer > 0) as u64;
         let slc = g.pages().div_ceil(8) as u128 * self.slc.is_on() as u128;
         let placement = (g.pages() as u128 + 2 * g.lines() as u128) * fdp as u128;
@@ -1291,7 +1293,7 @@ impl DeviceConfig {
             + slc
             + placement
             + g.blocks() as u128 * 48
-            + g.logical_pages as u128 * (FTL_BYTES_PER_LPN + 4 * verify as u64 + buffer) as u128;
+            + g.logical_pages as u128 * (FTL_BYTES_PER_LPN + oracle + buffer) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
 

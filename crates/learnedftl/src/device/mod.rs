@@ -291,9 +291,9 @@ pub struct Device {
     ckpt_written: Vec<u32>,
     /// Pages of the last committed checkpoint (0: none yet).
     ckpt_pages: u64,
-    /// The controller's buffered pages (`(lpn, stamp)`) dumped on capacitor energy at the
-    /// last power cut, not restored yet ([`Device::dump_on_capacitors`]).
-    dump: Vec<(Lpn, u32)>,
+    /// The controller's buffered pages (`(lpn, stamp, placement ID)`) dumped on capacitor
+    /// energy at the last power cut, not restored yet ([`Device::dump_on_capacitors`]).
+    dump: Vec<(Lpn, u32, u16)>,
 }
 
 impl Device {

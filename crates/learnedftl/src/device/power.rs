@@ -66,27 +66,27 @@ impl Device {
     }
 
     /// Power-loss protection for a controller's write buffer: on capacitor energy, the
-    /// buffered versions `pages` (`(lpn, stamp)`, oldest first) and their data go to a
+    /// buffered versions `pages` (`(lpn, stamp, placement ID)`, oldest first) and their data go to a
     /// reserved power-loss area outside the data blocks, as drives do, to be restored at
     /// power-on ([`Device::take_capacitor_dump`]). The area's programs are not counted: the
     /// restore's are, when the pages are written again. Replaces an earlier dump not taken.
     /// With payloads, a version whose data was already programmed (the FTL took it before
     /// the cut struck) is on flash and left out.
-    pub fn dump_on_capacitors(&mut self, pages: &[(Lpn, u32)]) {
+    pub fn dump_on_capacitors(&mut self, pages: &[(Lpn, u32, u16)]) {
         self.dump.clear();
-        for &(lpn, stamp) in pages {
+        for &(lpn, stamp, placement) in pages {
             if self.payload.as_mut().is_none_or(|p| p.keep(lpn, stamp)) {
-                self.dump.push((lpn, stamp));
+                self.dump.push((lpn, stamp, placement));
             }
         }
     }
 
     /// Takes the pages of the last capacitor dump, their data staged again for programming
     /// (empty when there was none). Call once powered on.
-    pub fn take_capacitor_dump(&mut self) -> Vec<(Lpn, u32)> {
+    pub fn take_capacitor_dump(&mut self) -> Vec<(Lpn, u32, u16)> {
         let dump = std::mem::take(&mut self.dump);
         if let Some(p) = self.payload.as_mut() {
-            for &(lpn, stamp) in &dump {
+            for &(lpn, stamp, _) in &dump {
                 p.restore(lpn, stamp);
             }
         }

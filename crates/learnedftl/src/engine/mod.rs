@@ -228,7 +228,11 @@ impl ReadSink for Delivery<'_> {
             }
         }
         if let Some(o) = self.oracle.as_deref_mut() {
-            o.deliver(lpn, from);
+            let handle = match from {
+                Served::Flash { ppa, .. } => dev.page_handle(ppa),
+                _ => 0,
+            };
+            o.deliver(lpn, from, handle);
         }
     }
 }
@@ -320,7 +324,7 @@ impl Simulator {
         Simulator {
             dev: Device::new(dev_cfg),
             ftl,
-            oracle: (opts.verify != Verify::Off).then(|| Oracle::new(lp)),
+            oracle: (opts.verify != Verify::Off).then(|| Oracle::new(lp, dev_cfg.fdp.is_on())),
             opts,
             stamp: 0,
             flushed: 0,
@@ -665,7 +669,17 @@ impl Simulator {
         // Acknowledged: a cut in the background work after it leaves it durable.
         if let Some(o) = self.oracle.as_mut() {
             match io.op {
-                Op::Write => req.lpns().for_each(|l| o.set(l, stamp)),
+                Op::Write => {
+                    // Where the FTL placed it: the write's handle, handle 0 for an ID naming
+                    // none (docs/fdp.md).
+                    let ruhs = self.dev.config().fdp.ruhs;
+                    let h = if req.placement < ruhs {
+                        req.placement as u8
+                    } else {
+                        0
+                    };
+                    req.lpns().for_each(|l| o.set_written(l, stamp, h))
+                }
                 Op::Trim => req.lpns().for_each(|l| o.set(l, 0)),
                 _ => {}
             }

@@ -357,7 +357,7 @@ mod tests {
     use super::*;
 
     fn oracle_with(lpn: u32, stamp: u32) -> Oracle {
-        let mut o = Oracle::new(16);
+        let mut o = Oracle::new(16, false);
         o.set(Lpn(lpn), stamp);
         o
     }
@@ -408,6 +408,7 @@ mod tests {
             lpn: Lpn(3),
             durable: 4,
             acked: 9,
+            placement: 0,
         };
         for (got, ok) in [(9, true), (4, true), (6, true), (3, false), (0, false)] {
             let mut o = oracle_with(3, 9);
@@ -435,6 +436,7 @@ mod tests {
             lpn: Lpn(3),
             durable: 4,
             acked: 9,
+            placement: 0,
         };
         // Covered by a FLUSH (stamp 9 ≤ 10): only the acknowledged version will do.
         for (got, flushed, ok) in [(9, 10, true), (4, 10, false), (4, 8, true), (4, 0, true)] {

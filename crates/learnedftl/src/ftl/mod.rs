@@ -94,6 +94,8 @@ pub struct Unflushed {
     pub durable: u32,
     /// Stamp of the acknowledged write in the buffer.
     pub acked: u32,
+    /// The FDP placement ID it was written with (0 without FDP).
+    pub placement: u16,
 }
 
 /// Receives every page a read returns (the engine's oracle, the NBD server's data path).

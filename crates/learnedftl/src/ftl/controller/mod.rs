@@ -288,8 +288,8 @@ impl Controller {
             }
         }
         let mut done = t;
-        for (lpn, stamp) in dev.take_capacitor_dump() {
-            let req = Request::new(Op::Write, lpn.0, 1, t.0, stamp);
+        for (lpn, stamp, placement) in dev.take_capacitor_dump() {
+            let req = Request::new(Op::Write, lpn.0, 1, t.0, stamp).placed(placement);
             done = done.max(ctl.inner.submit(dev, &req, &mut NullSink)?);
             if let Some(b) = ctl.buf.as_mut() {
                 handed_over(b, dev, &req);
@@ -607,12 +607,17 @@ impl Ftl for Controller {
             if b.held[lpn as usize] != stamp {
                 continue;
             }
+            let placement = b.placement.get(lpn as usize).copied().unwrap_or(0);
             match out[start..from_ftl].binary_search_by_key(&lpn, |u| u.lpn.0) {
-                Ok(i) => out[start + i].acked = stamp,
+                Ok(i) => {
+                    out[start + i].acked = stamp;
+                    out[start + i].placement = placement;
+                }
                 Err(_) => out.push(Unflushed {
                     lpn: Lpn(lpn),
                     durable: b.durable[lpn as usize],
                     acked: stamp,
+                    placement,
                 }),
             }
         }
@@ -631,15 +636,16 @@ impl Ftl for Controller {
         let mut below = Vec::new();
         self.inner.unflushed(dev, &mut below);
         // The FTL's versions first (the buffer's are newer where it holds the LPN too).
-        let pages: Vec<(Lpn, u32)> = below
+        let placement = |l: u32| b.placement.get(l as usize).copied().unwrap_or(0);
+        let pages: Vec<(Lpn, u32, u16)> = below
             .iter()
             .filter(|u| b.held[u.lpn.idx()] == 0)
-            .map(|u| (u.lpn, u.acked))
+            .map(|u| (u.lpn, u.acked, u.placement))
             .chain(
                 b.fifo
                     .iter()
                     .filter(|&&(l, s, _)| b.held[l as usize] == s)
-                    .map(|&(l, s, _)| (Lpn(l), s)),
+                    .map(|&(l, s, _)| (Lpn(l), s, placement(l))),
             )
             .collect();
         dev.dump_on_capacitors(&pages);

@@ -1019,10 +1019,11 @@ impl Ftl for Leaftl {
     }
 
     fn unflushed(&self, dev: &Device, out: &mut Vec<Unflushed>) {
-        out.extend(self.pending(dev).map(|(lpn, acked, _)| Unflushed {
+        out.extend(self.pending(dev).map(|(lpn, acked, h)| Unflushed {
             lpn: Lpn(lpn),
             durable: self.map.flash_stamp(dev, lpn),
             acked,
+            placement: h as u16,
         }));
     }
 
