@@ -11,13 +11,21 @@
 #    wall time, page operations per wall second per phase, and the peak RSS. Targets:
 #    preconditioning under 60 s; >= 20 M page ops/s; <= 16 B of simulator state per physical
 #    page for the ideal FTL.
+# 3. `learnedftl reproduce fdp` on the quick preset, one run at a time: every phase's wall time
+#    and page operations per wall second, those of runs with FDP on marked. Target (issue 52):
+#    every FDP phase >= 5 M page ops/s.
 # Set BENCH_RECORD=FILE to append part 1's per-FTL speeds to FILE as tab-separated lines
-# (date, commit, FTL, phase, wall seconds, M page ops/s).
+# (date, commit, FTL, phase, wall seconds, M page ops/s). BENCH_PARTS="1 3" runs only those
+# parts (default: all three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p learnedftl-cli
-bin=target/release/learnedftl
+# Cargo builds where CARGO_TARGET_DIR says; run that binary, not a stale one in target/.
+bin=${CARGO_TARGET_DIR:-target}/release/learnedftl
 ftls=${*:-ideal}
+parts=" ${BENCH_PARTS:-1 2 3} "
+
+if [[ $parts == *" 1 "* ]]; then
 
 out=$(mktemp)
 /usr/bin/env time -f '%e' -o "$out.time" "$bin" compare ${BENCH_JOBS:+--jobs "$BENCH_JOBS"} \
@@ -44,7 +52,9 @@ if record:
         f.writelines(lines)
 PY
 rm -f "$out" "$out.time"
+fi
 
+if [[ $parts == *" 2 "* ]]; then
 for ftl in $ftls; do
   out=$(mktemp)
   /usr/bin/env time -f '%e %M' -o "$out.time" "$bin" run --ftl "$ftl" --preset paper \
@@ -66,3 +76,29 @@ for p in r["phases"]:
 PY
   rm -f "$out" "$out.time"
 done
+fi
+
+if [[ $parts == *" 3 "* ]]; then
+  out=$(mktemp -d)
+  "$bin" reproduce fdp --preset quick --jobs 1 --quiet --out "$out" >/dev/null
+  python3 - "$out/fdp.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+print("reproduce fdp (quick, --jobs 1): phases of runs with FDP on marked *")
+print(f"  {'run':<52} {'ftl':<10} {'phase':<8} {'wall s':>7} {'M ops/s':>8}")
+slowest = {}
+for r in runs:
+    for rep in r["reports"]:
+        for p in rep["phases"]:
+            fdp = "fdp" in p
+            speed = p["sim_page_ops_per_sec"] / 1e6
+            flag = "  < 5 M" if fdp and speed < 5 else ""
+            print(f"{'*' if fdp else ' '} {r['label']:<52} {rep['ftl']:<10} {p['phase']:<8} "
+                  f"{p['wall_seconds']:7.3f} {speed:8.2f}{flag}")
+            if speed < slowest.get(fdp, (float("inf"),))[0]:
+                slowest[fdp] = (speed, f"{r['label']}, {rep['ftl']}, {p['phase']}")
+for fdp, (speed, where) in sorted(slowest.items(), reverse=True):
+    print(f"slowest phase {'with' if fdp else 'without'} FDP: {speed:.2f} M page ops/s ({where})")
+PY
+  rm -rf "$out"
+fi

@@ -57,7 +57,7 @@ pub struct ServeOpts {
     record: Option<PathBuf>,
     /// Format of --record: fio-iolog, disksim, msr (the last two cannot express trims and
     /// flushes, which are then left out) or learnedftl (with each command's connection, issue
-    /// and reply times, for closed-loop replay).
+    /// and reply times, for closed-loop replay, and with `fdp_ruhs` each write's placement ID).
     #[arg(long, default_value = "fio-iolog", requires = "record")]
     record_format: String,
     /// Write the report (the keys of `run --json`) to PATH on exit, SIGINT or SIGTERM.

@@ -632,6 +632,22 @@ fn trace_writers_refuse_what_they_cannot_express() {
     }
     let err = TraceWriter::new(Format::Fiu, Vec::new()).unwrap_err();
     assert!(matches!(err, TraceError::NoWriter(Format::Fiu)));
+    // Only learnedftl recordings have a placement column.
+    for format in [Format::DiskSim, Format::Msr, Format::FioIolog] {
+        let w = TraceWriter::new(format, Vec::new()).unwrap();
+        let err = w.with_placement().unwrap_err();
+        assert!(err.to_string().contains("no placement IDs"), "{err}");
+    }
+    assert!(TraceWriter::new(Format::Recording, Vec::new())
+        .unwrap()
+        .with_placement()
+        .unwrap()
+        .placement());
+    // The header names the columns, so the column cannot be added after it.
+    let mut w = TraceWriter::new(Format::Recording, Vec::new()).unwrap();
+    w.comment("start_unix_ns=1").unwrap();
+    let err = w.with_placement().unwrap_err();
+    assert!(err.to_string().contains("before the header"), "{err}");
     // Unaligned ranges are widened to the sectors they touch.
     let mut out = Vec::new();
     let odd = rec(1, 5, Op::Write, 1000, 100, 3);

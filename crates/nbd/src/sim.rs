@@ -20,6 +20,7 @@ use learnedftl::engine::bytes::HostBytes;
 use learnedftl::engine::PowerCutPlan;
 use learnedftl::engine::{EngineError, Simulator};
 use learnedftl::error::FtlError;
+use learnedftl::request::Op;
 use learnedftl::run::RunReport;
 use learnedftl::stats::{LatencyHistogram, LatencySummary, Metrics, PowerCutSummary};
 use learnedftl::trace::{Format, TraceError, TraceRecord, TraceWriter};
@@ -261,6 +262,17 @@ impl SimBackend {
         }
         let start = sim.clock();
         let anchor = Instant::now();
+        if sim.device().config().fdp.is_on() {
+            // A learnedftl recording carries each write's placement ID, so that a replay
+            // without `fdp_ranges` places it the same way; other formats cannot.
+            record = record
+                .map(|r| match r.format() {
+                    Format::Recording => r.with_placement(),
+                    _ => Ok(r),
+                })
+                .transpose()
+                .map_err(|e| format!("--record: {e}"))?;
+        }
         if let Some(rec) = record.as_mut().filter(|r| r.format() == Format::Recording) {
             // Time 0 of the recording on the wall clock, for phase marks taken outside.
             let unix = std::time::SystemTime::now()
@@ -621,12 +633,15 @@ impl State {
 
     /// Records the page-level requests the last command issued, when recording: a
     /// learnedftl recording gets the command's connection, issue and reply times (ns since the
-    /// server started); other formats each request's simulated arrival.
+    /// server started), and with FDP each write's placement ID as the engine placed it; other
+    /// formats each request's simulated arrival.
     fn record(&mut self, conn: u64, issue_ns: u64, reply_ns: u64) {
         let Some(rec) = self.record.as_mut() else {
             return;
         };
         let recording = rec.format() == Format::Recording;
+        let placement = rec.placement().then(|| &self.sim.device().config().fdp);
+        let ps = self.sim.device().geo().page_size as u64;
         for issued in self.bytes.drain_journal() {
             let io = issued.io;
             let mut line = TraceRecord {
@@ -643,6 +658,9 @@ impl State {
                 line.time_ns = issue_ns;
                 line.done_ns = Some(reply_ns.max(issue_ns));
                 line.device = u32::try_from(conn).unwrap_or(u32::MAX);
+            }
+            if let Some(fdp) = placement.filter(|_| io.op == Op::Write) {
+                line.placement = Some(fdp.write_placement(io.placement, io.offset / ps));
             }
             if let Err(e) = rec.write(&line) {
                 self.last_failure = Some(format!("recording stopped: {e}"));

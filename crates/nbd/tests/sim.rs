@@ -5,11 +5,14 @@
 mod common;
 
 use common::*;
-use learnedftl::addr::Lpn;
+use learnedftl::addr::{Lpn, SimTime};
 use learnedftl::config::DeviceConfig;
 use learnedftl::engine::{SimOptions, Simulator, Verify};
 use learnedftl::params::Params;
+use learnedftl::request::Op;
+use learnedftl::stats::HandleMetrics;
 use learnedftl::trace::{Format, TraceWriter};
+use learnedftl::workload::HostIo;
 use learnedftl_nbd::proto::*;
 use learnedftl_nbd::server::{serve, Connections, Listener};
 use learnedftl_nbd::sim::{CutTrigger, SimBackend, Timing};
@@ -305,6 +308,86 @@ fn every_request_is_recorded_as_a_trace() {
         ],
         "{text}"
     );
+}
+
+#[test]
+fn a_recording_on_an_fdp_device_carries_each_writes_placement() {
+    // `serve --set fdp_ruhs=3 --set fdp_ranges=…`: NBD writes carry no placement ID, the
+    // ranges place them. The recording says where each went, so that replaying it on a device
+    // with the handles but without the ranges places every page as the server did.
+    let fdp = ["logical_ratio=0.75", "fdp_ruhs=3"];
+    let sim_ranged = sim("dftl", &[fdp[0], fdp[1], "fdp_ranges=0-25%:1,50%-100%:2"]);
+    let quarter = sim_ranged.device().geo().logical_bytes() / 4;
+    let out = Shared::default();
+    let w = TraceWriter::new(
+        Format::Recording,
+        Box::new(out.clone()) as Box<dyn Write + Send>,
+    )
+    .unwrap();
+    let b = Arc::new(SimBackend::new(sim_ranged, "t", Timing::None, Some(w)).unwrap());
+    let (mut c, h) = connect(b.clone());
+    go(&mut c);
+    write(&mut c, 4096, &[1; 8192], 0); // handle 1
+    write(&mut c, quarter + 4096, &[2; 4096], 0); // outside the ranges: handle 0
+    write(&mut c, 3 * quarter, &[3; 4096], 0); // handle 2
+    write(&mut c, 3 * quarter + 4096 + 512, &[4; 512], 0); // read-modify-write, handle 2
+    read(&mut c, 4096, 4096);
+    call(&mut c, Command::Trim, 0, quarter, Err(4096));
+    call(&mut c, Command::Flush, 0, 0, Err(0));
+    disconnect(c, h);
+    b.flush_record().unwrap();
+    let served = b.live_metrics().fdp.unwrap().handles;
+
+    let text = out.0.lock().unwrap().clone();
+    assert!(
+        String::from_utf8_lossy(&text).contains("issue_ns,done_ns,conn,op,offset,len,placement"),
+        "the header names the column"
+    );
+    let reader = learnedftl::trace::TraceReader::from_read(
+        "recording",
+        std::io::Cursor::new(text),
+        None,
+        &learnedftl::trace::ParseOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(reader.format(), Format::Recording);
+    let recs: Vec<_> = reader.map(Result::unwrap).collect();
+    let placed: Vec<(Op, Option<u16>)> = recs.iter().map(|r| (r.op, r.placement)).collect();
+    assert_eq!(
+        placed,
+        [
+            (Op::Write, Some(1)),
+            (Op::Write, Some(0)),
+            (Op::Write, Some(2)),
+            (Op::Read, None),
+            (Op::Write, Some(2)),
+            (Op::Read, None),
+            (Op::Trim, None),
+            (Op::Flush, None),
+        ]
+    );
+
+    let mut params = Params::new();
+    for s in fdp {
+        params.insert_assignment(s, "set").unwrap();
+    }
+    let cfg = DeviceConfig::from_params("tiny", &mut params).unwrap();
+    let mut replay = Simulator::new(&cfg, "dftl", params, SimOptions::default()).unwrap();
+    for (i, r) in recs.iter().filter(|r| r.op == Op::Write).enumerate() {
+        replay
+            .submit(HostIo {
+                arrival: SimTime(1_000_000 * (i as u64 + 1)),
+                op: r.op,
+                offset: r.offset,
+                len: r.len,
+                placement: r.placement.unwrap(),
+            })
+            .unwrap();
+    }
+    let replayed = replay.end_phase().fdp.unwrap().handles;
+    let pages = |h: &[HandleMetrics]| -> Vec<u64> { h.iter().map(|h| h.host_pages).collect() };
+    assert_eq!(pages(&served), [1, 2, 2]);
+    assert_eq!(pages(&replayed), pages(&served));
 }
 
 #[test]

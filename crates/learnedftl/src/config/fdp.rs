@@ -151,6 +151,17 @@ impl FdpConfig {
             .map_or(0, |r| r.2)
     }
 
+    /// The placement ID a write tagged `placement` whose first logical page is `lpn` is placed
+    /// with: its own, or, untagged (0, as NVMe cannot tell it from ID 0), `fdp_ranges`'. The
+    /// engine places by it and `serve --record` records it, so a replay places the same way.
+    #[inline]
+    pub fn write_placement(&self, placement: u16, lpn: u64) -> u16 {
+        match placement {
+            0 => self.handle_of(lpn),
+            p => p,
+        }
+    }
+
     /// One line for people describing the configuration, when FDP is on.
     pub fn describe(&self) -> Option<String> {
         self.is_on().then(|| {

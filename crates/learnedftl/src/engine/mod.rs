@@ -577,9 +577,13 @@ impl Simulator {
             arrival: io.arrival,
             stamp,
             // A write without a placement ID is placed by `fdp_ranges`, if any (docs/fdp.md).
-            placement: match io.placement {
-                0 if io.op == Op::Write => self.dev.config().fdp.handle_of(lpn as u64),
-                p => p,
+            placement: match io.op {
+                Op::Write => self
+                    .dev
+                    .config()
+                    .fdp
+                    .write_placement(io.placement, lpn as u64),
+                _ => io.placement,
             },
         };
         if !matches!(data, Payload::None) {

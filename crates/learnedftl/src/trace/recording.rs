@@ -5,7 +5,7 @@
 //! CSV, one request a line: `issue_ns,done_ns,conn,op,offset,len[,placement]` — nanoseconds
 //! since the recording started, the NBD connection (0, 1, …), `read`, `write`, `trim` or
 //! `flush`, bytes, and optionally a write's FDP placement ID (docs/fdp.md; the server writes
-//! none). A first line naming the columns is a header; `#` lines are comments (the server
+//! it on a device with FDP handles, empty for other operations). A first line naming the columns is a header; `#` lines are comments (the server
 //! writes `# start_unix_ns=N`, the wall-clock instant of time 0, so phase marks taken by a
 //! script can be placed on the recording's clock). A command the server served as several
 //! page-level requests (a read-modify-write) has a line for each, with the command's times.
@@ -27,6 +27,10 @@ const FIELDS: &[&str] = &[
 
 /// The header line the server writes.
 pub const HEADER: &str = "issue_ns,done_ns,conn,op,offset,len";
+
+/// The header line of a recording with the placement column (a server on a device with FDP
+/// handles).
+pub const HEADER_PLACED: &str = "issue_ns,done_ns,conn,op,offset,len,placement";
 
 /// Parse one line.
 pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
@@ -50,12 +54,16 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
         .ok_or_else(|| FieldError::new("op", LineErrorKind::UnknownOp, op))?;
     let offset = f.u64()?;
     let len = f.u64()?;
-    // An optional seventh column: the write's FDP placement ID (docs/fdp.md).
+    // An optional seventh column: the write's FDP placement ID (docs/fdp.md), empty where
+    // there is none (other operations in a recording that has the column).
     let placement = match f.remaining() {
         0 => None,
-        _ => Some(u16::try_from(f.u64()?).map_err(|_| {
-            FieldError::new("placement", LineErrorKind::Invalid("above 65535"), b"")
-        })?),
+        _ => match f.next()? {
+            b"" => None,
+            t => Some(u16::try_from(parse_u64("placement", t)?).map_err(|_| {
+                FieldError::new("placement", LineErrorKind::Invalid("above 65535"), t)
+            })?),
+        },
     };
     f.end()?;
     Ok(Parsed::Record(TraceRecord {
@@ -70,14 +78,24 @@ pub(crate) fn parse(line: &[u8]) -> Result<Parsed, FieldError> {
     }))
 }
 
-/// Writes the header: a comment naming the format, then the column names.
-pub(crate) fn write_header<W: Write + ?Sized>(w: &mut W) -> Result<(), TraceError> {
-    writeln!(w, "# learnedftl recording\n{HEADER}").map_err(TraceError::Write)
+/// Writes the header: a comment naming the format, then the column names (with `placement`
+/// if the lines carry it).
+pub(crate) fn write_header<W: Write + ?Sized>(
+    w: &mut W,
+    placement: bool,
+) -> Result<(), TraceError> {
+    let columns = if placement { HEADER_PLACED } else { HEADER };
+    writeln!(w, "# learnedftl recording\n{columns}").map_err(TraceError::Write)
 }
 
-/// Write one record (a record without `done_ns` completes when issued).
-pub(crate) fn write<W: Write + ?Sized>(rec: &TraceRecord, w: &mut W) -> Result<(), TraceError> {
-    writeln!(
+/// Write one record (a record without `done_ns` completes when issued), with the placement
+/// column if `placement` (the record's placement ID, or empty without one).
+pub(crate) fn write<W: Write + ?Sized>(
+    rec: &TraceRecord,
+    w: &mut W,
+    placement: bool,
+) -> Result<(), TraceError> {
+    write!(
         w,
         "{},{},{},{},{},{}",
         rec.time_ns,
@@ -87,6 +105,12 @@ pub(crate) fn write<W: Write + ?Sized>(rec: &TraceRecord, w: &mut W) -> Result<(
         rec.offset,
         rec.len
     )
+    .map_err(TraceError::Write)?;
+    match (placement, rec.placement) {
+        (false, _) => writeln!(w),
+        (true, Some(p)) => writeln!(w, ",{p}"),
+        (true, None) => writeln!(w, ","),
+    }
     .map_err(TraceError::Write)
 }
 
@@ -118,7 +142,7 @@ mod tests {
             done_ns: Some(95_000),
         };
         let mut out = Vec::new();
-        write(&rec, &mut out).unwrap();
+        write(&rec, &mut out, false).unwrap();
         assert_eq!(out, b"1200,95000,2,write,8192,4096\n");
         match parse(&out[..out.len() - 1]).unwrap() {
             Parsed::Record(r) => assert_eq!(r, rec),
@@ -134,6 +158,24 @@ mod tests {
         }
         assert!(parse(b"5,6,0,write,0,4096,70000").is_err());
         assert!(parse(b"5,6,0,write,0,4096,1,2").is_err());
+        assert!(matches!(
+            parse(HEADER_PLACED.as_bytes()),
+            Ok(Parsed::Ignored)
+        ));
+        // Written with the column: a write's ID, empty for a record without one.
+        for (placement, line) in [
+            (Some(3), "1200,95000,2,write,8192,4096,3\n"),
+            (None, "1200,95000,2,write,8192,4096,\n"),
+        ] {
+            let rec = TraceRecord { placement, ..rec };
+            let mut out = Vec::new();
+            write(&rec, &mut out, true).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), line);
+            match parse(line.trim_end().as_bytes()).unwrap() {
+                Parsed::Record(r) => assert_eq!(r, rec),
+                Parsed::Ignored => panic!("a request"),
+            }
+        }
         assert_eq!(start_unix_ns("# start_unix_ns=17"), Some(17));
         assert_eq!(start_unix_ns("# learnedftl recording"), None);
     }

@@ -20,7 +20,7 @@ pub fn write_record<W: Write + ?Sized>(
         Format::DiskSim => disksim::write(rec, w),
         Format::Msr => msr::write(rec, w),
         Format::FioIolog => fio_iolog::write(rec, w),
-        Format::Recording => recording::write(rec, w),
+        Format::Recording => recording::write(rec, w, false),
         other => Err(TraceError::NoWriter(other)),
     }
 }
@@ -30,7 +30,7 @@ pub fn write_record<W: Write + ?Sized>(
 pub fn write_header<W: Write + ?Sized>(format: Format, w: &mut W) -> Result<(), TraceError> {
     match format {
         Format::FioIolog => fio_iolog::write_header(w),
-        Format::Recording => recording::write_header(w),
+        Format::Recording => recording::write_header(w, false),
         f if f.can_write() => Ok(()),
         other => Err(TraceError::NoWriter(other)),
     }
@@ -45,6 +45,8 @@ pub struct TraceWriter<W: Write> {
     header_written: bool,
     /// fio: devices already opened (a handful; a linear scan is fastest).
     opened: Vec<u32>,
+    /// A learnedftl recording's `placement` column is written ([`TraceWriter::with_placement`]).
+    placement: bool,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -58,12 +60,37 @@ impl<W: Write> TraceWriter<W> {
             out,
             header_written: false,
             opened: Vec::new(),
+            placement: false,
         })
+    }
+
+    /// The same writer with a `placement` column: each record's FDP placement ID, empty for a
+    /// record without one (docs/traces.md). Only learnedftl recordings have the column; it is
+    /// chosen before anything is written, as the header names it.
+    pub fn with_placement(mut self) -> Result<Self, TraceError> {
+        if self.format != Format::Recording {
+            return Err(TraceError::InvalidOption(format!(
+                "{} traces carry no placement IDs (only learnedftl recordings do)",
+                self.format
+            )));
+        }
+        if self.header_written {
+            return Err(TraceError::InvalidOption(
+                "the placement column must be chosen before the header is written".into(),
+            ));
+        }
+        self.placement = true;
+        Ok(self)
     }
 
     /// The format written.
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// Whether records are written with their placement ID ([`TraceWriter::with_placement`]).
+    pub fn placement(&self) -> bool {
+        self.placement
     }
 
     /// Write one record.
@@ -73,7 +100,10 @@ impl<W: Write> TraceWriter<W> {
             fio_iolog::write_open(rec.device, rec.time_ns, &mut self.out)?;
             self.opened.push(rec.device);
         }
-        write_record(self.format, rec, &mut self.out)
+        match self.format {
+            Format::Recording => recording::write(rec, &mut self.out, self.placement),
+            format => write_record(format, rec, &mut self.out),
+        }
     }
 
     /// Writes `# text` as a line of its own (learnedftl recordings only: other formats'
@@ -103,7 +133,10 @@ impl<W: Write> TraceWriter<W> {
 
     fn header(&mut self) -> Result<(), TraceError> {
         if !self.header_written {
-            write_header(self.format, &mut self.out)?;
+            match self.format {
+                Format::Recording => recording::write_header(&mut self.out, self.placement)?,
+                format => write_header(format, &mut self.out)?,
+            }
             self.header_written = true;
         }
         Ok(())

@@ -39,6 +39,38 @@ pub(in crate::reproduce) fn fdp(results: &Results, def: &Def, s: &mut Section) {
     mappings(e, s);
 }
 
+/// The shape of (a), (b) and (c): for each point (a utilisation, a mix, an FTL: the table's
+/// first column) and each placement, the `measure` phase of the report `report(point,
+/// placement)` gives a row of `t`, the point, the placement and `cells`, and a value of its
+/// placement's series, `value`; a missing run leaves a gap in the series. One series a
+/// placement, in [`PLACEMENTS`]' order.
+fn per_placement<'a>(
+    t: &mut Table,
+    points: &[String],
+    report: impl Fn(&str, &str) -> Option<&'a Value>,
+    cells: impl Fn(&Value) -> Vec<String>,
+    value: impl Fn(&Value) -> f64,
+) -> Vec<Series> {
+    let mut by: Vec<Vec<Option<f64>>> = vec![Vec::new(); PLACEMENTS.len()];
+    for point in points {
+        for (i, (label, _)) in PLACEMENTS.iter().enumerate() {
+            let Some(m) = report(point, label).and_then(|r| phase(r, "measure")) else {
+                by[i].push(None);
+                continue;
+            };
+            let mut row = vec![point.clone(), label.to_string()];
+            row.extend(cells(m));
+            t.row(row);
+            by[i].push(ok(value(m)));
+        }
+    }
+    PLACEMENTS
+        .iter()
+        .zip(by)
+        .map(|((label, _), v)| series(label, v))
+        .collect()
+}
+
 /// (a): WAF against utilisation, each placement a line, beside the published ≈ 1.0.
 fn lifetimes(e: &ExperimentResult, s: &mut Section) {
     s.text(
@@ -56,33 +88,25 @@ fn lifetimes(e: &ExperimentResult, s: &mut Section) {
         "WAF by handle (log / hot)",
         "GC pages moved",
     ]);
-    let mut curves: Vec<Vec<Option<f64>>> = vec![Vec::new(); PLACEMENTS.len()];
-    let mut xs = Vec::new();
-    for (u, _, _) in UTILISATIONS {
-        xs.push(u.to_string());
-        for (i, (label, _)) in PLACEMENTS.iter().enumerate() {
-            let m = ftl_report(e, &format!("(a) {u} % · {label}"), None)
-                .and_then(|r| phase(r, "measure"));
-            let Some(m) = m else {
-                curves[i].push(None);
-                continue;
-            };
-            t.row(vec![
-                format!("{u} %"),
-                label.to_string(),
+    let points: Vec<String> = UTILISATIONS
+        .iter()
+        .map(|(u, _, _)| format!("{u} %"))
+        .collect();
+    let mut list = per_placement(
+        &mut t,
+        &points,
+        |u, label| ftl_report(e, &format!("(a) {u} · {label}"), None),
+        |m| {
+            vec![
                 num(f(m, "waf"), 3),
                 handle_wafs(m),
                 num(f(m, "gc.pages_moved"), 0),
-            ]);
-            curves[i].push(ok(f(m, "waf")));
-        }
-    }
+            ]
+        },
+        |m| f(m, "waf"),
+    );
     s.table(t);
-    let mut list: Vec<Series> = PLACEMENTS
-        .iter()
-        .zip(curves)
-        .map(|((label, _), v)| series(label, v))
-        .collect();
+    let xs: Vec<String> = UTILISATIONS.iter().map(|(u, _, _)| u.to_string()).collect();
     list.push(series("paper", vec![Some(1.0); xs.len()]));
     s.chart(lines(
         "(a) WAF against utilisation, two lifetimes",
@@ -112,33 +136,21 @@ fn mixes(e: &ExperimentResult, s: &mut Section) {
         "WAF by handle",
         "implicitly modified",
     ]);
-    let mut bars_by: Vec<Vec<Option<f64>>> = vec![Vec::new(); PLACEMENTS.len()];
-    let mut cats = Vec::new();
-    for (mix, _, _) in MIXES {
-        cats.push(mix.to_string());
-        for (i, (label, _)) in PLACEMENTS.iter().enumerate() {
-            let m = ftl_report(e, &format!("(b) {mix} · {label}"), None)
-                .and_then(|r| phase(r, "measure"));
-            let Some(m) = m else {
-                bars_by[i].push(None);
-                continue;
-            };
-            t.row(vec![
-                mix.to_string(),
-                label.to_string(),
+    let cats: Vec<String> = MIXES.iter().map(|(mix, _, _)| mix.to_string()).collect();
+    let list = per_placement(
+        &mut t,
+        &cats,
+        |mix, label| ftl_report(e, &format!("(b) {mix} · {label}"), None),
+        |m| {
+            vec![
                 num(f(m, "waf"), 3),
                 handle_wafs(m),
                 num(f(m, "fdp.events.implicitly_modified"), 0),
-            ]);
-            bars_by[i].push(ok(f(m, "waf")));
-        }
-    }
+            ]
+        },
+        |m| f(m, "waf"),
+    );
     s.table(t);
-    let list = PLACEMENTS
-        .iter()
-        .zip(bars_by)
-        .map(|((label, _), v)| series(label, v))
-        .collect();
     s.chart(bars("(b) WAF of four-stream mixes", "WAF", cats, list));
 }
 
@@ -158,34 +170,22 @@ fn isolation(e: &ExperimentResult, s: &mut Section) {
         "read p99.9 µs",
         "WAF",
     ]);
-    let ftls = ["ideal", "tpftl"];
-    let mut by: Vec<Vec<Option<f64>>> = vec![Vec::new(); PLACEMENTS.len()];
-    for ftl in ftls {
-        for (i, (label, _)) in PLACEMENTS.iter().enumerate() {
-            let m =
-                ftl_report(e, &format!("(c) {label}"), Some(ftl)).and_then(|r| phase(r, "measure"));
-            let Some(m) = m else {
-                by[i].push(None);
-                continue;
-            };
-            t.row(vec![
-                ftl.to_string(),
-                label.to_string(),
+    let cats: Vec<String> = ["ideal", "tpftl"].map(String::from).to_vec();
+    let list = per_placement(
+        &mut t,
+        &cats,
+        |ftl, label| ftl_report(e, &format!("(c) {label}"), Some(ftl)),
+        |m| {
+            vec![
                 num(f(m, "latency_us.read.mean"), 1),
                 num(f(m, "latency_us.read.p99"), 1),
                 num(f(m, "latency_us.read.p999"), 1),
                 num(f(m, "waf"), 3),
-            ]);
-            by[i].push(ok(f(m, "latency_us.read.p99")));
-        }
-    }
+            ]
+        },
+        |m| f(m, "latency_us.read.p99"),
+    );
     s.table(t);
-    let cats = ftls.iter().map(|f| f.to_string()).collect();
-    let list = PLACEMENTS
-        .iter()
-        .zip(by)
-        .map(|((label, _), v)| series(label, v))
-        .collect();
     s.chart(bars(
         "(c) Read p99 beside another handle's writes",
         "µs",
