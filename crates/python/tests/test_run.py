@@ -78,6 +78,17 @@ CASES = {
         dict(ftl="leaftl", preset="tiny", trace=str(RECORDING), replay="closed",
              phases=str(PHASES), verify=True),
     ),
+    "fdp": (
+        ["--ftl", "learnedftl", "--preset", "tiny", "--set", "logical_ratio=0.75",
+         "--set", "fdp_ruhs=2", "--set", "fdp_ruh_type=persistently",
+         "--precondition", "randwrite:512k:1", "--rw", "randrw", "--bs", "4k",
+         "--number-ios", "2000", "--fdp", "--fdp-pli", "0,1", "--fdp-pli-select", "random",
+         "--verify"],
+        dict(ftl="learnedftl", preset="tiny",
+             set={"logical_ratio": 0.75, "fdp_ruhs": 2, "fdp_ruh_type": "persistently"},
+             precondition="randwrite:512k:1", rw="randrw", bs="4k", number_ios=2000,
+             fdp=True, fdp_pli="0,1", fdp_pli_select="random", verify=True),
+    ),
 }
 
 
@@ -88,6 +99,13 @@ def test_run_equals_cli_json(cli, case):
     got = without_wall_clock(learnedftl.run(**kwargs))
     assert got["result"]["requests"]["read"] > 0
     assert got == expected
+    if case == "fdp":
+        # Both handles took host writes, and the checked reads found each page where its
+        # handle placed it (the oracle checks that under FDP).
+        handles = got["result"]["fdp"]["handles"]
+        assert [h["handle"] for h in handles] == [0, 1]
+        assert all(h["host_pages"] > 0 for h in handles)
+        assert got["result"]["verify"]["failures"] == 0
 
 
 def test_compare_equals_cli_json(cli):
