@@ -184,6 +184,42 @@ fn a_controller_write_buffer_keeps_each_writes_placement() {
 }
 
 #[test]
+fn handles_of_either_type_side_by_side_keep_their_own_rules() {
+    // Handles 0 and 3 persistently isolated, 1 and 2 initially: 1 and 2 may share GC units,
+    // 0's and 3's data never shares a line with another handle's.
+    let types = "persistently,initially,initially,persistently";
+    for ftl in FDP_FTLS {
+        let mut s = fdp_sim(ftl, 4, types);
+        let mut handles = vec![0u16; s.device().geo().logical_pages as usize];
+        fill(&mut s, 4, &mut handles);
+        tagged_writes(&mut s, 4_000, 4, 6, &mut handles);
+        s.ftl().check_invariants(s.device()).unwrap();
+        let f = s.device().fdp().unwrap();
+        let (mut shared_mixed, mut own_gc) = (0, 0);
+        for (line, set) in (0u32..).zip(handles_by_line(&s, &handles)) {
+            if set.contains(&0) || set.contains(&3) {
+                assert_eq!(set.len(), 1, "{ftl}: line {line} holds handles {set:?}");
+            }
+            match f.owner(line) {
+                RuOwner::SharedGc => shared_mixed += (set.len() > 1) as u32,
+                RuOwner::Gc(h) => {
+                    assert!(
+                        h == 0 || h == 3,
+                        "{ftl}: line {line} is handle {h}'s GC unit"
+                    );
+                    own_gc += 1;
+                }
+                _ => assert!(set.len() <= 1, "{ftl}: line {line} holds handles {set:?}"),
+            }
+        }
+        assert!(
+            shared_mixed > 0 && own_gc > 0,
+            "{ftl}: {shared_mixed} {own_gc}"
+        );
+    }
+}
+
+#[test]
 fn per_handle_waf_adds_up_to_the_device_waf() {
     for ftl in FDP_FTLS {
         for ty in ["initially", "persistently"] {
@@ -308,12 +344,13 @@ fn fdp_ranges_place_untagged_writes_by_lba() {
 /// LearnedFTL's merges under FDP (docs/fdp.md, "LearnedFTL"): while idle they sort groups into
 /// group lines, and so train their models, without breaking either handle type's rule. Under
 /// persistently isolated handles only groups whose pages all carry the default handle are
-/// merged; under initially isolated ones any group is, into shared GC units.
+/// merged; under initially isolated ones any group is, into shared GC units; with handle 0
+/// persistently and handle 1 initially isolated, groups of either handle alone are.
 #[test]
 fn learnedftl_merges_keep_each_handle_types_rule() {
     use learnedftl::engine::NoProgress;
     use learnedftl::workload::Settle;
-    for ty in ["initially", "persistently"] {
+    for ty in ["initially", "persistently", "persistently,initially"] {
         let mut s = fdp_sim("learnedftl", 2, ty);
         let lp = s.device().geo().logical_pages;
         let mut handles = vec![0u16; lp as usize];
@@ -339,11 +376,14 @@ fn learnedftl_merges_keep_each_handle_types_rule() {
         let f = s.device().fdp().unwrap();
         let mut merged_other = false;
         for (line, set) in (0u32..).zip(handles_by_line(&s, &handles)) {
-            match (ty, f.owner(line)) {
-                ("initially", RuOwner::SharedGc) => merged_other |= set.contains(&1),
+            match f.owner(line) {
+                RuOwner::SharedGc if ty != "persistently" => {
+                    merged_other |= set.contains(&1);
+                    assert!(ty == "initially" || !set.contains(&0), "{ty}: line {line}");
+                }
                 _ => assert!(set.len() <= 1, "{ty}: line {line} holds handles {set:?}"),
             }
         }
-        assert_eq!(ty == "initially", merged_other, "{ty}");
+        assert_eq!(ty != "persistently", merged_other, "{ty}");
     }
 }

@@ -5,7 +5,7 @@
 use super::Geometry;
 use crate::error::{quote, ConfigError};
 use crate::params::{keys, parse_size, Params};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 /// Most reclaim unit handles a configuration may have: fio's limit on placement IDs
 /// (`FDP_MAX_RUHS`), and a handle fits a byte per page.
@@ -42,8 +42,10 @@ pub struct FdpConfig {
     pub ruhs: u16,
     /// Lines per reclaim unit (`fdp_ru`): 1, a superblock.
     pub ru_lines: u32,
-    /// What GC may do with a handle's data.
-    pub ruh_type: RuhType,
+    /// What GC may do with each handle's data, by handle (`fdp_ruh_type`: one type for every
+    /// handle, or a list with one per handle); reported as one type when all are alike.
+    #[serde(rename = "ruh_type", serialize_with = "types_json")]
+    pub ruh_types: Vec<RuhType>,
     /// Placement of untagged writes by logical page range (`fdp_ranges`): `(first page, end
     /// page, handle)`, in order and disjoint; a write without a placement ID whose first page
     /// falls in a range goes to its handle (the rest to handle 0).
@@ -57,7 +59,7 @@ keys! {
     pub static FDP_KEYS = "fdp", "NVMe Flexible Data Placement: reclaim unit handles the host tags its writes with";
     FDP_RUHS = "fdp_ruhs" ["handles"] "reclaim unit handles the host may place writes with (0: FDP off); untagged writes go to handle 0";
     FDP_RU = "fdp_ru" ["lines"] "with fdp_ruhs: reclaim unit size in lines (superblocks), the unit GC erases";
-    FDP_RUH_TYPE = "fdp_ruh_type" ["initially|persistently"] "with fdp_ruhs: initially isolated, GC may merge handles' valid data; persistently, GC keeps each handle's data apart";
+    FDP_RUH_TYPE = "fdp_ruh_type" ["initially|persistently|TYPE,TYPE,..."] "with fdp_ruhs: initially isolated, GC may merge handles' valid data; persistently, GC keeps each handle's data apart; a list gives each handle its own type";
     FDP_RANGES = "fdp_ranges" ["START-END:ID,..."] "with fdp_ruhs: untagged writes whose first byte is in [START, END) go to handle ID (sizes or % of the logical space; serve's placement for unmodified applications)";
 }
 
@@ -72,18 +74,37 @@ impl FdpConfig {
         !self.is_on()
     }
 
+    /// Handle `h`'s type (initially isolated for a handle the device does not have).
+    #[inline]
+    pub fn ruh_type(&self, h: u8) -> RuhType {
+        self.ruh_types.get(h as usize).copied().unwrap_or_default()
+    }
+
+    /// Whether handle `h` is persistently isolated.
+    #[inline]
+    pub fn persistent(&self, h: u8) -> bool {
+        self.ruh_type(h) == RuhType::Persistently
+    }
+
     /// Write streams FDP adds beside the device's own data stream, which is handle 0's: the
-    /// host streams of handles 1.., and the GC streams (one per handle when persistently
-    /// isolated, one shared otherwise).
+    /// host streams of handles 1.., and the GC streams (one per persistently isolated handle,
+    /// and one shared by the initially isolated ones, if any).
     pub fn extra_streams(&self) -> u16 {
         if self.is_off() {
             return 0;
         }
-        let gc = match self.ruh_type {
-            RuhType::Initially => 1,
-            RuhType::Persistently => self.ruhs,
-        };
-        self.ruhs - 1 + gc
+        let own = self
+            .ruh_types
+            .iter()
+            .filter(|&&t| t == RuhType::Persistently)
+            .count();
+        let shared = self.ruh_types.contains(&RuhType::Initially);
+        self.ruhs - 1 + own as u16 + shared as u16
+    }
+
+    /// The handles' types as `fdp_ruh_type` names them ([`types_key`]).
+    pub fn types_key(&self) -> String {
+        types_key(&self.ruh_types)
     }
 
     /// The FDP keys of `params` applied (and removed), checked against `geo`: the open reclaim
@@ -108,19 +129,31 @@ impl FdpConfig {
                 ),
             ));
         }
-        let ruh_type = match params
-            .take_str_or(&FDP_RUH_TYPE, RuhType::Initially.key())
-            .as_str()
-        {
-            "initially" => RuhType::Initially,
-            "persistently" => RuhType::Persistently,
-            other => {
+        let types = params.take_str_or(&FDP_RUH_TYPE, RuhType::Initially.key());
+        let mut ruh_types = Vec::new();
+        for t in types.split(',').map(str::trim) {
+            ruh_types.push(match t {
+                "initially" => RuhType::Initially,
+                "persistently" => RuhType::Persistently,
+                other => {
+                    return Err(ConfigError::invalid(
+                        "fdp_ruh_type",
+                        format!("{}: expected initially or persistently", quote(other)),
+                    ))
+                }
+            });
+        }
+        // One type for every handle, or one per handle.
+        match ruh_types.len() {
+            1 => ruh_types.resize(ruhs as usize, ruh_types[0]),
+            n if n == ruhs as usize => {}
+            n => {
                 return Err(ConfigError::invalid(
                     "fdp_ruh_type",
-                    format!("{}: expected initially or persistently", quote(other)),
+                    format!("{n} types for {ruhs} handles (fdp_ruhs): give one, or one per handle"),
                 ))
             }
-        };
+        }
         // Empty by default: every untagged write goes to handle 0.
         let ranges = parse_ranges(&params.take_str_or(&FDP_RANGES, ""), geo, ruhs)?;
         if ruhs == 0 {
@@ -129,7 +162,7 @@ impl FdpConfig {
         let c = FdpConfig {
             ruhs,
             ru_lines,
-            ruh_type,
+            ruh_types,
             ranges,
         };
         // Every extra stream keeps a line open that the logical space cannot fill: the spare
@@ -168,7 +201,7 @@ impl FdpConfig {
             format!(
                 "FDP: {} reclaim unit handle(s), {} isolated, reclaim unit {} line(s){}",
                 self.ruhs,
-                self.ruh_type.key(),
+                self.types_key(),
                 self.ru_lines,
                 match self.ranges.len() {
                     0 => String::new(),
@@ -177,6 +210,25 @@ impl FdpConfig {
             )
         })
     }
+}
+
+/// Handle types as `fdp_ruh_type` names them: one type when all are alike (the default type
+/// for none), else one per handle, comma-separated.
+pub fn types_key(types: &[RuhType]) -> String {
+    match types.split_first() {
+        None => RuhType::default().key().into(),
+        Some((t, rest)) if rest.iter().all(|r| r == t) => t.key().into(),
+        Some(_) => {
+            let keys: Vec<&str> = types.iter().map(|t| t.key()).collect();
+            keys.join(",")
+        }
+    }
+}
+
+/// Serialises the handles' types as [`types_key`] names them (reports keep one word for the
+/// usual configuration).
+fn types_json<S: Serializer>(types: &[RuhType], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&types_key(types))
 }
 
 /// Parses `fdp_ranges` (`START-END:ID,...`; each bound a size, `1g`, or a share of the logical
@@ -262,12 +314,23 @@ mod tests {
         assert!(fdp(&[]).unwrap().is_off());
         assert!(fdp(&["fdp_ruh_type=persistently"]).unwrap().is_off());
         let c = fdp(&["fdp_ruhs=4", "fdp_ruh_type=persistently"]).unwrap();
-        assert_eq!(
-            (c.ruhs, c.ru_lines, c.ruh_type),
-            (4, 1, RuhType::Persistently)
-        );
+        assert_eq!((c.ruhs, c.ru_lines), (4, 1));
+        assert_eq!(c.ruh_types, vec![RuhType::Persistently; 4]);
         assert_eq!(c.extra_streams(), 3 + 4);
         assert_eq!(fdp(&["fdp_ruhs=4"]).unwrap().extra_streams(), 3 + 1);
+        // One type per handle: a GC stream per persistently isolated one, one shared.
+        let c = fdp(&[
+            "fdp_ruhs=3",
+            "fdp_ruh_type=persistently, initially,initially",
+        ])
+        .unwrap();
+        assert!(c.persistent(0) && !c.persistent(1) && !c.persistent(2));
+        assert_eq!(c.extra_streams(), 2 + 1 + 1);
+        assert_eq!(c.types_key(), "persistently,initially,initially");
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["ruh_type"], "persistently,initially,initially");
+        let c = fdp(&["fdp_ruhs=2", "fdp_ruh_type=initially,initially"]).unwrap();
+        assert_eq!(serde_json::to_value(&c).unwrap()["ruh_type"], "initially");
     }
 
     #[test]
@@ -309,6 +372,14 @@ mod tests {
             (&["fdp_ru=2"], "fdp_ru"),
             (&["fdp_ruhs=2", "fdp_ru=2"], "fdp_ru"),
             (&["fdp_ruhs=2", "fdp_ruh_type=always"], "fdp_ruh_type"),
+            (
+                &["fdp_ruhs=3", "fdp_ruh_type=initially,persistently"],
+                "fdp_ruh_type",
+            ),
+            (
+                &["fdp_ruhs=2", "fdp_ruh_type=initially,sometimes"],
+                "fdp_ruh_type",
+            ),
             // quick's 16 spare lines cannot hold 64 handles' open units.
             (&["fdp_ruhs=64"], "fdp_ruhs"),
         ] {

@@ -163,7 +163,7 @@ impl Fdp {
     pub(super) fn place(&mut self, ppa: Ppa, line: u32, unit: Unit, h: u8) {
         let l = line as usize;
         if self.owner[l] == RuOwner::NONE {
-            let owner = match (unit, self.cfg.ruh_type) {
+            let owner = match (unit, self.cfg.ruh_type(h)) {
                 (Unit::Host, _) => RuOwner::Host(h),
                 (Unit::Gc, RuhType::Persistently) => RuOwner::Gc(h),
                 (Unit::Gc, RuhType::Initially) => RuOwner::SharedGc,
@@ -210,7 +210,7 @@ impl Fdp {
 
     /// Checks placement (docs/fdp.md): every data page on flash was placed, in a line that is
     /// a reclaim unit; a handle's unit (host, or its own GC unit) holds only that handle's
-    /// data; and persistently isolated handles have no shared GC unit. `oob` and `blk_next`
+    /// data; and no shared GC unit holds a persistently isolated handle's data. `oob` and `blk_next`
     /// are the device's OOB and write pointers.
     pub(super) fn check(
         &self,
@@ -221,11 +221,6 @@ impl Fdp {
         let ppb = geo.pages_per_block;
         for line in 0..geo.lines() {
             let owner = self.owner(line);
-            if owner == RuOwner::SharedGc && self.cfg.ruh_type == RuhType::Persistently {
-                return Err(format!(
-                    "line {line} is a shared GC unit, but handles are persistently isolated"
-                ));
-            }
             for i in 0..geo.blocks_per_line() {
                 let b = geo.block_in_line(line, i);
                 for pg in 0..blk_next[b as usize] {
@@ -245,6 +240,12 @@ impl Fdp {
                             return Err(format!(
                                 "{ppa:?} holds handle {h}'s data ({lpn:?}) in line {line}, \
                                  a reclaim unit of handle {o} ({owner:?})"
+                            ))
+                        }
+                        RuOwner::SharedGc if self.cfg.persistent(h) => {
+                            return Err(format!(
+                                "{ppa:?} holds persistently isolated handle {h}'s data \
+                                 ({lpn:?}) in line {line}, a shared GC unit"
                             ))
                         }
                         _ => {}

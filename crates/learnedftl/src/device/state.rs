@@ -63,7 +63,12 @@ fn header(cfg: &DeviceConfig, ftl: &str, stamp: u32) -> serde_json::Value {
         "geometry": cfg.geometry,
         "cell": cfg.timing.cell,
         "slc_cache": cfg.slc.is_on(),
-        "fdp": [cfg.fdp.ruhs, cfg.fdp.ru_lines],
+        "fdp": match cfg.fdp.is_on() {
+            // The handles' types too, but as before they were a key: states saved without FDP
+            // stay loadable.
+            true => serde_json::json!([cfg.fdp.ruhs, cfg.fdp.ru_lines, cfg.fdp.types_key()]),
+            false => serde_json::json!([cfg.fdp.ruhs, cfg.fdp.ru_lines]),
+        },
         "stamp": stamp,
     })
 }

@@ -6,7 +6,7 @@
 //! takes the next line from the FIFO free list.
 
 use crate::addr::{Ppa, SimTime};
-use crate::config::{FdpConfig, Geometry, RuhType, Stripe, DEFAULT_GC_RESERVE_LINES};
+use crate::config::{FdpConfig, Geometry, Stripe, DEFAULT_GC_RESERVE_LINES};
 use crate::device::{Device, Oob, RuOwner};
 use crate::error::{quote, ConfigError, FtlError};
 use crate::params::{keys, Key, Params};
@@ -309,14 +309,24 @@ pub struct Allocator {
 }
 
 /// The write streams of Flexible Data Placement (docs/fdp.md): handle 0 writes through
-/// [`Stream::DATA`]; handles 1.. through `first + h - 1`; GC copies through `gc + h` when
-/// handles are persistently isolated, through `gc` for every handle otherwise.
+/// [`Stream::DATA`]; handles 1.. through `first + h - 1`; GC copies of a persistently isolated
+/// handle's data through `gc + 1 + h`, of the others' through `gc`, the shared GC unit's
+/// stream (a slot no handle uses holds no line).
 #[derive(Copy, Clone, Debug)]
 struct FdpStreams {
     first: u16,
     gc: u16,
     ruhs: u16,
-    persistent: bool,
+    /// Bit `h`: handle `h` is persistently isolated (at most 128 handles).
+    persistent: u128,
+}
+
+impl FdpStreams {
+    /// Stream slots: the host streams of handles 1.., the shared GC stream, one GC stream per
+    /// handle.
+    fn slots(ruhs: u16) -> u16 {
+        ruhs - 1 + 1 + ruhs
+    }
 }
 
 impl Allocator {
@@ -354,7 +364,7 @@ impl Allocator {
             return self;
         }
         let first = self.ptrs.len() as u16;
-        let extra = fdp.extra_streams() as usize;
+        let extra = FdpStreams::slots(fdp.ruhs) as usize;
         let none = Pointer {
             line: Pointer::NONE,
             next: 0,
@@ -362,11 +372,14 @@ impl Allocator {
         };
         self.ptrs.resize(first as usize + extra, none);
         self.owned.resize(first as usize + extra, 0);
+        let persistent = (0..fdp.ruhs)
+            .filter(|&h| fdp.persistent(h as u8))
+            .fold(0u128, |bits, h| bits | 1u128 << h);
         self.fdp = Some(FdpStreams {
             first,
             gc: first + fdp.ruhs - 1,
             ruhs: fdp.ruhs,
-            persistent: fdp.ruh_type == RuhType::Persistently,
+            persistent,
         });
         self
     }
@@ -398,8 +411,18 @@ impl Allocator {
     pub fn gc_stream(&self, h: u8) -> Stream {
         match self.fdp {
             None => Stream::DATA,
-            Some(f) if f.persistent => Stream(f.gc + h as u16),
+            Some(f) if f.persistent >> h & 1 == 1 => Stream(f.gc + 1 + h as u16),
             Some(f) => Stream(f.gc),
+        }
+    }
+
+    /// Write stream slots FDP `fdp` adds to an allocator ([`Allocator::with_fdp`]): more than
+    /// [`FdpConfig::extra_streams`], which counts those that open lines.
+    pub fn fdp_slots(fdp: &FdpConfig) -> u16 {
+        if fdp.is_off() {
+            0
+        } else {
+            FdpStreams::slots(fdp.ruhs)
         }
     }
 
@@ -423,7 +446,7 @@ impl Allocator {
             RuOwner::Host(0) => Some(Stream::DATA),
             RuOwner::Host(h) => Some(Stream(f.first + h as u16 - 1)),
             RuOwner::Gc(h) => Some(self.gc_stream(h)),
-            RuOwner::SharedGc => Some(self.gc_stream(0)),
+            RuOwner::SharedGc => Some(Stream(f.gc)),
         }
     }
 

@@ -68,9 +68,11 @@ pub struct Groups {
     pub trained_at: Vec<Option<SimTime>>,
     /// Mapped LPNs of `g` (simulator bookkeeping, for the refresh choice and reports).
     pub mapped: Vec<u32>,
-    /// Of which written with an FDP handle other than the default (simulator bookkeeping: under
-    /// persistently isolated handles such a group is not merged; docs/fdp.md).
+    /// Of which written with an FDP handle other than the default, and with a persistently
+    /// isolated one (simulator bookkeeping: a group with both is not merged; docs/fdp.md).
     pub other_handles: Vec<u32>,
+    /// See [`Groups::other_handles`].
+    pub isolated: Vec<u32>,
     /// Collections of `g` since the last stats reset.
     pub collections: Vec<u32>,
     /// Host page reads of `g` the CMT did not serve (model hits and double reads: the reads a
@@ -101,6 +103,7 @@ impl Groups {
             trained_at: vec![None; n],
             mapped: vec![0; n],
             other_handles: vec![0; n],
+            isolated: vec![0; n],
             collections: vec![0; n],
             heat: vec![0; n],
             idle_trained: vec![false; n],

@@ -27,7 +27,7 @@ mod tests;
 
 use super::{DramUsage, Ftl, ReadSink, Served};
 use crate::addr::{Lpn, Ppa, SimTime, Tpn, Vppn};
-use crate::config::{AddrMath, DeviceConfig, Geometry, RuhType};
+use crate::config::{AddrMath, DeviceConfig, Geometry};
 use crate::device::{Cause, Device, Oob, Src, Unit};
 use crate::error::{quote, ConfigError, FtlError};
 use crate::mapping::budget::{CMT_RATIO, MAPPING_DRAM_BYTES};
@@ -150,10 +150,11 @@ pub struct Config {
     /// FDP is on: only the default handle's pages go to a group's lines (docs/fdp.md,
     /// "LearnedFTL").
     pub fdp: bool,
-    /// FDP handles are persistently isolated: a merge, which sorts a group's pages into its
-    /// lines, must not mix handles, so only groups whose pages all carry the default handle
-    /// are merged (docs/fdp.md, "LearnedFTL").
-    pub fdp_persistent: bool,
+    /// FDP: bit `h` says handle `h` is persistently isolated. A merge sorts a group's pages
+    /// into its lines and must not mix such a handle's data with another's, so a group is
+    /// merged only if its pages all carry the default handle or none carries a persistently
+    /// isolated one (docs/fdp.md, "LearnedFTL").
+    pub fdp_persistent: u128,
 }
 
 /// LearnedFTL's own counters (reported by [`Ftl::extra_counters`]).
@@ -473,7 +474,9 @@ impl LearnedFtl {
                 dram,
                 budget,
                 fdp: dev.fdp.is_on(),
-                fdp_persistent: dev.fdp.is_on() && dev.fdp.ruh_type == RuhType::Persistently,
+                fdp_persistent: (0..dev.fdp.ruhs)
+                    .filter(|&h| dev.fdp.persistent(h as u8))
+                    .fold(0, |bits, h| bits | 1u128 << h),
             },
             alloc: Allocator::new(&geo, streams, policy).with_fdp(&dev.fdp),
             next_refresh: SimTime(refresh_period_ns.unwrap_or(0)),
@@ -685,7 +688,7 @@ impl LearnedFtl {
                 Some(old) => self.unmap(dev, g, old)?,
                 None => self.groups.mapped[g as usize] += 1,
             }
-            self.groups.other_handles[g as usize] += (handle != 0) as u32;
+            self.count_handle(g, handle, 1);
             let (tpn, x) = self.locate(lpn);
             self.models.clear(tpn, x);
             self.cache_dirty(dev, lpn, req.last_lpn(), t)?;
@@ -710,14 +713,25 @@ impl LearnedFtl {
 
     /// Invalidates `old`, a page of group `g` the host overwrote or trimmed.
     fn unmap(&mut self, dev: &mut Device, g: u32, old: Ppa) -> Result<(), FtlError> {
-        self.groups.other_handles[g as usize] -= (dev.page_handle(old) != 0) as u32;
+        self.count_handle(g, dev.page_handle(old), -1);
         dev.invalidate(old)?;
         Ok(())
     }
 
+    /// Counts (`by` 1) or uncounts (-1) a mapped page of group `g` with FDP handle `h` in the
+    /// group's handle counters ([`Groups::other_handles`], [`Groups::isolated`]).
+    pub(super) fn count_handle(&mut self, g: u32, h: u8, by: i32) {
+        let g = g as usize;
+        let isolated = (self.cfg.fdp_persistent >> h & 1) as i32;
+        self.groups.other_handles[g] =
+            self.groups.other_handles[g].wrapping_add_signed(by * (h != 0) as i32);
+        self.groups.isolated[g] = self.groups.isolated[g].wrapping_add_signed(by * isolated);
+    }
+
     /// Whether a merge may take group `g` (see [`Config::fdp_persistent`]).
     fn mergeable(&self, g: u32) -> bool {
-        !self.cfg.fdp_persistent || self.groups.other_handles[g as usize] == 0
+        let g = g as usize;
+        self.groups.other_handles[g] == 0 || self.groups.isolated[g] == 0
     }
 
     fn seq_init(&mut self, (tpn, x, len, v): (Tpn, u32, u32, Vppn)) {
@@ -998,13 +1012,16 @@ impl Ftl for LearnedFtl {
             ));
         }
         let mut other = vec![0u32; self.groups.count() as usize];
+        let mut isolated = other.clone();
         for (lpn, p) in self.table.iter() {
-            if p.is_some_and(|p| dev.page_handle(p) != 0) {
-                other[self.groups.of(lpn) as usize] += 1;
+            if let Some(h) = p.map(|p| dev.page_handle(p)) {
+                let g = self.groups.of(lpn) as usize;
+                other[g] += (h != 0) as u32;
+                isolated[g] += (self.cfg.fdp_persistent >> h & 1) as u32;
             }
         }
-        if other != self.groups.other_handles {
-            return Err("groups miscount their LPNs of FDP handles other than 0".into());
+        if other != self.groups.other_handles || isolated != self.groups.isolated {
+            return Err("groups miscount their LPNs of FDP handles".into());
         }
         let total = self.dram_total();
         if total > self.cfg.budget.total || total != self.dram().total() {

@@ -51,9 +51,9 @@ impl LearnedFtl {
         let stale = ftl.table.restore(dev, &scan)?;
         for l in 0..ftl.table.logical_pages() {
             if let Some(p) = scan.mapped(Lpn(l)) {
-                let g = ftl.groups.of(Lpn(l)) as usize;
-                ftl.groups.mapped[g] += 1;
-                ftl.groups.other_handles[g] += (dev.page_handle(p) != 0) as u32;
+                let g = ftl.groups.of(Lpn(l));
+                ftl.groups.mapped[g as usize] += 1;
+                ftl.count_handle(g, dev.page_handle(p), 1);
             }
         }
         let policy = ftl.alloc.policy.clone();
