@@ -199,9 +199,12 @@ impl FdpConfig {
     pub fn describe(&self) -> Option<String> {
         self.is_on().then(|| {
             format!(
-                "FDP: {} reclaim unit handle(s), {} isolated, reclaim unit {} line(s){}",
+                "FDP: {} reclaim unit handle(s), {}, reclaim unit {} line(s){}",
                 self.ruhs,
-                self.types_key(),
+                match self.types_key() {
+                    k if k.contains(',') => format!("isolated by handle: {k}"),
+                    k => format!("{k} isolated"),
+                },
                 self.ru_lines,
                 match self.ranges.len() {
                     0 => String::new(),
