@@ -1265,11 +1265,11 @@ impl DeviceConfig {
     /// its valid bit), per block 48 B (write pointer, valid and erase counts, timing),
     /// per logical page [`FTL_BYTES_PER_LPN`] (a page-level table: the FTL's own or the
     /// flash-resident translation pages, and per-page FTL state), plus 4 B per logical page for
-    /// the `verify` oracle (5 under FDP), 8 B per logical page with a controller write buffer (10 under FDP),
-    /// a bit per physical page with an SLC cache, under FDP a byte per physical page and two
-    /// per line (whose data each page holds, each line's unit), and `page_size` B per physical
-    /// page when payloads are
-    /// kept (each programmed page's data stays until its block is erased). Saturates rather
+    /// the `verify` oracle (5 under FDP), 8 B per logical page with a controller write buffer
+    /// (10 under FDP), a bit per physical page with an SLC cache, under FDP a byte per physical
+    /// page and two per line (whose data each page holds, each line's unit), and `page_size` B
+    /// per physical page when payloads are kept (each programmed page's data stays until its
+    /// block is erased). Saturates rather
     /// than overflows.
     pub fn state_bytes(&self, verify: bool) -> u64 {
         self.metadata_bytes(verify)

@@ -210,8 +210,8 @@ impl Fdp {
 
     /// Checks placement (docs/fdp.md): every data page on flash was placed, in a line that is
     /// a reclaim unit; a handle's unit (host, or its own GC unit) holds only that handle's
-    /// data; and no shared GC unit holds a persistently isolated handle's data. `oob` and `blk_next`
-    /// are the device's OOB and write pointers.
+    /// data; and no shared GC unit holds a persistently isolated handle's data. `oob` and
+    /// `blk_next` are the device's OOB and write pointers.
     pub(super) fn check(
         &self,
         geo: &Geometry,

@@ -66,8 +66,8 @@ impl Device {
     }
 
     /// Power-loss protection for a controller's write buffer: on capacitor energy, the
-    /// buffered versions `pages` (`(lpn, stamp, placement ID)`, oldest first) and their data go to a
-    /// reserved power-loss area outside the data blocks, as drives do, to be restored at
+    /// buffered versions `pages` (`(lpn, stamp, placement ID)`, oldest first) and their data go
+    /// to a reserved power-loss area outside the data blocks, as drives do, to be restored at
     /// power-on ([`Device::take_capacitor_dump`]). The area's programs are not counted: the
     /// restore's are, when the pages are written again. Replaces an earlier dump not taken.
     /// With payloads, a version whose data was already programmed (the FTL took it before

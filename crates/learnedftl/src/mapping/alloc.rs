@@ -600,13 +600,14 @@ impl Allocator {
 
     /// Records that background GC found no victim needing `min_invalid` invalid pages among
     /// the candidates: closed lines, and the open lines `open` accepts given their stream and
-    /// unwritten pages (LearnedFTL's reclaim takes its groups' full ones, and under FDP any). Until a page is invalidated, a line changes
-    /// hands, fills or closes, or a block opens, the answer stays the same. And while no line
-    /// is freed, filled or closed (and, for cost-benefit, no block opens), a victim needs some
-    /// candidate to lose as many valid pages as it lacks, itself: to rank first (its key moves
-    /// only with its own pages, and the first choice's can only get better) and to have
-    /// `min_invalid` invalid pages (or, for LearnedFTL, to be wholly invalid). The device's
-    /// line alarms say when one has ([`Device::arm_line_alarms`]).
+    /// unwritten pages (LearnedFTL's reclaim takes its groups' full ones, and under FDP any).
+    /// Until a page is invalidated, a line changes hands, fills or closes, or a block opens,
+    /// the answer stays the same. And while no line is freed, filled or closed (and, for
+    /// cost-benefit, no block opens), a victim needs some candidate to lose as many valid pages
+    /// as it lacks, itself: to rank first (its key moves only with its own pages, and the first
+    /// choice's can only get better) and to have `min_invalid` invalid pages (or, for
+    /// LearnedFTL, to be wholly invalid). The device's line alarms say when one has
+    /// ([`Device::arm_line_alarms`]).
     pub fn idle(&mut self, dev: &mut Device, min_invalid: u32, open: impl Fn(Stream, u32) -> bool) {
         let (inv, free) = (dev.invalidations(), self.free_lines());
         self.idle_at = Some((inv, free, self.changes, dev.blocks_opened()));

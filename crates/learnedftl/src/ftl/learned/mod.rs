@@ -310,7 +310,7 @@ impl LearnedFtl {
         }
         let groups = Groups::new(&geo, group_tps);
         let streams = FIRST_GROUP_STREAM as u64 + groups.count() as u64;
-        if streams + dev.fdp.extra_streams() as u64 > u16::MAX as u64 {
+        if streams + Allocator::fdp_slots(&dev.fdp) as u64 > u16::MAX as u64 {
             return Err(ConfigError::invalid(
                 "group_tps",
                 format!(
