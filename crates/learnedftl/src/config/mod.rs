@@ -1269,8 +1269,7 @@ impl DeviceConfig {
     /// (10 under FDP), a bit per physical page with an SLC cache, under FDP a byte per physical
     /// page and two per line (whose data each page holds, each line's unit), and `page_size` B
     /// per physical page when payloads are kept (each programmed page's data stays until its
-    /// block is erased). Saturates rather
-    /// than overflows.
+    /// block is erased). Saturates rather than overflows.
     pub fn state_bytes(&self, verify: bool) -> u64 {
         self.metadata_bytes(verify)
             .saturating_add(self.payload_bytes())
