@@ -66,7 +66,11 @@ fn every_fdp_ftl_passes_a_check_with_placement_ids_and_power_cuts() {
     // keep each write's placement ID (the oracle checks every page's handle).
     let plp = ["write_buffer=64KiB", "power_loss_protection=on"];
     for ftl in ["ideal", "dftl", "tpftl", "sftl", "leaftl", "learnedftl"] {
-        for (ty, drive) in [("initially", &[][..]), ("persistently", &[]), ("initially", &plp)] {
+        for (ty, drive) in [
+            ("initially", &[][..]),
+            ("persistently", &[]),
+            ("initially", &plp),
+        ] {
             let ty = format!("fdp_ruh_type={ty}");
             let mut set = vec!["logical_ratio=0.75", "fdp_ruhs=4", &ty];
             set.extend_from_slice(drive);
