@@ -202,6 +202,51 @@ fn a_cut_in_the_background_work_after_a_read_leaves_what_the_read_returned() {
     assert_eq!(r.reads_checked, 2);
 }
 
+/// Power-loss protection and a write larger than the write buffer (it goes around it), cut
+/// after programming pages whose older acknowledged version the buffer held: recovery wrote
+/// the dumped version back over the newer one with its older stamp, and at the next cut the
+/// newer, never acknowledged version came back (LearnedFTL and μ-FTL, `check --ops 100000
+/// --power-cuts --set power_loss_protection=on --set write_buffer=256KiB`, 2026-11-29).
+#[test]
+fn a_write_around_a_protected_buffer_cut_twice_keeps_what_the_first_recovery_left() {
+    use check::stream::{Cut, HostOp, Kind};
+    let sets = [
+        "power_loss_protection=on",
+        "write_buffer=16KiB",
+        "write_buffer_drain=full",
+    ];
+    for ftl in ["ideal", "learnedftl", "mu-ftl"] {
+        let s = CheckSpec {
+            blank: true,
+            ..spec(ftl, 0, 1, &sets)
+        };
+        let x = 4096 * 4096;
+        let op = |kind, pages: u64, id, cut| HostOp {
+            placement: 0,
+            kind,
+            offset: x,
+            len: pages * 4096,
+            fua: false,
+            id,
+            new_batch: true,
+            cut,
+        };
+        let ops = vec![
+            op(Kind::Write, 2, 1, None), // buffered
+            // Around the buffer; cut in its third flash operation, after two of its pages.
+            op(Kind::Write, 8, 2, Some(Cut::After(2))),
+            op(Kind::Read, 8, 0, None),
+            // A read programs nothing: the cut strikes right after it.
+            op(Kind::Read, 8, 0, Some(Cut::After(1))),
+            op(Kind::Read, 8, 0, None),
+        ];
+        let r = run(&s, Some(ops), dir(&format!("around-{ftl}")));
+        assert!(r.failures.is_empty(), "{ftl}: {:?}", r.failures);
+        assert_eq!(r.power_cuts, 2, "{ftl}");
+        assert_eq!(r.reads_checked, 3, "{ftl}");
+    }
+}
+
 /// `--capacity` sizes the checked device as `run`'s does, and its replay command says so.
 #[test]
 fn a_check_at_a_capacity_sizes_its_device_and_names_it() {

@@ -449,12 +449,16 @@ impl PayloadStore {
         }
     }
 
-    /// Stages a kept version again (it is restored from the dump).
-    pub(super) fn restore(&mut self, lpn: Lpn, stamp: u32) {
-        if let Some(page) = self.dumped.remove(&(lpn, stamp)) {
-            if let Some((_, old)) = self.staged.insert(lpn, (stamp, page)) {
-                self.recycle(old);
-            }
+    /// Stages a kept version again (`stage`: it is restored from the dump) or drops its data
+    /// (it is not).
+    pub(super) fn restore(&mut self, lpn: Lpn, stamp: u32, stage: bool) {
+        let Some(page) = self.dumped.remove(&(lpn, stamp)) else {
+            return;
+        };
+        if !stage {
+            self.recycle(page);
+        } else if let Some((_, old)) = self.staged.insert(lpn, (stamp, page)) {
+            self.recycle(old);
         }
     }
 

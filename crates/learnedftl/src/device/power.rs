@@ -81,15 +81,21 @@ impl Device {
         }
     }
 
-    /// Takes the pages of the last capacitor dump, their data staged again for programming
-    /// (empty when there was none). Call once powered on.
-    pub fn take_capacitor_dump(&mut self) -> Vec<(Lpn, u32, u16)> {
-        let dump = std::mem::take(&mut self.dump);
-        if let Some(p) = self.payload.as_mut() {
-            for &(lpn, stamp, _) in &dump {
-                p.restore(lpn, stamp);
+    /// Takes the pages of the last capacitor dump that `restore` keeps (given each page's
+    /// LPN and stamp), their data staged again for programming; the others' data is dropped.
+    /// Empty when there was no dump. Call once powered on.
+    pub fn take_capacitor_dump(
+        &mut self,
+        mut restore: impl FnMut(Lpn, u32) -> bool,
+    ) -> Vec<(Lpn, u32, u16)> {
+        let mut dump = std::mem::take(&mut self.dump);
+        dump.retain(|&(lpn, stamp, _)| {
+            let keep = restore(lpn, stamp);
+            if let Some(p) = self.payload.as_mut() {
+                p.restore(lpn, stamp, keep);
             }
-        }
+            keep
+        });
         dump
     }
 

@@ -269,7 +269,15 @@ impl Controller {
     /// A controller around `inner` just recovered from flash after a power cut, at `t`: the
     /// buffer is empty (it was DRAM), each LPN's durable version is the one on flash, and the
     /// pages a power-loss-protected buffer dumped ([`Device::take_capacitor_dump`]) are
-    /// written to the FTL again, oldest first. Returns when the last of those completes.
+    /// written to the FTL again, oldest first, but for those recovery found a newer version
+    /// of on flash. Returns when the last of those completes.
+    ///
+    /// A dumped version is the newest acknowledged one of its LPN, but the request the cut
+    /// struck in (a write larger than the buffer, which goes around it, or a trim: either
+    /// drops the buffered versions only once the FTL has acknowledged it) may have programmed
+    /// a newer version, or a trim record, before the cut. That request may leave its version;
+    /// writing the dumped one back would hide it only until the next cut, whose scan orders
+    /// versions by stamp and brings the newer one back: a page changing with no write.
     pub fn recovered(
         inner: Box<dyn Ftl>,
         cfg: &DeviceConfig,
@@ -277,6 +285,9 @@ impl Controller {
         t: SimTime,
     ) -> Result<(Controller, SimTime), FtlError> {
         let mut ctl = Controller::new(inner, cfg);
+        // The trim records recovery kept (the newest word on some LPN), as `(first LPN, end,
+        // stamp)`.
+        let mut trims = Vec::new();
         if let Some(b) = ctl.buf.as_mut() {
             for ppa in (0..dev.geo().pages() as u32).map(Ppa) {
                 let Some(oob) = dev.peek_oob(ppa).filter(|_| dev.is_valid(ppa)) else {
@@ -284,11 +295,22 @@ impl Controller {
                 };
                 if let Some(d) = oob.lpn().and_then(|l| b.durable.get_mut(l.idx())) {
                     *d = oob.stamp;
+                } else if let Some(r) = dev.record(ppa).filter(|_| oob.is_record()) {
+                    let range = r.range();
+                    trims.push((range.start, range.end, oob.stamp));
                 }
             }
         }
+        let durable = ctl.buf.as_ref().map(|b| &b.durable);
+        let newer_on_flash = |lpn: Lpn, stamp: u32| {
+            durable.is_some_and(|d| d[lpn.idx()] > stamp)
+                || trims
+                    .iter()
+                    .any(|&(a, e, s)| s > stamp && (a..e).contains(&lpn.0))
+        };
+        let dump = dev.take_capacitor_dump(|lpn, stamp| !newer_on_flash(lpn, stamp));
         let mut done = t;
-        for (lpn, stamp, placement) in dev.take_capacitor_dump() {
+        for (lpn, stamp, placement) in dump {
             let req = Request::new(Op::Write, lpn.0, 1, t.0, stamp).placed(placement);
             done = done.max(ctl.inner.submit(dev, &req, &mut NullSink)?);
             if let Some(b) = ctl.buf.as_mut() {
