@@ -59,7 +59,7 @@ keys! {
     pub static FDP_KEYS = "fdp", "NVMe Flexible Data Placement: reclaim unit handles the host tags its writes with";
     FDP_RUHS = "fdp_ruhs" ["handles"] "reclaim unit handles the host may place writes with (0: FDP off); untagged writes go to handle 0";
     FDP_RU = "fdp_ru" ["lines"] "with fdp_ruhs: reclaim unit size in lines (superblocks), the unit GC erases";
-    FDP_RUH_TYPE = "fdp_ruh_type" ["initially|persistently|TYPE,TYPE,..."] "with fdp_ruhs: initially isolated, GC may merge handles' valid data; persistently, GC keeps each handle's data apart; a list gives each handle its own type";
+    FDP_RUH_TYPE = "fdp_ruh_type" ["initially|persistently"] "with fdp_ruhs: initially isolated, GC may merge handles' valid data; persistently, GC keeps each handle's data apart; a comma-separated list gives each handle its own type";
     FDP_RANGES = "fdp_ranges" ["START-END:ID,..."] "with fdp_ruhs: untagged writes whose first byte is in [START, END) go to handle ID (sizes or % of the logical space; serve's placement for unmodified applications)";
 }
 
