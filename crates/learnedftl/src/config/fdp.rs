@@ -102,9 +102,10 @@ impl FdpConfig {
         self.ruhs - 1 + own as u16 + shared as u16
     }
 
-    /// The handles' types as `fdp_ruh_type` names them ([`types_key`]).
+    /// The handles' types as `fdp_ruh_type` names them: one type when all are alike, else one
+    /// per handle, comma-separated.
     pub fn types_key(&self) -> String {
-        types_key(&self.ruh_types)
+        key_of_types(&self.ruh_types)
     }
 
     /// The FDP keys of `params` applied (and removed), checked against `geo`: the open reclaim
@@ -217,7 +218,7 @@ impl FdpConfig {
 
 /// Handle types as `fdp_ruh_type` names them: one type when all are alike (the default type
 /// for none), else one per handle, comma-separated.
-pub fn types_key(types: &[RuhType]) -> String {
+fn key_of_types(types: &[RuhType]) -> String {
     match types.split_first() {
         None => RuhType::default().key().into(),
         Some((t, rest)) if rest.iter().all(|r| r == t) => t.key().into(),
@@ -228,10 +229,10 @@ pub fn types_key(types: &[RuhType]) -> String {
     }
 }
 
-/// Serialises the handles' types as [`types_key`] names them (reports keep one word for the
-/// usual configuration).
+/// Serialises the handles' types as [`key_of_types`] names them (reports keep one word for
+/// the usual configuration).
 fn types_json<S: Serializer>(types: &[RuhType], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&types_key(types))
+    s.serialize_str(&key_of_types(types))
 }
 
 /// Parses `fdp_ranges` (`START-END:ID,...`; each bound a size, `1g`, or a share of the logical
