@@ -263,6 +263,24 @@ pub fn unknown_keys(
     ConfigError::UnknownKeys { keys, hint }
 }
 
+/// The value of word `text` among `words` (`(word, value)`), or an error naming `key` and the
+/// words it takes ("expected a, b or c").
+pub fn parse_word<T: Copy>(key: &str, text: &str, words: &[(&str, T)]) -> Result<T, ConfigError> {
+    if let Some(&(_, v)) = words.iter().find(|(w, _)| *w == text) {
+        return Ok(v);
+    }
+    let names: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+    let expected = match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(ConfigError::invalid(
+        key,
+        format!("{}: expected {expected}", quote(text)),
+    ))
+}
+
 /// Parses a size with an optional binary suffix (`4k`, `512KiB`, `1g`, `4096`), as fio does.
 pub fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
@@ -316,6 +334,18 @@ pub fn parse_duration_ns(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_is_its_value_and_anything_else_names_the_key_and_the_words() {
+        let words = [("a", 1), ("b", 2), ("c", 3)];
+        assert_eq!(parse_word("k", "b", &words).unwrap(), 2);
+        let e = parse_word("k", "d", &words).unwrap_err().to_string();
+        assert!(e.contains("k") && e.contains("expected a, b or c"), "{e}");
+        let e = parse_word("k", "x", &[("on", true)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected on"), "{e}");
+    }
 
     #[test]
     fn sizes() {

@@ -38,18 +38,16 @@ impl Cell {
 
     /// Parses a `cell=` value.
     pub fn parse(text: &str) -> Result<Cell, ConfigError> {
-        Ok(match text {
-            "slc" => Cell::Slc,
-            "mlc" => Cell::Mlc,
-            "tlc" => Cell::Tlc,
-            "qlc" => Cell::Qlc,
-            other => {
-                return Err(ConfigError::invalid(
-                    "cell",
-                    format!("{}: expected slc, mlc, tlc or qlc", quote(other)),
-                ))
-            }
-        })
+        crate::params::parse_word(
+            "cell",
+            text,
+            &[
+                ("slc", Cell::Slc),
+                ("mlc", Cell::Mlc),
+                ("tlc", Cell::Tlc),
+                ("qlc", Cell::Qlc),
+            ],
+        )
     }
 
     /// Whether this is the single-page-type SLC model.

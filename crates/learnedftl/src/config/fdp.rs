@@ -4,7 +4,7 @@
 
 use super::Geometry;
 use crate::error::{quote, ConfigError};
-use crate::params::{keys, parse_size, Params};
+use crate::params::{keys, parse_size, parse_word, Params};
 use serde::{Serialize, Serializer};
 
 /// Most reclaim unit handles a configuration may have: fio's limit on placement IDs
@@ -133,16 +133,11 @@ impl FdpConfig {
         let types = params.take_str_or(&FDP_RUH_TYPE, RuhType::Initially.key());
         let mut ruh_types = Vec::new();
         for t in types.split(',').map(str::trim) {
-            ruh_types.push(match t {
-                "initially" => RuhType::Initially,
-                "persistently" => RuhType::Persistently,
-                other => {
-                    return Err(ConfigError::invalid(
-                        "fdp_ruh_type",
-                        format!("{}: expected initially or persistently", quote(other)),
-                    ))
-                }
-            });
+            let words = [
+                ("initially", RuhType::Initially),
+                ("persistently", RuhType::Persistently),
+            ];
+            ruh_types.push(parse_word("fdp_ruh_type", t, &words)?);
         }
         // One type for every handle, or one per handle.
         match ruh_types.len() {

@@ -12,7 +12,7 @@ pub use math::{AddrMath, FastDiv, Stripe};
 
 use crate::addr::{Ppa, PpaParts, Vppn};
 use crate::error::{quote, ConfigError};
-use crate::params::{keys, Params};
+use crate::params::{keys, parse_word, Params};
 use serde::Serialize;
 
 /// Largest `page_size` accepted: NAND pages are 4-16 KiB, and a few pages this large already
@@ -653,20 +653,15 @@ impl Controller {
         let mut c = base;
         // The drain keys are taken (and checked) with or without a buffer: they describe one.
         c.write_buffer = params.take_size_or(&WRITE_BUFFER, c.write_buffer)?;
-        c.drain = match params
-            .take_str_or(&WRITE_BUFFER_DRAIN, c.drain.key())
-            .as_str()
-        {
-            "watermark" => DrainPolicy::Watermark,
-            "idle" => DrainPolicy::Idle,
-            "full" => DrainPolicy::Full,
-            other => {
-                return Err(ConfigError::invalid(
-                    "write_buffer_drain",
-                    format!("{}: expected watermark, idle or full", quote(other)),
-                ))
-            }
-        };
+        c.drain = parse_word(
+            "write_buffer_drain",
+            &params.take_str_or(&WRITE_BUFFER_DRAIN, c.drain.key()),
+            &[
+                ("watermark", DrainPolicy::Watermark),
+                ("idle", DrainPolicy::Idle),
+                ("full", DrainPolicy::Full),
+            ],
+        )?;
         c.watermark = params.take_or(&WRITE_BUFFER_WATERMARK, c.watermark)?;
         if !(c.watermark >= 0.0 && c.watermark < 1.0) {
             return Err(ConfigError::invalid(
@@ -676,17 +671,15 @@ impl Controller {
         }
         c.cmd_overhead_ns = params.take_or(&CMD_OVERHEAD_NS, c.cmd_overhead_ns)?;
         c.host_mb_s = params.take_or(&HOST_MB_S, c.host_mb_s)?;
-        c.flush = match params.take_str_or(&FLUSH, c.flush.key()).as_str() {
-            "honor" => FlushMode::Honor,
-            "ignore" => FlushMode::Ignore,
-            "reorder" => FlushMode::Reorder,
-            other => {
-                return Err(ConfigError::invalid(
-                    "flush",
-                    format!("{}: expected honor, ignore or reorder", quote(other)),
-                ))
-            }
-        };
+        c.flush = parse_word(
+            "flush",
+            &params.take_str_or(&FLUSH, c.flush.key()),
+            &[
+                ("honor", FlushMode::Honor),
+                ("ignore", FlushMode::Ignore),
+                ("reorder", FlushMode::Reorder),
+            ],
+        )?;
         c.max_age_ns = params.take_or(&WRITE_BUFFER_MAX_AGE_NS, c.max_age_ns)?;
         Ok(c)
     }

@@ -9,7 +9,7 @@ use crate::addr::{Ppa, SimTime};
 use crate::config::{FdpConfig, Geometry, Stripe, DEFAULT_GC_RESERVE_LINES};
 use crate::device::{Device, Oob, RuOwner};
 use crate::error::{quote, ConfigError, FtlError};
-use crate::params::{keys, Key, Params};
+use crate::params::{keys, parse_word, Key, Params};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -151,16 +151,11 @@ impl GcPolicy {
         } else {
             GcRule::Reserve
         };
-        let rule = match params.take_str_or(&GC, implied.key()).as_str() {
-            "reserve" => GcRule::Reserve,
-            "femu" => GcRule::Femu,
-            o => {
-                return Err(ConfigError::invalid(
-                    "gc",
-                    format!("{} is not reserve or femu", quote(o)),
-                ))
-            }
-        };
+        let rule = parse_word(
+            "gc",
+            &params.take_str_or(&GC, implied.key()),
+            &[("reserve", GcRule::Reserve), ("femu", GcRule::Femu)],
+        )?;
         let wrong = match rule {
             GcRule::Reserve => femu_key.map(|k| (k, "gc=femu")),
             GcRule::Femu => reserve_key.map(|k| (k, "gc=reserve")),
