@@ -86,6 +86,14 @@ impl FdpConfig {
         self.ruh_type(h) == RuhType::Persistently
     }
 
+    /// Bit `h` set for each persistently isolated handle `h` (at most [`MAX_RUHS`] handles):
+    /// what hot paths test instead of looking the type up.
+    pub fn persistent_mask(&self) -> u128 {
+        (0..self.ruhs)
+            .filter(|&h| self.persistent(h as u8))
+            .fold(0, |bits, h| bits | 1u128 << h)
+    }
+
     /// Write streams FDP adds beside the device's own data stream, which is handle 0's: the
     /// host streams of handles 1.., and the GC streams (one per persistently isolated handle,
     /// and one shared by the initially isolated ones, if any).

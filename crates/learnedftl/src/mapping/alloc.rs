@@ -367,9 +367,7 @@ impl Allocator {
         };
         self.ptrs.resize(first as usize + extra, none);
         self.owned.resize(first as usize + extra, 0);
-        let persistent = (0..fdp.ruhs)
-            .filter(|&h| fdp.persistent(h as u8))
-            .fold(0u128, |bits, h| bits | 1u128 << h);
+        let persistent = fdp.persistent_mask();
         self.fdp = Some(FdpStreams {
             first,
             gc: first + fdp.ruhs - 1,

@@ -474,9 +474,7 @@ impl LearnedFtl {
                 dram,
                 budget,
                 fdp: dev.fdp.is_on(),
-                fdp_persistent: (0..dev.fdp.ruhs)
-                    .filter(|&h| dev.fdp.persistent(h as u8))
-                    .fold(0, |bits, h| bits | 1u128 << h),
+                fdp_persistent: dev.fdp.persistent_mask(),
             },
             alloc: Allocator::new(&geo, streams, policy).with_fdp(&dev.fdp),
             next_refresh: SimTime(refresh_period_ns.unwrap_or(0)),
